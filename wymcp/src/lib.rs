@@ -1,0 +1,22 @@
+#![doc = include_str!("../../README.md")]
+#![forbid(unsafe_code)]
+
+pub mod exchange;
+pub mod response;
+pub mod revision;
+pub mod server;
+pub mod stage;
+pub mod stages;
+
+mod router;
+
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
+
+pub use exchange::{Exchange, MessageKind, Principal};
+pub use response::{Rejection, Response};
+pub use revision::{Era, Revision};
+pub use server::{BuildError, Limits, Server, ServerBuilder};
+pub use stage::{Flow, Role, Stage, StageInfo, StageKind};
+pub use wymcp_macros::{body_bound, pipeline, wire_check};

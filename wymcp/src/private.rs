@@ -1,0 +1,50 @@
+//! What `#[pipeline]`'s generated code reaches, and nothing else should.
+//! Not a public API: it may change in any release.
+
+use std::future::Future;
+use std::sync::Arc;
+
+pub use axum::Router;
+pub use tracing::Instrument;
+
+pub use crate::exchange::Exchange;
+pub use crate::response::Response;
+pub use crate::server::Server;
+pub use crate::stage::{Flow, Role, Stage, StageInfo, StageKind};
+
+/// The request type `handle` takes.
+pub type Request = http::Request<axum::body::Body>;
+
+/// Marks `name` as the running stage and returns its span.
+pub fn enter(ex: &mut Exchange<'_>, name: &'static str) -> tracing::Span {
+    ex.set_stage(name);
+    tracing::debug_span!("wymcp.stage", stage = name)
+}
+
+/// The answer when every stage continued: a chain must end in a stage that
+/// answers (the default chain's `Dispatch` always does).
+#[must_use]
+pub fn unanswered(ex: &Exchange<'_>) -> Response {
+    ex.rejection_response(crate::response::Rejection::new(
+        http::StatusCode::INTERNAL_SERVER_ERROR,
+        crate::response::code::INTERNAL_ERROR,
+        "the chain ended without an answer",
+    ))
+}
+
+/// Whether a stage type is wymcp's own `Validate`; read by generated const
+/// assertions.
+#[must_use]
+pub const fn is_validate<S: Stage>() -> bool {
+    S::KIND.is_validate()
+}
+
+/// The axum router of a chain: POST on the server's endpoint runs `handle`;
+/// every other verb there is answered 405 with `Allow: POST` and runs no stage.
+pub fn router<F, Fut>(server: Arc<Server>, handle: F) -> Router
+where
+    F: Fn(Arc<Server>, Request) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Response> + Send + 'static,
+{
+    crate::router::build(server, handle)
+}

@@ -1,0 +1,152 @@
+//! The [`Server`]: everything the stages read, built once at start-up.
+
+use std::time::Duration;
+
+use crate::revision::Revision;
+
+/// Ceilings and timeouts of the parse step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest body accepted, in bytes, inclusive. Default 8,000,000.
+    pub body_bytes: usize,
+    /// The longest query string accepted, in bytes, inclusive. Default 1,000,000.
+    pub query_bytes: usize,
+    /// How long a body read may stall before the request is answered 408.
+    /// Default 15,000 ms.
+    pub read_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            body_bytes: 8_000_000,
+            query_bytes: 1_000_000,
+            read_timeout: Duration::from_millis(15_000),
+        }
+    }
+}
+
+/// An MCP server: configuration and registries, shared by every request.
+#[derive(Debug)]
+pub struct Server {
+    pub(crate) endpoint: String,
+    pub(crate) limits: Limits,
+    pub(crate) revisions: Vec<Revision>,
+}
+
+impl Server {
+    /// Starts building a server.
+    #[must_use]
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder::default()
+    }
+
+    /// The path of the MCP endpoint, `/mcp` by default.
+    #[must_use]
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The parse step's ceilings and read timeout.
+    #[must_use]
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The revisions this server serves, oldest first.
+    #[must_use]
+    pub fn revisions(&self) -> &[Revision] {
+        &self.revisions
+    }
+}
+
+/// Builds a [`Server`].
+#[derive(Debug)]
+pub struct ServerBuilder {
+    endpoint: String,
+    limits: Limits,
+    revisions: Vec<Revision>,
+}
+
+impl Default for ServerBuilder {
+    fn default() -> Self {
+        ServerBuilder {
+            endpoint: "/mcp".to_owned(),
+            limits: Limits::default(),
+            revisions: vec![Revision::V2025_11_25, Revision::V2026_07_28],
+        }
+    }
+}
+
+/// Why a server could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The endpoint path does not start with `/`.
+    #[error("the endpoint path `{0}` must start with `/`")]
+    Endpoint(String),
+    /// No revision is served.
+    #[error("a server must serve at least one protocol revision")]
+    NoRevision,
+}
+
+impl ServerBuilder {
+    /// The path of the MCP endpoint (default `/mcp`).
+    #[must_use]
+    pub fn endpoint(mut self, path: impl Into<String>) -> Self {
+        self.endpoint = path.into();
+        self
+    }
+
+    /// The parse step's ceilings and read timeout.
+    #[must_use]
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The largest body accepted, in bytes (default 8,000,000).
+    #[must_use]
+    pub fn body_ceiling(mut self, bytes: usize) -> Self {
+        self.limits.body_bytes = bytes;
+        self
+    }
+
+    /// The longest query string accepted, in bytes (default 1,000,000).
+    #[must_use]
+    pub fn query_ceiling(mut self, bytes: usize) -> Self {
+        self.limits.query_bytes = bytes;
+        self
+    }
+
+    /// How long a body read may stall before a 408 (default 15 s).
+    #[must_use]
+    pub fn read_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.limits.read_timeout = timeout;
+        self
+    }
+
+    /// The revisions served (default 2025-11-25 and 2026-07-28).
+    #[must_use]
+    pub fn revisions(mut self, revisions: impl IntoIterator<Item = Revision>) -> Self {
+        self.revisions = revisions.into_iter().collect();
+        self.revisions.sort_unstable();
+        self.revisions.dedup();
+        self
+    }
+
+    /// Builds the server, checking the configuration.
+    pub fn build(self) -> Result<Server, BuildError> {
+        if !self.endpoint.starts_with('/') {
+            return Err(BuildError::Endpoint(self.endpoint));
+        }
+        if self.revisions.is_empty() {
+            return Err(BuildError::NoRevision);
+        }
+        Ok(Server {
+            endpoint: self.endpoint,
+            limits: self.limits,
+            revisions: self.revisions,
+        })
+    }
+}
