@@ -1,6 +1,10 @@
 #![doc = include_str!("../../README.md")]
 #![forbid(unsafe_code)]
 
+extern crate self as wymcp;
+
+pub use axum;
+
 pub mod exchange;
 pub mod response;
 pub mod revision;

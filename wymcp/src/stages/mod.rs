@@ -4,6 +4,22 @@
 pub use crate::exchange::Exchange;
 pub use crate::stage::{Flow, Stage};
 
+mod auth;
+mod classify;
+mod dispatch;
+mod header_binding;
+mod origin_check;
+mod parse_body;
+mod protocol_fields;
+mod singleton_headers;
 mod validate;
 
+pub use auth::Auth;
+pub use classify::Classify;
+pub use dispatch::Dispatch;
+pub use header_binding::HeaderBinding;
+pub use origin_check::OriginCheck;
+pub use parse_body::parse_body;
+pub use protocol_fields::ProtocolFields;
+pub use singleton_headers::SingletonHeaders;
 pub use validate::Validate;
