@@ -1,6 +1,8 @@
 #![doc = include_str!("../../README.md")]
 #![forbid(unsafe_code)]
 
+// Lets the default chain, declared with `#[pipeline]` in this crate, name `::wymcp`.
+#[allow(unused_extern_crates)]
 extern crate self as wymcp;
 
 pub use axum;
