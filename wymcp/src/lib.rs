@@ -8,6 +8,7 @@ extern crate self as wymcp;
 pub use axum;
 
 pub mod exchange;
+pub mod mrtr;
 pub mod response;
 pub mod revision;
 pub mod server;

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::mrtr::{Sealer, SealingKey};
 use crate::revision::Revision;
 
 /// Ceilings and timeouts of the parse step.
@@ -32,6 +33,7 @@ pub struct Server {
     pub(crate) endpoint: String,
     pub(crate) limits: Limits,
     pub(crate) revisions: Vec<Revision>,
+    pub(crate) sealer: Sealer,
 }
 
 impl Server {
@@ -58,6 +60,12 @@ impl Server {
     pub fn revisions(&self) -> &[Revision] {
         &self.revisions
     }
+
+    /// The sealer of MRTR `requestState` (see [`mrtr`](crate::mrtr)).
+    #[must_use]
+    pub fn sealer(&self) -> &Sealer {
+        &self.sealer
+    }
 }
 
 /// Builds a [`Server`].
@@ -66,6 +74,8 @@ pub struct ServerBuilder {
     endpoint: String,
     limits: Limits,
     revisions: Vec<Revision>,
+    sealer: Option<Sealer>,
+    request_state_ttl: Option<Duration>,
 }
 
 impl Default for ServerBuilder {
@@ -74,6 +84,8 @@ impl Default for ServerBuilder {
             endpoint: "/mcp".to_owned(),
             limits: Limits::default(),
             revisions: vec![Revision::V2025_11_25, Revision::V2026_07_28],
+            sealer: None,
+            request_state_ttl: None,
         }
     }
 }
@@ -135,6 +147,33 @@ impl ServerBuilder {
         self
     }
 
+    /// The key that seals MRTR `requestState` from now on. A key set earlier
+    /// stays accepted for unsealing, so rotating is calling this again with
+    /// the new key. Without any, a random key is drawn per process.
+    #[must_use]
+    pub fn sealing_key(mut self, key: SealingKey) -> Self {
+        self.sealer = Some(match self.sealer.take() {
+            Some(sealer) => sealer.rotate(key),
+            None => Sealer::new(key),
+        });
+        self
+    }
+
+    /// A key that still unseals `requestState` but never seals (a retired key).
+    #[must_use]
+    pub fn accept_sealing_key(mut self, key: SealingKey) -> Self {
+        let sealer = self.sealer.take().unwrap_or_default();
+        self.sealer = Some(sealer.accept(key));
+        self
+    }
+
+    /// How long a sealed `requestState` stays valid (default 10 minutes).
+    #[must_use]
+    pub fn request_state_ttl(mut self, ttl: Duration) -> Self {
+        self.request_state_ttl = Some(ttl);
+        self
+    }
+
     /// Builds the server, checking the configuration.
     pub fn build(self) -> Result<Server, BuildError> {
         if !self.endpoint.starts_with('/') {
@@ -147,6 +186,13 @@ impl ServerBuilder {
             endpoint: self.endpoint,
             limits: self.limits,
             revisions: self.revisions,
+            sealer: {
+                let sealer = self.sealer.unwrap_or_default();
+                match self.request_state_ttl {
+                    Some(ttl) => sealer.ttl(ttl),
+                    None => sealer,
+                }
+            },
         })
     }
 }
