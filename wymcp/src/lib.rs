@@ -7,6 +7,7 @@ extern crate self as wymcp;
 
 pub use axum;
 
+pub mod chain;
 pub mod exchange;
 pub mod mrtr;
 pub mod response;

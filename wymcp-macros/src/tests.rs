@@ -1,0 +1,1 @@
+//! Unit tests of the checking pass, independent of token output.
