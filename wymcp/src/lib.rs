@@ -15,6 +15,7 @@ pub mod revision;
 pub mod server;
 pub mod stage;
 pub mod stages;
+pub mod stream;
 
 mod router;
 
