@@ -1,0 +1,560 @@
+//! The official MCP JSON Schemas, embedded in the crate and compiled once.
+//!
+//! Each revision wymcp knows ships its schema file (`wymcp/schema/<rev>/schema.json`,
+//! provenance in `wymcp/schema/SOURCE.md`). At start-up every client request and
+//! client notification the revision defines (the members of its
+//! `ClientRequest` and `ClientNotification` definitions) gets its own compiled
+//! validator, keyed by method: `tools/call` on 2026-07-28 is validated against
+//! `#/$defs/CallToolRequest` alone, never against the whole `ClientRequest`
+//! union, so a validation costs microseconds rather than a walk of every
+//! alternative.
+//!
+//! How the validators are built: the revision's document is put in a
+//! [`jsonschema::Registry`] under a private URN, and each definition is
+//! compiled from a one-line wrapper, `{"$schema": <the file's dialect>, "$ref":
+//! "<urn>#/$defs/<Def>"}` (`definitions` and draft-07 for 2025-06-18; `$defs`
+//! and 2020-12 for the later two). The document is indexed once per revision;
+//! only the wrappers are compiled, and they are compiled offline: nothing is
+//! ever fetched.
+//!
+//! The whole set is compiled once per process (the first
+//! [`ServerBuilder::build`](crate::ServerBuilder::build) pays for it) and
+//! shared by every [`Server`](crate::Server) through an [`Arc`].
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use jsonschema::error::ValidationErrorKind;
+use jsonschema::{Registry, ValidationError, Validator};
+use serde_json::{Value, json};
+
+use crate::revision::Revision;
+
+/// Why the embedded schemas could not be compiled. This is a bug in wymcp,
+/// never in the caller's configuration; it is reported rather than panicked.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the embedded MCP schema of {revision} could not be compiled: {reason}")]
+pub struct SchemaError {
+    revision: Revision,
+    reason: String,
+}
+
+impl SchemaError {
+    fn new(revision: Revision, reason: impl fmt::Display) -> Self {
+        SchemaError {
+            revision,
+            reason: reason.to_string(),
+        }
+    }
+}
+
+/// The schema file of a revision, as embedded.
+#[must_use]
+pub const fn source(revision: Revision) -> &'static str {
+    match revision {
+        Revision::V2025_06_18 => include_str!("../schema/2025-06-18/schema.json"),
+        Revision::V2025_11_25 => include_str!("../schema/2025-11-25/schema.json"),
+        Revision::V2026_07_28 => include_str!("../schema/2026-07-28/schema.json"),
+    }
+}
+
+/// Whether a definition describes a client request or a client notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DefinitionKind {
+    /// A member of the revision's `ClientRequest`: it needs an `id`.
+    Request,
+    /// A member of the revision's `ClientNotification`: it must carry no `id`.
+    Notification,
+}
+
+/// One compiled definition: the schema a message of one method is held to.
+pub struct Definition {
+    revision: Revision,
+    kind: DefinitionKind,
+    pointer: String,
+    validator: Validator,
+}
+
+impl fmt::Debug for Definition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Definition")
+            .field("revision", &self.revision)
+            .field("kind", &self.kind)
+            .field("pointer", &self.pointer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Definition {
+    /// The revision whose schema this definition belongs to.
+    #[must_use]
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+
+    /// Request or notification.
+    #[must_use]
+    pub fn kind(&self) -> DefinitionKind {
+        self.kind
+    }
+
+    /// The definition's pointer in its schema file, e.g. `#/$defs/CallToolRequest`.
+    #[must_use]
+    pub fn pointer(&self) -> &str {
+        &self.pointer
+    }
+
+    /// Whether `message` satisfies the definition. The fast path: no error is
+    /// built.
+    #[must_use]
+    pub fn is_valid(&self, message: &Value) -> bool {
+        self.validator.is_valid(message)
+    }
+
+    /// Validates `message`, describing the first failure that matters most: a
+    /// failure of the envelope (anything outside `params`) before one inside
+    /// `params`. Costs more than [`is_valid`](Self::is_valid); call it only once
+    /// that said no.
+    pub fn validate(&self, message: &Value) -> Result<(), SchemaFailure> {
+        let failures = self
+            .validator
+            .iter_errors(message)
+            .map(|error| SchemaFailure::from_error(&error));
+        most_relevant(failures).map_or(Ok(()), Err)
+    }
+}
+
+/// The failure to report: the first outside `params` (the envelope is more
+/// fundamental), else the first inside.
+fn most_relevant(failures: impl IntoIterator<Item = SchemaFailure>) -> Option<SchemaFailure> {
+    let mut params = None;
+    for failure in failures {
+        if !failure.in_params() {
+            return Some(failure);
+        }
+        params.get_or_insert(failure);
+    }
+    params
+}
+
+/// The longest pointer or message a failure reports; the rest is cut, since
+/// both can carry client-controlled text (property names).
+const REPORT_LIMIT: usize = 200;
+
+/// Why a message failed its definition, small enough to send back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaFailure {
+    /// The JSON pointer of the failing value in the message, e.g.
+    /// `/params/name`. For a missing property, the pointer of the property
+    /// that should be there.
+    pub pointer: String,
+    /// The JSON Schema keyword that failed (`required`, `type`, `const`, …).
+    pub keyword: String,
+    /// What is wrong, without echoing the client's value.
+    pub message: String,
+}
+
+impl SchemaFailure {
+    fn from_error(error: &ValidationError<'_>) -> Self {
+        let mut pointer = error.instance_path().as_str().to_owned();
+        if let ValidationErrorKind::Required { property } = error.kind()
+            && let Some(name) = property.as_str()
+        {
+            pointer.push('/');
+            pointer.push_str(&name.replace('~', "~0").replace('/', "~1"));
+        }
+        SchemaFailure {
+            pointer: truncate(pointer),
+            keyword: error.kind().keyword().to_owned(),
+            message: truncate(error.masked_with("the value").to_string()),
+        }
+    }
+
+    /// Whether the failure lies inside `params` (or is `params` itself
+    /// missing or mistyped): an invalid-params failure rather than an
+    /// invalid request.
+    #[must_use]
+    pub fn in_params(&self) -> bool {
+        self.pointer == "/params" || self.pointer.starts_with("/params/")
+    }
+}
+
+fn truncate(mut text: String) -> String {
+    if text.len() > REPORT_LIMIT {
+        let mut end = REPORT_LIMIT;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    text
+}
+
+/// The compiled definitions of one revision, keyed by method.
+#[derive(Debug)]
+struct RevisionSchemas {
+    revision: Revision,
+    methods: HashMap<String, Definition>,
+}
+
+/// Every revision's compiled definitions; held by the
+/// [`Server`](crate::Server), read by [`Validate`](crate::stages::Validate).
+#[derive(Debug)]
+pub struct Schemas {
+    revisions: Vec<RevisionSchemas>,
+}
+
+impl Schemas {
+    /// The process-wide compiled set, compiled on first use.
+    pub fn shared() -> Result<Arc<Schemas>, SchemaError> {
+        static SHARED: OnceLock<Result<Arc<Schemas>, SchemaError>> = OnceLock::new();
+        SHARED
+            .get_or_init(|| Schemas::compile().map(Arc::new))
+            .clone()
+    }
+
+    /// Compiles every known revision's definitions. Prefer
+    /// [`shared`](Self::shared), which compiles once per process.
+    pub fn compile() -> Result<Schemas, SchemaError> {
+        let revisions = Revision::ALL
+            .into_iter()
+            .map(compile_revision)
+            .collect::<Result<_, _>>()?;
+        Ok(Schemas { revisions })
+    }
+
+    /// The definition a message of `method` is held to on `revision`, or
+    /// `None` when the revision defines no client request or notification of
+    /// that name (an unknown or removed method: Dispatch answers it).
+    #[must_use]
+    pub fn definition(&self, revision: Revision, method: &str) -> Option<&Definition> {
+        self.revisions
+            .iter()
+            .find(|schemas| schemas.revision == revision)?
+            .methods
+            .get(method)
+    }
+
+    /// The methods `revision` defines, with their definitions (unordered).
+    pub fn methods(&self, revision: Revision) -> impl Iterator<Item = (&str, &Definition)> {
+        self.revisions
+            .iter()
+            .filter(move |schemas| schemas.revision == revision)
+            .flat_map(|schemas| schemas.methods.iter().map(|(m, d)| (m.as_str(), d)))
+    }
+}
+
+fn compile_revision(revision: Revision) -> Result<RevisionSchemas, SchemaError> {
+    let fail = |reason: &dyn fmt::Display| SchemaError::new(revision, reason);
+    let document: Value = serde_json::from_str(source(revision)).map_err(|e| fail(&e))?;
+    let dialect = document
+        .get("$schema")
+        .cloned()
+        .ok_or_else(|| fail(&"no `$schema`"))?;
+    let defs_key = if document.get("$defs").is_some() {
+        "$defs"
+    } else {
+        "definitions"
+    };
+    let defs = document
+        .get(defs_key)
+        .and_then(Value::as_object)
+        .ok_or_else(|| fail(&"no definitions"))?;
+
+    let mut members = Vec::new();
+    for (union, kind) in [
+        ("ClientRequest", DefinitionKind::Request),
+        ("ClientNotification", DefinitionKind::Notification),
+    ] {
+        let def = defs
+            .get(union)
+            .ok_or_else(|| fail(&format_args!("no `{union}`")))?;
+        members.extend(
+            union_members(def, union)
+                .into_iter()
+                .map(|name| (name, kind)),
+        );
+    }
+
+    let base = format!("urn:wymcp:mcp-schema:{revision}");
+    let registry = Registry::new()
+        .add(&base, &document)
+        .and_then(jsonschema::RegistryBuilder::prepare)
+        .map_err(|e| fail(&e))?;
+
+    let mut methods = HashMap::new();
+    for (name, kind) in members {
+        let method = defs
+            .get(&name)
+            .and_then(|def| def.pointer("/properties/method/const"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| fail(&format_args!("`{name}` names no method")))?;
+        let pointer = format!("#/{defs_key}/{name}");
+        let wrapper = json!({ "$schema": dialect, "$ref": format!("{base}{pointer}") });
+        let validator = jsonschema::options()
+            .offline()
+            .with_registry(&registry)
+            .build(&wrapper)
+            .map_err(|e| fail(&format_args!("`{name}`: {e}")))?;
+        methods.insert(
+            method.to_owned(),
+            Definition {
+                revision,
+                kind,
+                pointer,
+                validator,
+            },
+        );
+    }
+    Ok(RevisionSchemas { revision, methods })
+}
+
+/// The definitions a union names: the `$ref`s of its `anyOf`/`oneOf`, or the
+/// union itself when it has a single member and is written out in place
+/// (2026-07-28's `ClientNotification` is `notifications/cancelled` itself).
+fn union_members(def: &Value, name: &str) -> Vec<String> {
+    let alternatives = def
+        .get("anyOf")
+        .or_else(|| def.get("oneOf"))
+        .and_then(Value::as_array);
+    match alternatives {
+        Some(alternatives) => alternatives
+            .iter()
+            .filter_map(|alt| alt.get("$ref")?.as_str())
+            .filter_map(|reference| reference.rsplit('/').next())
+            .map(str::to_owned)
+            .collect(),
+        None => vec![name.to_owned()],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schemas() -> Arc<Schemas> {
+        Schemas::shared().expect("the embedded schemas compile")
+    }
+
+    fn pointer(revision: Revision, method: &str) -> Option<(&'static str, DefinitionKind)> {
+        let schemas = schemas();
+        let def = schemas.definition(revision, method)?;
+        Some((def.pointer().to_owned().leak(), def.kind()))
+    }
+
+    #[test]
+    fn definition_follows_method_and_revision() {
+        use DefinitionKind::{Notification, Request};
+        use Revision::{V2025_06_18, V2025_11_25, V2026_07_28};
+        type Row = (
+            Revision,
+            &'static str,
+            Option<(&'static str, DefinitionKind)>,
+        );
+        let rows: &[Row] = &[
+            (
+                V2026_07_28,
+                "tools/call",
+                Some(("#/$defs/CallToolRequest", Request)),
+            ),
+            (
+                V2026_07_28,
+                "server/discover",
+                Some(("#/$defs/DiscoverRequest", Request)),
+            ),
+            (
+                V2026_07_28,
+                "subscriptions/listen",
+                Some(("#/$defs/SubscriptionsListenRequest", Request)),
+            ),
+            (
+                V2026_07_28,
+                "notifications/cancelled",
+                Some(("#/$defs/ClientNotification", Notification)),
+            ),
+            (V2026_07_28, "initialize", None),
+            (V2026_07_28, "ping", None),
+            (V2026_07_28, "logging/setLevel", None),
+            (V2026_07_28, "resources/subscribe", None),
+            (V2026_07_28, "resources/unsubscribe", None),
+            (V2026_07_28, "notifications/initialized", None),
+            // Server-to-client messages are not the client's to send.
+            (V2026_07_28, "sampling/createMessage", None),
+            (V2026_07_28, "notifications/tools/list_changed", None),
+            (V2026_07_28, "foo/bar", None),
+            (
+                V2025_11_25,
+                "tools/call",
+                Some(("#/$defs/CallToolRequest", Request)),
+            ),
+            (
+                V2025_11_25,
+                "initialize",
+                Some(("#/$defs/InitializeRequest", Request)),
+            ),
+            (V2025_11_25, "ping", Some(("#/$defs/PingRequest", Request))),
+            (
+                V2025_11_25,
+                "logging/setLevel",
+                Some(("#/$defs/SetLevelRequest", Request)),
+            ),
+            (
+                V2025_11_25,
+                "tasks/get",
+                Some(("#/$defs/GetTaskRequest", Request)),
+            ),
+            (
+                V2025_11_25,
+                "notifications/initialized",
+                Some(("#/$defs/InitializedNotification", Notification)),
+            ),
+            (V2025_11_25, "server/discover", None),
+            (
+                V2025_06_18,
+                "tools/call",
+                Some(("#/definitions/CallToolRequest", Request)),
+            ),
+            (
+                V2025_06_18,
+                "notifications/initialized",
+                Some(("#/definitions/InitializedNotification", Notification)),
+            ),
+            (V2025_06_18, "tasks/get", None),
+        ];
+        for (revision, method, expected) in rows {
+            assert_eq!(pointer(*revision, method), *expected, "{revision} {method}");
+        }
+    }
+
+    #[test]
+    fn every_union_member_is_compiled() {
+        let schemas = schemas();
+        let count = |r| schemas.methods(r).count();
+        assert_eq!(count(Revision::V2025_06_18), 13 + 4);
+        assert_eq!(count(Revision::V2025_11_25), 17 + 5);
+        assert_eq!(count(Revision::V2026_07_28), 10 + 1);
+    }
+
+    fn call(params: &Value) -> Value {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+    }
+
+    fn meta() -> Value {
+        json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}
+        })
+    }
+
+    #[test]
+    fn a_valid_call_passes_and_a_bad_one_names_its_pointer() {
+        let schemas = schemas();
+        let def = schemas
+            .definition(Revision::V2026_07_28, "tools/call")
+            .expect("tools/call is defined");
+        let good = call(&json!({"_meta": meta(), "name": "echo", "arguments": {"x": 1}}));
+        assert!(def.is_valid(&good));
+        assert_eq!(def.validate(&good), Ok(()));
+
+        let missing = call(&json!({"_meta": meta()}));
+        assert!(!def.is_valid(&missing));
+        let failure = def.validate(&missing).expect_err("name is required");
+        assert_eq!(failure.pointer, "/params/name");
+        assert_eq!(failure.keyword, "required");
+        assert!(failure.in_params());
+
+        let mistyped = call(&json!({"_meta": meta(), "name": 7}));
+        let failure = def.validate(&mistyped).expect_err("name is a string");
+        assert_eq!(failure.pointer, "/params/name");
+        assert_eq!(failure.keyword, "type");
+    }
+
+    #[test]
+    fn an_envelope_failure_comes_before_a_params_failure() {
+        let schemas = schemas();
+        let def = schemas
+            .definition(Revision::V2026_07_28, "tools/call")
+            .expect("tools/call is defined");
+        for both in [
+            json!({"jsonrpc": "1.0", "id": 1, "method": "tools/call", "params": {"_meta": meta()}}),
+            json!({"id": 1, "method": "tools/call", "params": {"_meta": meta()}}),
+            json!({"id": 1, "method": "tools/call", "params": {"_meta": meta(), "name": 5}}),
+        ] {
+            let failure = def.validate(&both).expect_err("two failures");
+            assert_eq!(failure.pointer, "/jsonrpc", "{both}");
+            assert!(!failure.in_params());
+        }
+    }
+
+    #[test]
+    fn the_envelope_failure_is_reported_whatever_the_order() {
+        let at = |pointer: &str| SchemaFailure {
+            pointer: pointer.to_owned(),
+            keyword: "type".to_owned(),
+            message: String::new(),
+        };
+        let pick =
+            |pointers: &[&str]| most_relevant(pointers.iter().map(|p| at(p))).map(|f| f.pointer);
+        assert_eq!(
+            pick(&["/params/name", "/jsonrpc", "/id"]),
+            Some("/jsonrpc".to_owned())
+        );
+        assert_eq!(
+            pick(&["/params/name", "/params"]),
+            Some("/params/name".to_owned())
+        );
+        assert_eq!(pick(&["/paramsx"]), Some("/paramsx".to_owned()));
+        assert_eq!(pick(&[]), None);
+        assert!(at("/params").in_params());
+        assert!(!at("/paramsx").in_params());
+        assert!(!at("").in_params());
+    }
+
+    #[test]
+    fn a_failure_never_echoes_a_huge_value() {
+        let schemas = schemas();
+        let def = schemas
+            .definition(Revision::V2026_07_28, "tools/call")
+            .expect("tools/call is defined");
+        let huge = "x".repeat(100_000);
+        let failure = def
+            .validate(&call(&json!({"_meta": meta(), "name": [huge]})))
+            .expect_err("name is a string");
+        assert!(failure.message.len() <= REPORT_LIMIT + '…'.len_utf8());
+        assert!(!failure.message.contains("xxxxxxxxxx"));
+    }
+
+    #[test]
+    fn truncation_respects_char_boundaries() {
+        let text = "é".repeat(REPORT_LIMIT);
+        let cut = truncate(text);
+        assert!(cut.ends_with('…'));
+        assert!(cut.len() <= REPORT_LIMIT + '…'.len_utf8());
+    }
+
+    /// Release-mode timing of the fast path:
+    /// `cargo test -p wymcp --release --lib schema::tests::timing -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a timing, not a check; run in release mode"]
+    fn timing() {
+        use std::time::Instant;
+        let started = Instant::now();
+        let compiled = Schemas::compile().expect("compiles");
+        println!("compile all revisions: {:?}", started.elapsed());
+        let def = compiled
+            .definition(Revision::V2026_07_28, "tools/call")
+            .expect("tools/call is defined");
+        let message = call(&json!({"_meta": meta(), "name": "echo", "arguments": {"text": "hi"}}));
+        let rounds: u32 = 1_000_000;
+        let started = Instant::now();
+        let mut valid = 0u32;
+        for _ in 0..rounds {
+            valid += u32::from(def.is_valid(std::hint::black_box(&message)));
+        }
+        let per = started.elapsed() / rounds;
+        assert_eq!(valid, rounds);
+        println!("is_valid, small tools/call: {per:?} per validation");
+    }
+}
