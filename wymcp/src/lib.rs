@@ -12,6 +12,7 @@ pub mod exchange;
 pub mod mrtr;
 pub mod response;
 pub mod revision;
+pub mod schema;
 pub mod server;
 pub mod stage;
 pub mod stages;

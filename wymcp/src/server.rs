@@ -1,9 +1,11 @@
 //! The [`Server`]: everything the stages read, built once at start-up.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::mrtr::{Sealer, SealingKey};
 use crate::revision::Revision;
+use crate::schema::{SchemaError, Schemas};
 
 /// Ceilings and timeouts of the parse step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +36,7 @@ pub struct Server {
     pub(crate) limits: Limits,
     pub(crate) revisions: Vec<Revision>,
     pub(crate) sealer: Sealer,
+    pub(crate) schemas: Arc<Schemas>,
 }
 
 impl Server {
@@ -65,6 +68,13 @@ impl Server {
     #[must_use]
     pub fn sealer(&self) -> &Sealer {
         &self.sealer
+    }
+
+    /// The compiled MCP JSON Schemas, one validator per client method and
+    /// revision; compiled once per process and shared by every server.
+    #[must_use]
+    pub fn schemas(&self) -> &Schemas {
+        &self.schemas
     }
 }
 
@@ -100,6 +110,9 @@ pub enum BuildError {
     /// No revision is served.
     #[error("a server must serve at least one protocol revision")]
     NoRevision,
+    /// The embedded MCP schemas did not compile (a bug in wymcp).
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
 }
 
 impl ServerBuilder {
@@ -193,6 +206,7 @@ impl ServerBuilder {
                     None => sealer,
                 }
             },
+            schemas: Schemas::shared()?,
         })
     }
 }
