@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Interop check: the MCP Inspector CLI (pinned in tools/npm) in modern mode
+# (protocol era 2026-07-28) against a running examples/everything.
+#
+# Usage: interop/inspector.sh URL SCRATCH-DIR   (mcp-inspector and node on PATH)
+# The Inspector reads and writes its catalog, client config and secrets: all
+# of them go to SCRATCH-DIR, never to the user's home.
+#
+# Prints one `PASS inspector[modern] check` or `FAIL inspector[modern] check:
+# reason` line per check; exits non-zero if any failed.
+set -uo pipefail
+url=$1
+scratch=$2
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$scratch/home"
+export HOME=$scratch/home
+export MCP_CATALOG_PATH=$scratch/catalog.json
+export MCP_CLIENT_CONFIG_PATH=$scratch/client.json
+export MCP_INSPECTOR_SECRET_STORE=memory
+root_uri=file:///tmp/wymcp-interop-root
+
+# The catalog names the server, pins the modern era, and gives the roots the
+# Inspector answers an embedded roots/list with (its CLI declares roots but not
+# elicitation or sampling, so roots is the MRTR round it can finish).
+cat >"$MCP_CATALOG_PATH" <<EOF
+{"mcpServers": {"everything": {"type": "streamable-http", "url": "$url",
+  "protocolEra": "modern",
+  "roots": [{"uri": "$root_uri", "name": "interop"}]}}}
+EOF
+
+failed=0
+n=0
+# check NAME JS-ASSERTION INSPECTOR-ARGS...: runs the Inspector; the assertion
+# is a JavaScript expression over `r` (the parsed JSON output) that yields an
+# error string, or '' when the output is right.
+check() {
+    local name=$1 assertion=$2
+    shift 2
+    n=$((n + 1))
+    local out=$scratch/out-$n.json err=$scratch/err-$n.txt
+    timeout 60 mcp-inspector --cli --server everything --format json "$@" >"$out" 2>"$err"
+    local rc=$?
+    if ((rc != 0)); then
+        failed=$((failed + 1))
+        echo "FAIL inspector[modern] $name: exit $rc — $(cat "$out" "$err" | tr '\n' ' ' | cut -c1-400)"
+        return
+    fi
+    local why
+    why=$(node "$here/inspector-assert.mjs" "$out" "$assertion" 2>&1)
+    if [[ -n $why ]]; then
+        failed=$((failed + 1))
+        echo "FAIL inspector[modern] $name: $why"
+    else
+        echo "PASS inspector[modern] $name"
+    fi
+}
+
+# serverInfo in a result's _meta is 2026-era only: a legacy fallback would lack it.
+check "tools/list" \
+    "r.result?.tools?.some(t => t.name === 'test_simple_text') ? '' : 'test_simple_text not listed'" \
+    --method tools/list
+check "tools/call test_simple_text (modern era)" \
+    "r.result?.isError ? 'isError' : !r.result?.content?.[0]?.text ? 'no text content' : !r.result?._meta?.['io.modelcontextprotocol/serverInfo'] ? 'no _meta serverInfo: not the 2026 era' : ''" \
+    --method tools/call --tool-name test_simple_text
+check "resources/read test://static-text" \
+    "r.result?.contents?.[0]?.text ? '' : 'no text contents'" \
+    --method resources/read --uri test://static-text
+check "prompts/get test_prompt_with_arguments" \
+    "JSON.stringify(r.result?.messages ?? []).includes('alpha') ? '' : 'argument not in messages'" \
+    --method prompts/get --prompt-name test_prompt_with_arguments --prompt-args arg1=alpha arg2=beta
+check "MRTR round (roots) tools/call test_input_required_result_list_roots" \
+    "r.result?.isError ? 'isError' : JSON.stringify(r.result?.content ?? []).includes('$root_uri') ? '' : 'result does not reference the roots the client gave'" \
+    --method tools/call --tool-name test_input_required_result_list_roots
+
+exit $((failed > 0))

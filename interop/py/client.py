@@ -1,0 +1,131 @@
+"""Interop check: the official Python SDK client (mcp, pinned in
+tools/py/requirements.txt) against a running examples/everything.
+
+Usage: python interop/py/client.py URL MODE
+  MODE: 2026-07-28 (adopt the modern revision), legacy (the 2025 handshake)
+        or auto (probe server/discover, fall back to initialize)
+
+Prints one `PASS py[MODE] check` or `FAIL py[MODE] check: reason` line per
+check and exits non-zero if any failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+
+from mcp import Client, types
+
+MODES = ("2026-07-28", "legacy", "auto")
+
+
+class Run:
+    def __init__(self, mode: str) -> None:
+        self.tag = f"py[{mode}]"
+        self.failed = 0
+
+    async def check(self, name: str, body: Callable[[], Awaitable[str | None]]) -> None:
+        try:
+            why = await body()
+        except Exception as err:  # noqa: BLE001 - every failure is reported, none raised
+            code = getattr(getattr(err, "error", None), "code", None)
+            why = f"{type(err).__name__}: {err}" + (f" (code {code})" if code is not None else "")
+        if why:
+            self.failed += 1
+            print(f"FAIL {self.tag} {name}: {why}", flush=True)
+        else:
+            print(f"PASS {self.tag} {name}", flush=True)
+
+
+def first_text(content: list[types.ContentBlock] | None) -> str | None:
+    for block in content or []:
+        if isinstance(block, types.TextContent):
+            return block.text
+    return None
+
+
+async def main(url: str, mode: str) -> int:
+    run = Run(mode)
+    elicited = 0
+
+    # The MRTR round: the client fulfils the server's embedded elicitation/create
+    # through this callback and retries with the answer and the echoed requestState.
+    async def on_elicit(_ctx: object, _params: types.ElicitRequestParams) -> types.ElicitResult:
+        nonlocal elicited
+        elicited += 1
+        return types.ElicitResult(action="accept", content={"name": "Alice"})
+
+    client = Client(url, mode=mode, elicitation_callback=on_elicit, read_timeout_seconds=20)
+    try:
+        async with client:
+            version = client.protocol_version
+            modern = version.startswith("2026")
+
+            async def negotiated() -> str | None:
+                want_modern = mode != "legacy"
+                return None if modern == want_modern else f"negotiated {version}"
+
+            await run.check(f"connect (negotiated {version})", negotiated)
+
+            async def list_tools() -> str | None:
+                names = [t.name for t in (await client.list_tools()).tools]
+                want = ["test_simple_text", "test_error_handling", "test_input_required_result_elicitation"]
+                missing = [n for n in want if n not in names]
+                return f"missing {missing} in {names}" if missing else None
+
+            await run.check("tools/list", list_tools)
+
+            async def call_simple() -> str | None:
+                result = await client.call_tool("test_simple_text", {})
+                text = first_text(result.content)
+                if result.is_error:
+                    return f"isError: {text}"
+                return None if text else f"no text content in {result!r}"
+
+            await run.check("tools/call test_simple_text", call_simple)
+
+            async def call_error() -> str | None:
+                result = await client.call_tool("test_error_handling", {})
+                return None if result.is_error else f"expected isError: true, got {result!r}"
+
+            await run.check("tools/call test_error_handling (isError)", call_error)
+
+            async def read_resource() -> str | None:
+                result = await client.read_resource("test://static-text")
+                texts = [c.text for c in result.contents if isinstance(c, types.TextResourceContents)]
+                return None if texts and texts[0] else f"no text contents in {result!r}"
+
+            await run.check("resources/read test://static-text", read_resource)
+
+            async def get_prompt() -> str | None:
+                result = await client.get_prompt("test_prompt_with_arguments", {"arg1": "alpha", "arg2": "beta"})
+                dumped = result.model_dump_json()
+                return None if "alpha" in dumped and "beta" in dumped else f"arguments not in {dumped}"
+
+            await run.check("prompts/get test_prompt_with_arguments", get_prompt)
+
+            if modern:
+
+                async def mrtr() -> str | None:
+                    before = elicited
+                    result = await client.call_tool("test_input_required_result_elicitation", {})
+                    if elicited == before:
+                        return "the elicitation callback was never asked"
+                    text = first_text(result.content)
+                    if result.is_error:
+                        return f"isError: {text}"
+                    return None if text else f"no text content after the round: {result!r}"
+
+                await run.check("MRTR round (elicitation) tools/call test_input_required_result_elicitation", mrtr)
+    except Exception as err:  # noqa: BLE001 - a failed connect or close is one more FAIL line
+        run.failed += 1
+        print(f"FAIL {run.tag} session: {type(err).__name__}: {err}", flush=True)
+    return 0 if run.failed == 0 else 1
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[2] not in MODES:
+        print(f"usage: client.py URL {'|'.join(MODES)}", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(asyncio.run(main(sys.argv[1], sys.argv[2])))

@@ -1,0 +1,129 @@
+// Interop check: the official TypeScript client (@modelcontextprotocol/client,
+// pinned in tools/npm) against a running examples/everything.
+//
+// Usage: node interop/ts/client.mjs URL MODE
+//   MODE: 2026-07-28 (pinned modern era) or legacy (the 2025 handshake)
+// Env:   WYMCP_TOOLS_NPM = the folder scripts/tools.sh installed tools/npm into
+//
+// Prints one `PASS ts[MODE] check` or `FAIL ts[MODE] check: reason` line per
+// check and exits non-zero if any failed.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const [url, mode] = process.argv.slice(2);
+if (!url || !['2026-07-28', 'legacy'].includes(mode)) {
+    console.error('usage: client.mjs URL 2026-07-28|legacy');
+    process.exit(2);
+}
+
+// The script lives in the repository, the package in target/tools: import it
+// by the path its package.json exports, since ESM has no NODE_PATH.
+const pkgDir = join(process.env.WYMCP_TOOLS_NPM ?? '', 'node_modules/@modelcontextprotocol/client');
+const pkg = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'));
+const { Client, StreamableHTTPClientTransport } = await import(
+    pathToFileURL(join(pkgDir, pkg.exports['.'].import.default)).href
+);
+
+const tag = `ts[${mode}]`;
+let failed = 0;
+
+async function check(name, body) {
+    try {
+        const why = await body();
+        if (why) {
+            failed += 1;
+            console.log(`FAIL ${tag} ${name}: ${why}`);
+        } else {
+            console.log(`PASS ${tag} ${name}`);
+        }
+    } catch (err) {
+        failed += 1;
+        const code = err?.code === undefined ? '' : ` (code ${err.code})`;
+        console.log(`FAIL ${tag} ${name}: ${err?.message ?? String(err)}${code}`);
+    }
+}
+
+function firstText(content) {
+    const block = (content ?? []).find((c) => c.type === 'text');
+    return block?.text;
+}
+
+const modern = mode !== 'legacy';
+const client = new Client(
+    { name: 'wymcp-interop-ts', version: '1.0.0' },
+    {
+        versionNegotiation: { mode: modern ? { pin: '2026-07-28' } : 'legacy' },
+        capabilities: { elicitation: { form: {} } },
+    },
+);
+
+// The MRTR round: the client fulfils the server's embedded elicitation/create
+// through this handler and retries with the answer and the echoed requestState.
+let elicited = 0;
+client.setRequestHandler('elicitation/create', async () => {
+    elicited += 1;
+    return { action: 'accept', content: { name: 'Alice' } };
+});
+
+let connected = false;
+await check('connect', async () => {
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    connected = true;
+    const version = client.getNegotiatedProtocolVersion();
+    if (modern ? version !== '2026-07-28' : version?.startsWith('2026')) {
+        return `negotiated ${version}`;
+    }
+    return undefined;
+});
+
+if (connected) {
+    await check('tools/list', async () => {
+        const { tools } = await client.listTools();
+        const names = tools.map((t) => t.name);
+        const missing = ['test_simple_text', 'test_error_handling', 'test_input_required_result_elicitation']
+            .filter((n) => !names.includes(n));
+        return missing.length === 0 ? undefined : `missing ${missing.join(', ')} in [${names.join(', ')}]`;
+    });
+    await check('tools/call test_simple_text', async () => {
+        const result = await client.callTool({ name: 'test_simple_text', arguments: {} });
+        const text = firstText(result.content);
+        if (result.isError) return `isError: ${text}`;
+        return text ? undefined : `no text content in ${JSON.stringify(result)}`;
+    });
+    await check('tools/call test_error_handling (isError)', async () => {
+        const result = await client.callTool({ name: 'test_error_handling', arguments: {} });
+        return result.isError === true ? undefined : `expected isError: true, got ${JSON.stringify(result)}`;
+    });
+    await check('resources/read test://static-text', async () => {
+        const { contents } = await client.readResource({ uri: 'test://static-text' });
+        const text = contents?.[0]?.text;
+        return text ? undefined : `no text contents in ${JSON.stringify(contents)}`;
+    });
+    await check('prompts/get test_prompt_with_arguments', async () => {
+        const result = await client.getPrompt({
+            name: 'test_prompt_with_arguments',
+            arguments: { arg1: 'alpha', arg2: 'beta' },
+        });
+        const text = JSON.stringify(result.messages ?? []);
+        return text.includes('alpha') && text.includes('beta')
+            ? undefined
+            : `arguments not in messages ${text}`;
+    });
+    if (modern) {
+        await check('MRTR round (elicitation) tools/call test_input_required_result_elicitation', async () => {
+            const before = elicited;
+            const result = await client.callTool({
+                name: 'test_input_required_result_elicitation',
+                arguments: {},
+            });
+            if (elicited === before) return 'the elicitation handler was never asked';
+            if (result.isError) return `isError: ${firstText(result.content)}`;
+            const text = firstText(result.content);
+            return text ? undefined : `no text content after the round: ${JSON.stringify(result)}`;
+        });
+    }
+    await client.close().catch(() => {});
+}
+
+process.exit(failed === 0 ? 0 : 1);
