@@ -7,8 +7,10 @@ extern crate self as wymcp;
 
 pub use axum;
 
+pub mod auth;
 pub mod chain;
 pub mod exchange;
+pub mod headers;
 pub mod mrtr;
 pub mod response;
 pub mod revision;

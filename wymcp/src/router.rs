@@ -15,7 +15,8 @@ where
     Fut: Future<Output = Response> + Send + 'static,
 {
     let endpoint = server.endpoint().to_owned();
+    let metadata = crate::auth::metadata_router(&server);
     let post = axum::routing::post(move |request: Request| handle(server.clone(), request))
         .fallback(|| async { method_not_allowed() });
-    Router::new().route(&endpoint, post)
+    Router::new().route(&endpoint, post).merge(metadata)
 }

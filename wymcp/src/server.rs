@@ -1,8 +1,11 @@
 //! The [`Server`]: everything the stages read, built once at start-up.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::auth::{AuthConfig, AuthSetup, Authenticator};
+use crate::headers::HeaderParam;
 use crate::mrtr::{Sealer, SealingKey};
 use crate::revision::Revision;
 use crate::schema::{SchemaError, Schemas};
@@ -37,6 +40,8 @@ pub struct Server {
     pub(crate) revisions: Vec<Revision>,
     pub(crate) sealer: Sealer,
     pub(crate) schemas: Arc<Schemas>,
+    pub(crate) auth: Option<AuthSetup>,
+    pub(crate) header_params: HashMap<String, Vec<HeaderParam>>,
 }
 
 impl Server {
@@ -76,6 +81,20 @@ impl Server {
     pub fn schemas(&self) -> &Schemas {
         &self.schemas
     }
+
+    /// The auth configuration, when the server was built with an
+    /// authenticator.
+    #[must_use]
+    pub fn auth_config(&self) -> Option<&AuthConfig> {
+        self.auth.as_ref().map(|a| &a.config)
+    }
+
+    /// The `x-mcp-header` annotations of the tool named `tool`: the
+    /// `Mcp-Param-{Name}` rows `HeaderBinding` checks on its `tools/call`.
+    #[must_use]
+    pub fn header_params(&self, tool: &str) -> &[HeaderParam] {
+        self.header_params.get(tool).map_or(&[], Vec::as_slice)
+    }
 }
 
 /// Builds a [`Server`].
@@ -86,6 +105,8 @@ pub struct ServerBuilder {
     revisions: Vec<Revision>,
     sealer: Option<Sealer>,
     request_state_ttl: Option<Duration>,
+    auth: Option<AuthSetup>,
+    header_params: HashMap<String, Vec<HeaderParam>>,
 }
 
 impl Default for ServerBuilder {
@@ -96,6 +117,8 @@ impl Default for ServerBuilder {
             revisions: vec![Revision::V2025_11_25, Revision::V2026_07_28],
             sealer: None,
             request_state_ttl: None,
+            auth: None,
+            header_params: HashMap::new(),
         }
     }
 }
@@ -113,6 +136,9 @@ pub enum BuildError {
     /// The embedded MCP schemas did not compile (a bug in wymcp).
     #[error(transparent)]
     Schema(#[from] SchemaError),
+    /// The auth configuration is inconsistent.
+    #[error("auth: {0}")]
+    Auth(String),
 }
 
 impl ServerBuilder {
@@ -187,6 +213,24 @@ impl ServerBuilder {
         self
     }
 
+    /// Requires every request to be authenticated by `authenticator`, and
+    /// presents the server as the protected resource `config` describes
+    /// (challenges, RFC 9728 metadata). See [`crate::auth`].
+    #[must_use]
+    pub fn auth(mut self, authenticator: impl Authenticator, config: AuthConfig) -> Self {
+        self.auth = Some(AuthSetup::new(authenticator, config));
+        self
+    }
+
+    /// Declares the `x-mcp-header` annotations of the tool `tool`. Called by
+    /// the tool registry when it registers a tool; not for direct use.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn header_params(mut self, tool: impl Into<String>, params: Vec<HeaderParam>) -> Self {
+        self.header_params.insert(tool.into(), params);
+        self
+    }
+
     /// Builds the server, checking the configuration.
     pub fn build(self) -> Result<Server, BuildError> {
         if !self.endpoint.starts_with('/') {
@@ -194,6 +238,9 @@ impl ServerBuilder {
         }
         if self.revisions.is_empty() {
             return Err(BuildError::NoRevision);
+        }
+        if let Some(auth) = &self.auth {
+            auth.check()?;
         }
         Ok(Server {
             endpoint: self.endpoint,
@@ -207,6 +254,8 @@ impl ServerBuilder {
                 }
             },
             schemas: Schemas::shared()?,
+            auth: self.auth,
+            header_params: self.header_params,
         })
     }
 }

@@ -1,6 +1,39 @@
-//! `Auth`: Authenticates the caller. (stub; replaced by the real stage)
+//! `Auth` (wire check): authenticates the caller with the server's
+//! [`Authenticator`](crate::auth::Authenticator) and sets
+//! [`Exchange::principal`].
+//!
+//! **Why here.** Every request must be authenticated on its own (there is no
+//! session), and before anything else in the body is trusted. It runs after
+//! classification so that its rejections follow the rejection-id rule like
+//! every other (the seed: "auth's 401 included"), and before the
+//! singleton-header check, so an unauthenticated caller learns nothing about
+//! how its other headers fare.
+//!
+//! **What it answers.** A server built without an authenticator: nothing
+//! (every request continues, with no principal). Otherwise:
+//!
+//! * `401`, `-32600`, `WWW-Authenticate: Bearer resource_metadata="…",
+//!   scope="…"` (each part only when configured) for missing, malformed or
+//!   refused credentials;
+//! * `403`, `-32600`, `WWW-Authenticate: Bearer error="insufficient_scope",
+//!   scope="…", resource_metadata="…"` when the principal lacks a required
+//!   scope (the configuration's, or the ones the authenticator names).
+//!
+//! **A repeated `Authorization` header.** The singleton-header check lists
+//! `Authorization`, but auth comes first and reads it first. With an
+//! authenticator configured, two `Authorization` headers are ambiguous
+//! credentials, which are no credentials: auth answers its `401` without
+//! consulting the authenticator and without picking either value. A stage
+//! knows nothing of its neighbours, so auth never lets through a request it
+//! could not authenticate in the hope that a later check refuses it. Without
+//! an authenticator, auth continues and the singleton-header check answers
+//! its `400` naming the header.
 
+use http::{HeaderValue, StatusCode, header};
+
+use crate::auth::AuthError;
 use crate::exchange::Exchange;
+use crate::response::{Rejection, code};
 use crate::stage::{Flow, Stage};
 
 /// Authenticates the caller.
@@ -8,7 +41,37 @@ use crate::stage::{Flow, Stage};
 pub struct Auth;
 
 impl Stage for Auth {
-    async fn run(_ex: &mut Exchange<'_>) -> Flow {
-        Flow::Continue
+    async fn run(ex: &mut Exchange<'_>) -> Flow {
+        let Some(setup) = ex.server().auth.as_ref() else {
+            return Flow::Continue;
+        };
+        let outcome = setup
+            .authenticate(&ex.parts, ex.message.as_ref(), ex.kind)
+            .await;
+        let config = &setup.config;
+        let (status, message, challenge) = match outcome {
+            Ok(principal) => {
+                ex.principal = Some(principal);
+                return Flow::Continue;
+            }
+            Err(AuthError::Unauthorized) => (
+                StatusCode::UNAUTHORIZED,
+                "unauthorized: this server needs a valid bearer token in one `Authorization` header",
+                config.unauthorized_challenge(),
+            ),
+            Err(AuthError::InsufficientScope { required }) => (
+                StatusCode::FORBIDDEN,
+                "forbidden: the token lacks a scope this request needs",
+                config.insufficient_scope_challenge(&required),
+            ),
+        };
+        // Built from validated configuration and RFC 6749 scope tokens only,
+        // so it is a valid header value; a bare challenge if it were not.
+        let challenge =
+            HeaderValue::try_from(challenge).unwrap_or_else(|_| HeaderValue::from_static("Bearer"));
+        ex.reject(
+            Rejection::new(status, code::INVALID_REQUEST, message)
+                .header(header::WWW_AUTHENTICATE, challenge),
+        )
     }
 }

@@ -1,14 +1,391 @@
-//! `HeaderBinding`: Binds the standard headers to the body. (stub; replaced by the real stage)
+//! `HeaderBinding` (wire check): binds the standard headers to the body
+//! fields they mirror, so that a gateway routing on a header and the server
+//! acting on the body cannot disagree.
+//!
+//! **Why here.** After protocol fields, which has just proven the body's
+//! protocol version a string (and served, when the header agrees), so the
+//! protocol-version row has a known-good body value; before Validate, as a
+//! wire check must be. Its other rows read body fields nothing has validated
+//! yet and answer none of their defects: **a body value with no header
+//! spelling binds nothing** (a `params.name` that is not a string, an
+//! argument that is an object), and **a header whose body value has the
+//! wrong type is left to Validate** (an `x-mcp-header` string argument sent
+//! as a number), so the stage that owns the defect answers it.
+//!
+//! **Modern-era rows**, in order, each answered `400`/`-32020` naming the
+//! header (`data.header`), the id by the rejection-id rule:
+//!
+//! | header | body | missing header |
+//! |---|---|---|
+//! | `MCP-Protocol-Version` | `params._meta["io.modelcontextprotocol/protocolVersion"]` | refused on a request; a notification may omit it |
+//! | `Mcp-Method` | `method` | refused on a request; a notification may omit it |
+//! | `Mcp-Name` | `params.name` (`tools/call`, `prompts/get`), `params.uri` (`resources/read`) | refused when the body has the value |
+//! | `Mcp-Param-{Name}` | the `tools/call` argument annotated `x-mcp-header: {Name}` ([`Server::header_params`](crate::Server::header_params)) | refused when the argument has a value; a header sent for an absent or `null` argument is refused too |
+//!
+//! Values are compared after stripping HTTP optional whitespace, exactly
+//! and case-sensitively; a byte a plain header value may not carry is
+//! `-32020`. `Mcp-Name` and `Mcp-Param-*` are decoded from the strict
+//! `=?base64?…?=` form first (see [`crate::headers`]); a bad payload is
+//! `-32020`, an upper-case `=?BASE64?` is a literal. Integer arguments are
+//! compared numerically (`42.0` equals `42`), booleans as `true`/`false`.
+//! Only requests and notifications are read: an unidentified request or an
+//! unknown body gives this stage nothing to bind (Validate answers them).
+//! `Mcp-Param-*` headers no annotation declares are ignored, as the spec
+//! asks of a server that does not recognise them.
+//!
+//! **Legacy era** (2025 clients): only what 2025-11-25 defines is checked.
+//! An absent `MCP-Protocol-Version` passes (a 2025 `initialize` carries
+//! none); a present one must name a revision the server serves, else `400`,
+//! `-32600`, with `data.supported`/`data.requested` (2025 defines a plain
+//! 400 and no code; `-32022` is 2026's). A served one sets
+//! [`Exchange::revision`]. The 2026 rows (`Mcp-Method`, `Mcp-Name`,
+//! `Mcp-Param-*`) do not apply.
 
-use crate::exchange::Exchange;
+use std::borrow::Cow;
+
+use http::{HeaderMap, HeaderName, StatusCode};
+use serde_json::{Value, json};
+
+use crate::exchange::{Exchange, MessageKind};
+use crate::headers::{
+    HeaderParam, HeaderParamType, HeaderValueError, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION,
+    decoded_text, plain_text,
+};
+use crate::response::{Rejection, code};
+use crate::revision::{Era, Revision};
+use crate::server::Server;
 use crate::stage::{Flow, Stage};
+
+use super::protocol_fields::PROTOCOL_VERSION_KEY;
 
 /// Binds the standard headers to the body.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HeaderBinding;
 
 impl Stage for HeaderBinding {
-    async fn run(_ex: &mut Exchange<'_>) -> Flow {
-        Flow::Continue
+    async fn run(ex: &mut Exchange<'_>) -> Flow {
+        if ex.era == Era::Legacy {
+            return legacy(ex);
+        }
+        let Some(kind @ (MessageKind::Request | MessageKind::Notification)) = ex.kind else {
+            return Flow::Continue;
+        };
+        let Some(message) = ex.message.as_ref() else {
+            return Flow::Continue;
+        };
+        match bind(ex.server(), &ex.parts.headers, message, kind) {
+            Ok(()) => Flow::Continue,
+            Err(mismatch) => ex.reject(
+                Rejection::new(
+                    StatusCode::BAD_REQUEST,
+                    code::HEADER_MISMATCH,
+                    format!("header mismatch: {}", mismatch.reason),
+                )
+                .data(json!({ "header": mismatch.header })),
+            ),
+        }
+    }
+}
+
+/// One failed row: the header's display name and why.
+#[derive(Debug, PartialEq, Eq)]
+struct Mismatch {
+    header: String,
+    reason: String,
+}
+
+impl Mismatch {
+    fn new(header: impl Into<String>, reason: impl Into<String>) -> Self {
+        Mismatch {
+            header: header.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// How a header value is read before comparing.
+#[derive(Clone, Copy)]
+enum Reading {
+    /// `MCP-Protocol-Version`, `Mcp-Method`: plain text, no sentinel.
+    Plain,
+    /// `Mcp-Name`, `Mcp-Param-*`: the `=?base64?…?=` form decoded.
+    Sentinel,
+}
+
+/// Checks every modern-era row, in order.
+fn bind(
+    server: &Server,
+    headers: &HeaderMap,
+    message: &Value,
+    kind: MessageKind,
+) -> Result<(), Mismatch> {
+    let request = kind == MessageKind::Request;
+    let params = message.get("params");
+
+    // MCP-Protocol-Version ↔ _meta protocol version.
+    let version = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(PROTOCOL_VERSION_KEY))
+        .and_then(Value::as_str);
+    standard_row(
+        headers,
+        &MCP_PROTOCOL_VERSION,
+        "MCP-Protocol-Version",
+        version,
+        request,
+        Reading::Plain,
+    )?;
+
+    // Mcp-Method ↔ method.
+    let method = message.get("method").and_then(Value::as_str);
+    standard_row(
+        headers,
+        &MCP_METHOD,
+        "Mcp-Method",
+        method,
+        request,
+        Reading::Plain,
+    )?;
+
+    if !request {
+        return Ok(());
+    }
+
+    // Mcp-Name ↔ params.name / params.uri.
+    let name_field = match method {
+        Some("tools/call" | "prompts/get") => Some("name"),
+        Some("resources/read") => Some("uri"),
+        _ => None,
+    };
+    let name = name_field.and_then(|field| params?.get(field)?.as_str());
+    if let Some(value) = name {
+        standard_row(
+            headers,
+            &MCP_NAME,
+            "Mcp-Name",
+            Some(value),
+            true,
+            Reading::Sentinel,
+        )?;
+    }
+
+    // Mcp-Param-{Name} ↔ annotated tools/call arguments.
+    let tool = params.and_then(|p| p.get("name")).and_then(Value::as_str);
+    if let (Some("tools/call"), Some(tool)) = (method, tool) {
+        let arguments = params.and_then(|p| p.get("arguments"));
+        for param in server.header_params(tool) {
+            param_row(headers, param, arguments)?;
+        }
+    }
+    Ok(())
+}
+
+/// A standard header against its body value. `required`: a missing header
+/// is a mismatch even when the body has no value (a request's
+/// `MCP-Protocol-Version` and `Mcp-Method`); otherwise a missing header
+/// is a mismatch only when the body has the value.
+fn standard_row(
+    headers: &HeaderMap,
+    name: &HeaderName,
+    display: &str,
+    body: Option<&str>,
+    required: bool,
+    reading: Reading,
+) -> Result<(), Mismatch> {
+    let Some(value) = headers.get(name) else {
+        return if required || body.is_some() {
+            Err(Mismatch::new(
+                display,
+                format!("the `{display}` header is missing"),
+            ))
+        } else {
+            Ok(())
+        };
+    };
+    let text =
+        read(value, reading).map_err(|e| Mismatch::new(display, format!("`{display}`: {e}")))?;
+    match body {
+        Some(body) if text != body => Err(Mismatch::new(
+            display,
+            format!("the `{display}` header does not match the body"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn read(value: &http::HeaderValue, reading: Reading) -> Result<Cow<'_, str>, HeaderValueError> {
+    match reading {
+        Reading::Plain => plain_text(value).map(Cow::Borrowed),
+        Reading::Sentinel => decoded_text(value),
+    }
+}
+
+/// One `x-mcp-header` annotation against the argument it mirrors.
+fn param_row(
+    headers: &HeaderMap,
+    param: &HeaderParam,
+    arguments: Option<&Value>,
+) -> Result<(), Mismatch> {
+    let display = format!("Mcp-Param-{}", param.name);
+    let header = HeaderName::from_bytes(param.header_name().as_bytes())
+        .ok()
+        .and_then(|name| headers.get(name));
+    let body = arguments.and_then(|arguments| {
+        param
+            .path
+            .iter()
+            .try_fold(arguments, |value, key| value.as_object()?.get(key))
+    });
+    let body = match body {
+        None | Some(Value::Null) => {
+            return match header {
+                Some(_) => Err(Mismatch::new(
+                    &display,
+                    format!("the `{display}` header is sent but its argument has no value"),
+                )),
+                None => Ok(()),
+            };
+        }
+        Some(value) => value,
+    };
+    let Some(expected) = header_spelling(body, param.ty) else {
+        // Wrong type for the annotation, or no header spelling: Validate's.
+        return Ok(());
+    };
+    let Some(value) = header else {
+        return Err(Mismatch::new(
+            &display,
+            format!("the `{display}` header is missing"),
+        ));
+    };
+    let text =
+        decoded_text(value).map_err(|e| Mismatch::new(&display, format!("`{display}`: {e}")))?;
+    let equal = match expected {
+        Spelling::Text(body) => text == body,
+        Spelling::Integer(body) => parse_integer(&text) == Some(body),
+        Spelling::Boolean(body) => text == if body { "true" } else { "false" },
+    };
+    if equal {
+        Ok(())
+    } else {
+        Err(Mismatch::new(
+            &display,
+            format!("the `{display}` header does not match the body"),
+        ))
+    }
+}
+
+/// A body value as the header spells it.
+enum Spelling<'a> {
+    Text(&'a str),
+    Integer(i128),
+    Boolean(bool),
+}
+
+/// The spelling of `value` for an annotation of type `ty`; `None` when the
+/// value is not of that type (left to Validate).
+fn header_spelling(value: &Value, ty: HeaderParamType) -> Option<Spelling<'_>> {
+    match (ty, value) {
+        (HeaderParamType::String, Value::String(s)) => Some(Spelling::Text(s)),
+        (HeaderParamType::Boolean, Value::Bool(b)) => Some(Spelling::Boolean(*b)),
+        (HeaderParamType::Integer, Value::Number(n)) => number_as_integer(n).map(Spelling::Integer),
+        _ => None,
+    }
+}
+
+fn number_as_integer(n: &serde_json::Number) -> Option<i128> {
+    if let Some(i) = n.as_i64() {
+        return Some(i128::from(i));
+    }
+    if let Some(u) = n.as_u64() {
+        return Some(i128::from(u));
+    }
+    n.as_f64().and_then(float_as_integer)
+}
+
+/// An integral float within `±2^64` as an integer.
+fn float_as_integer(f: f64) -> Option<i128> {
+    const LIMIT: f64 = 18_446_744_073_709_551_616.0; // 2^64
+    if f.is_finite() && f.fract() == 0.0 && f.abs() < LIMIT {
+        // Integral and within range, so the conversion is exact.
+        #[allow(clippy::cast_possible_truncation)]
+        Some(f as i128)
+    } else {
+        None
+    }
+}
+
+/// A header's integer, compared numerically: `42`, `-7`, `42.0`, `4.2e1`.
+fn parse_integer(text: &str) -> Option<i128> {
+    if let Ok(i) = text.parse::<i128>() {
+        return Some(i);
+    }
+    let plausible = text
+        .bytes()
+        .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b));
+    if !plausible {
+        return None;
+    }
+    text.parse::<f64>().ok().and_then(float_as_integer)
+}
+
+/// The legacy era's one row: a present `MCP-Protocol-Version` names a
+/// served revision.
+fn legacy(ex: &mut Exchange<'_>) -> Flow {
+    let Some(value) = ex.parts.headers.get(MCP_PROTOCOL_VERSION) else {
+        return Flow::Continue;
+    };
+    let server = ex.server();
+    let requested = String::from_utf8_lossy(value.as_bytes()).into_owned();
+    let revision = plain_text(value)
+        .ok()
+        .and_then(Revision::parse)
+        .filter(|r| server.revisions().contains(r));
+    if let Some(revision) = revision {
+        ex.revision = Some(revision);
+        return Flow::Continue;
+    }
+    let supported: Vec<&str> = server.revisions().iter().map(|r| r.as_str()).collect();
+    ex.reject(
+        Rejection::new(
+            StatusCode::BAD_REQUEST,
+            code::INVALID_REQUEST,
+            format!(
+                "unsupported `MCP-Protocol-Version`: this server serves {}",
+                supported.join(", ")
+            ),
+        )
+        .data(json!({
+            "header": "MCP-Protocol-Version",
+            "supported": supported,
+            "requested": requested.trim_matches([' ', '\t']),
+        })),
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_compare_numerically() {
+        assert_eq!(parse_integer("42"), Some(42));
+        assert_eq!(parse_integer("-7"), Some(-7));
+        assert_eq!(parse_integer("42.0"), Some(42));
+        assert_eq!(parse_integer("4.2e1"), Some(42));
+        assert_eq!(parse_integer("42.5"), None);
+        assert_eq!(parse_integer("inf"), None);
+        assert_eq!(parse_integer("NaN"), None);
+        assert_eq!(parse_integer(""), None);
+        assert_eq!(parse_integer("0x2a"), None);
+        assert_eq!(
+            parse_integer("18446744073709551615"),
+            Some(i128::from(u64::MAX))
+        );
+        let n: serde_json::Number = serde_json::from_str("42.0").unwrap();
+        assert_eq!(number_as_integer(&n), Some(42));
+        let n: serde_json::Number = serde_json::from_str("1e300").unwrap();
+        assert_eq!(number_as_integer(&n), None);
     }
 }

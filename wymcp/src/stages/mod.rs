@@ -16,6 +16,7 @@ mod validate;
 
 pub use auth::Auth;
 pub use classify::Classify;
+pub use classify::{classify, era_of, is_request_id};
 pub use dispatch::Dispatch;
 pub use header_binding::HeaderBinding;
 pub use origin_check::OriginCheck;

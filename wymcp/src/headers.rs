@@ -1,0 +1,372 @@
+//! Header values as the wire checks read them.
+//!
+//! The MCP standard headers (`MCP-Protocol-Version`, `Mcp-Method`,
+//! `Mcp-Name`, `Mcp-Param-{Name}`) mirror body fields. Before a header value
+//! is compared with its body value it is
+//!
+//! 1. stripped of HTTP optional whitespace (spaces and tabs at either end,
+//!    RFC 9110 §5.5),
+//! 2. checked for characters a plain header value may carry: visible ASCII,
+//!    space and tab; anything else (obs-text, that is bytes `0x80`–`0xFF`)
+//!    is an invalid character, and
+//! 3. for `Mcp-Name` and `Mcp-Param-{Name}` only, decoded from the sentinel
+//!    form `=?base64?{standard base64 of the UTF-8 bytes}?=` when it has
+//!    exactly that lowercase prefix and suffix. The decoder is strict: the
+//!    standard alphabet, a length that is a multiple of four, `=` padding only
+//!    at the end and only as needed, zero bits after the last character. A
+//!    value with an upper-case `=?BASE64?` or without the suffix is taken
+//!    literally.
+//!
+//! [`HeaderParam`] describes one `x-mcp-header` annotation of a tool, the
+//! row `HeaderBinding` checks for `Mcp-Param-{Name}`.
+
+use std::borrow::Cow;
+
+use http::{HeaderName, HeaderValue};
+
+/// `MCP-Protocol-Version`: the revision the request speaks.
+pub const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+/// `Mcp-Method`: mirrors the body's `method`.
+pub const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+/// `Mcp-Name`: mirrors `params.name` (`tools/call`, `prompts/get`) or
+/// `params.uri` (`resources/read`).
+pub const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+/// The lower-case prefix of every `Mcp-Param-{Name}` header name.
+pub const MCP_PARAM_PREFIX: &str = "mcp-param-";
+
+const SENTINEL_PREFIX: &str = "=?base64?";
+const SENTINEL_SUFFIX: &str = "?=";
+
+/// Why a header value cannot be compared with its body value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HeaderValueError {
+    /// The value carries a byte a plain header value may not (obs-text or a
+    /// control character other than tab).
+    #[error("the value has characters a plain header value may not carry")]
+    InvalidCharacters,
+    /// The value has the `=?base64?…?=` form but its payload is not strict
+    /// base64.
+    #[error("the `=?base64?…?=` value is not valid base64: {0}")]
+    Base64(#[from] Base64Error),
+    /// The decoded `=?base64?…?=` payload is not UTF-8.
+    #[error("the decoded `=?base64?…?=` value is not UTF-8")]
+    NotUtf8,
+}
+
+/// Why a base64 payload was refused by the strict decoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Base64Error {
+    /// The length is not a multiple of four (missing or extra padding).
+    #[error("its length is not a multiple of four")]
+    Length,
+    /// A character outside the standard alphabet, or `=` before the end.
+    #[error("it has a character outside the base64 alphabet at byte {0}")]
+    Character(usize),
+    /// More than two `=`, or bits set after the last encoded byte.
+    #[error("its padding is not canonical")]
+    Padding,
+}
+
+/// Strips HTTP optional whitespace (space and horizontal tab) from both ends.
+#[must_use]
+pub fn trim_ows(bytes: &[u8]) -> &[u8] {
+    let is_ows = |b: &u8| *b == b' ' || *b == b'\t';
+    let start = bytes.iter().position(|b| !is_ows(b)).unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !is_ows(b))
+        .map_or(start, |i| i + 1);
+    &bytes[start..end]
+}
+
+/// The value with optional whitespace stripped, when every byte is one a
+/// plain header value may carry (visible ASCII, space, tab). No sentinel
+/// decoding: this is how `MCP-Protocol-Version` and `Mcp-Method` are read.
+pub fn plain_text(value: &HeaderValue) -> Result<&str, HeaderValueError> {
+    let bytes = trim_ows(value.as_bytes());
+    if !bytes
+        .iter()
+        .all(|&b| b == b'\t' || (b' '..=b'~').contains(&b))
+    {
+        return Err(HeaderValueError::InvalidCharacters);
+    }
+    std::str::from_utf8(bytes).map_err(|_| HeaderValueError::InvalidCharacters)
+}
+
+/// The value as `Mcp-Name` and `Mcp-Param-{Name}` carry it: [`plain_text`],
+/// then decoded when it has the exact `=?base64?…?=` form.
+pub fn decoded_text(value: &HeaderValue) -> Result<Cow<'_, str>, HeaderValueError> {
+    let text = plain_text(value)?;
+    match sentinel_payload(text) {
+        Some(payload) => {
+            let bytes = base64_decode(payload.as_bytes())?;
+            String::from_utf8(bytes)
+                .map(Cow::Owned)
+                .map_err(|_| HeaderValueError::NotUtf8)
+        }
+        None => Ok(Cow::Borrowed(text)),
+    }
+}
+
+fn sentinel_payload(text: &str) -> Option<&str> {
+    if text.len() < SENTINEL_PREFIX.len() + SENTINEL_SUFFIX.len() {
+        return None;
+    }
+    text.strip_prefix(SENTINEL_PREFIX)?
+        .strip_suffix(SENTINEL_SUFFIX)
+}
+
+/// Encodes a string value as a client puts it in `Mcp-Name` or
+/// `Mcp-Param-{Name}`: as-is when it is safe plain ASCII (visible characters
+/// and inner spaces) and does not look like the sentinel, else
+/// `=?base64?…?=`.
+#[must_use]
+pub fn encode_value(value: &str) -> Cow<'_, str> {
+    let bytes = value.as_bytes();
+    let safe = bytes.iter().all(|&b| (b' '..=b'~').contains(&b))
+        && bytes.first() != Some(&b' ')
+        && bytes.last() != Some(&b' ')
+        && sentinel_payload(value).is_none();
+    if safe {
+        Cow::Borrowed(value)
+    } else {
+        Cow::Owned(format!(
+            "{SENTINEL_PREFIX}{}{SENTINEL_SUFFIX}",
+            base64_encode(bytes)
+        ))
+    }
+}
+
+const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+fn sextet(b: u8) -> Option<u8> {
+    match b {
+        b'A'..=b'Z' => Some(b - b'A'),
+        b'a'..=b'z' => Some(b - b'a' + 26),
+        b'0'..=b'9' => Some(b - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    }
+}
+
+/// Decodes standard, padded base64 (RFC 4648 §4) strictly: the length is a
+/// multiple of four, `=` appears only as the last one or two characters of
+/// the last quantum, and the bits after the last encoded byte are zero.
+pub fn base64_decode(input: &[u8]) -> Result<Vec<u8>, Base64Error> {
+    if !input.len().is_multiple_of(4) {
+        return Err(Base64Error::Length);
+    }
+    let padding = input.iter().rev().take_while(|&&b| b == b'=').count();
+    if padding > 2 {
+        return Err(Base64Error::Padding);
+    }
+    let data = &input[..input.len() - padding];
+    let mut out = Vec::with_capacity(input.len() / 4 * 3);
+    let mut acc: u32 = 0;
+    let mut bits = 0u32;
+    for (at, &b) in data.iter().enumerate() {
+        let v = sextet(b).ok_or(Base64Error::Character(at))?;
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            // Truncation keeps exactly the byte just completed.
+            #[allow(clippy::cast_possible_truncation)]
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    // What is left must be the zero bits a canonical encoder pads with.
+    if acc != 0 {
+        return Err(Base64Error::Padding);
+    }
+    Ok(out)
+}
+
+/// Encodes bytes as standard, padded base64 (RFC 4648 §4).
+#[must_use]
+pub fn base64_encode(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | (u32::from(b) << (16 - 8 * i)));
+        let chars = chunk.len() + 1;
+        for i in 0..4 {
+            if i < chars {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// The JSON type an `x-mcp-header` annotation sits on; only these three may
+/// be mirrored into a header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HeaderParamType {
+    /// `"type": "string"`: compared exactly, after sentinel decoding.
+    String,
+    /// `"type": "integer"`: compared numerically (`42.0` equals `42`).
+    Integer,
+    /// `"type": "boolean"`: spelled `true` or `false`.
+    Boolean,
+}
+
+/// One `x-mcp-header` annotation of a tool's `inputSchema`: the tool argument
+/// at `path` is mirrored into the header `Mcp-Param-{name}`.
+///
+/// The tool registry fills these at registration (after checking the
+/// annotation's constraints); `HeaderBinding` reads them through
+/// [`Server::header_params`](crate::Server::header_params).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderParam {
+    /// The `{Name}` of `Mcp-Param-{Name}`, as annotated (compared
+    /// case-insensitively, as header names are).
+    pub name: String,
+    /// The chain of `properties` keys from the arguments object to the
+    /// annotated property; one key for a top-level argument.
+    pub path: Vec<String>,
+    /// The annotated property's type.
+    pub ty: HeaderParamType,
+}
+
+impl HeaderParam {
+    /// An annotation of the top-level argument `property`.
+    pub fn new(name: impl Into<String>, property: impl Into<String>, ty: HeaderParamType) -> Self {
+        HeaderParam {
+            name: name.into(),
+            path: vec![property.into()],
+            ty,
+        }
+    }
+
+    /// An annotation of a nested property, reached through `path`.
+    pub fn nested(
+        name: impl Into<String>,
+        path: impl IntoIterator<Item = impl Into<String>>,
+        ty: HeaderParamType,
+    ) -> Self {
+        HeaderParam {
+            name: name.into(),
+            path: path.into_iter().map(Into::into).collect(),
+            ty,
+        }
+    }
+
+    /// The header's name in lower case, as `http` stores it.
+    #[must_use]
+    pub fn header_name(&self) -> String {
+        format!("{MCP_PARAM_PREFIX}{}", self.name.to_ascii_lowercase())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn hv(bytes: &[u8]) -> HeaderValue {
+        HeaderValue::from_bytes(bytes).unwrap()
+    }
+
+    #[test]
+    fn ows_is_stripped_from_both_ends_only() {
+        assert_eq!(trim_ows(b" \t a b \t"), b"a b");
+        assert_eq!(trim_ows(b"   "), b"");
+        assert_eq!(trim_ows(b""), b"");
+        assert_eq!(plain_text(&hv(b"  tools/call ")).unwrap(), "tools/call");
+    }
+
+    #[test]
+    fn obs_text_is_an_invalid_character() {
+        assert_eq!(
+            plain_text(&hv("café".as_bytes())),
+            Err(HeaderValueError::InvalidCharacters)
+        );
+        assert_eq!(
+            decoded_text(&hv(b"caf\xe9")),
+            Err(HeaderValueError::InvalidCharacters)
+        );
+    }
+
+    #[test]
+    fn base64_round_trips_every_length() {
+        let data: Vec<u8> = (0..=255).collect();
+        for n in 0..40 {
+            let encoded = base64_encode(&data[..n]);
+            assert_eq!(base64_decode(encoded.as_bytes()).unwrap(), &data[..n]);
+        }
+        assert_eq!(base64_encode(b"Hello"), "SGVsbG8=");
+        assert_eq!(
+            base64_encode("Hello, 世界".as_bytes()),
+            "SGVsbG8sIOS4lueVjA=="
+        );
+    }
+
+    #[test]
+    fn strict_decoder_refuses_what_a_lenient_one_accepts() {
+        assert_eq!(base64_decode(b"SGVsbG8"), Err(Base64Error::Length));
+        assert_eq!(base64_decode(b"SGVs!!!bG8="), Err(Base64Error::Length));
+        assert_eq!(base64_decode(b"SGVs!!G8"), Err(Base64Error::Character(4)));
+        assert_eq!(base64_decode(b"SG=sbG8="), Err(Base64Error::Character(2)));
+        assert_eq!(base64_decode(b"S==="), Err(Base64Error::Padding));
+        // "SGVsbG9=": the last character carries bits a canonical encoder leaves zero.
+        assert_eq!(base64_decode(b"SGVsbG9="), Err(Base64Error::Padding));
+        assert_eq!(base64_decode(b"SGVsbA=="), Ok(b"Hell".to_vec()));
+        assert_eq!(base64_decode(b"SGVsbB=="), Err(Base64Error::Padding));
+        assert_eq!(base64_decode(b"SGVs bG8"), Err(Base64Error::Character(4)));
+        assert_eq!(base64_decode(b"SGVs-G8_"), Err(Base64Error::Character(4)));
+    }
+
+    #[test]
+    fn the_sentinel_is_decoded_only_in_its_exact_lowercase_form() {
+        assert_eq!(decoded_text(&hv(b"=?base64?SGVsbG8=?=")).unwrap(), "Hello");
+        assert_eq!(
+            decoded_text(&hv(b"  =?base64?SGVsbG8sIOS4lueVjA==?= ")).unwrap(),
+            "Hello, 世界"
+        );
+        assert_eq!(decoded_text(&hv(b"=?base64??=")).unwrap(), "");
+        for literal in [
+            "=?BASE64?SGVsbG8=?=",
+            "=?base64?SGVsbG8=",
+            "SGVsbG8=",
+            "=?base64?=",
+        ] {
+            assert_eq!(decoded_text(&hv(literal.as_bytes())).unwrap(), literal);
+        }
+        assert_eq!(
+            decoded_text(&hv(b"=?base64?SGVsbG8?=")),
+            Err(HeaderValueError::Base64(Base64Error::Length))
+        );
+        assert!(matches!(
+            decoded_text(&hv(b"=?base64?SGVs!!!bG8=?=")),
+            Err(HeaderValueError::Base64(_))
+        ));
+        assert_eq!(
+            decoded_text(&hv(b"=?base64?/w==?=")),
+            Err(HeaderValueError::NotUtf8)
+        );
+    }
+
+    #[test]
+    fn encode_value_follows_the_spec_examples() {
+        assert_eq!(encode_value("us-west1"), "us-west1");
+        assert_eq!(
+            encode_value("Hello, 世界"),
+            "=?base64?SGVsbG8sIOS4lueVjA==?="
+        );
+        assert_eq!(encode_value(" padded "), "=?base64?IHBhZGRlZCA=?=");
+        assert_eq!(encode_value("line1\nline2"), "=?base64?bGluZTEKbGluZTI=?=");
+        assert_eq!(
+            encode_value("=?base64?literal?="),
+            "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
+        );
+    }
+}
