@@ -181,9 +181,9 @@ fn bind(
 }
 
 /// A standard header against its body value. `required`: a missing header
-/// is a mismatch even when the body has no value (a request's
-/// `MCP-Protocol-Version` and `Mcp-Method`); otherwise a missing header
-/// is a mismatch only when the body has the value.
+/// is a mismatch (a request's `MCP-Protocol-Version` and `Mcp-Method`, an
+/// `Mcp-Name` whose body value is present); otherwise it passes (a
+/// notification's). A present header must match a present body value.
 fn standard_row(
     headers: &HeaderMap,
     name: &HeaderName,
@@ -193,7 +193,7 @@ fn standard_row(
     reading: Reading,
 ) -> Result<(), Mismatch> {
     let Some(value) = headers.get(name) else {
-        return if required || body.is_some() {
+        return if required {
             Err(Mismatch::new(
                 display,
                 format!("the `{display}` header is missing"),
