@@ -269,3 +269,38 @@ async fn the_era_is_tagged_from_the_header_then_the_body() {
         assert_eq!(probe["revision"], revision, "{body} {header:?}");
     }
 }
+
+// These run on to the real Validate (on main since 5a757f7): the last part of
+// the seed's table, "rejected by Validate once the wire checks pass".
+
+#[tokio::test]
+async fn jsonrpc_1_0_with_a_string_id_keeps_its_id_through_validates_rejection() {
+    let server = server();
+    let mut body = modern(json!("old-1"), "tools/list", json!({}));
+    body["jsonrpc"] = json!("1.0");
+    let reply = send_validated(&server, conforming(&body, &[])).await;
+    reply.rejected("Validate", 400, -32600, &json!("old-1"));
+}
+
+#[tokio::test]
+async fn unidentified_and_unknown_bodies_pass_the_wire_checks_and_meet_validates_null_id() {
+    let server = server();
+    for (_, body, kind) in TABLE {
+        if *kind == "request" || *kind == "notification" {
+            continue;
+        }
+        let headers = [("MCP-Protocol-Version", MODERN.as_bytes())];
+        let reply = send_validated(&server, post_text(body, headers)).await;
+        reply.rejected("Validate", 400, -32600, &Value::Null);
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs the real parse step in the default chain (the wire engineer's)"]
+async fn through_the_default_chain_jsonrpc_1_0_keeps_its_id() {
+    let mut body = modern(json!("old-1"), "tools/list", json!({}));
+    body["jsonrpc"] = json!("1.0");
+    let router = wymcp::chain::post::router(server());
+    let reply = send_to(router, conforming(&body, &[])).await;
+    reply.rejected("Validate", 400, -32600, &json!("old-1"));
+}

@@ -2,14 +2,14 @@
 //! share: requests, a router that runs those stages and then answers with
 //! what they established, and a subscriber that records rejection events.
 //!
-//! The probe router runs the stages exactly as the default chain orders
-//! them (Classify, Auth, SingletonHeaders, ProtocolFields, HeaderBinding),
-//! each under its chain name, and when all of them continue answers `200`
-//! with a probe document (`kind`, `era`, `revision`, `principal`) instead of
-//! running Validate, so "the wire checks let it through" is observable
-//! whatever Validate and Dispatch would then say. Until the parse step and
-//! `#[pipeline]` land on main, it parses the body itself (the parse step's
-//! arms are tested elsewhere).
+//! The probe chain, declared with `#[wymcp::pipeline]`, is the default
+//! chain with one body-bound stage added right before Validate, which
+//! answers `200` with a probe document (`kind`, `era`, `revision`,
+//! `principal`): so "the wire checks let it through" is observable whatever
+//! Validate and Dispatch would then say, and every stage runs under its
+//! default-chain name. While the parse step on main is a stub that leaves no
+//! message, its stage parses the body itself (the parse step's arms are
+//! tested elsewhere).
 
 #![allow(dead_code, clippy::unwrap_used, clippy::needless_pass_by_value)]
 
@@ -23,9 +23,7 @@ use tower::ServiceExt;
 use tracing::field::{Field, Visit};
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::{Context, SubscriberExt};
-use wymcp::__private::{self as private, Flow, Instrument, Stage};
-use wymcp::stages::{Auth, Classify, HeaderBinding, ProtocolFields, SingletonHeaders};
-use wymcp::{Era, Exchange, MessageKind, Server};
+use wymcp::{Era, Exchange, Flow, MessageKind, Server};
 
 pub const V: &str = "io.modelcontextprotocol/protocolVersion";
 pub const C: &str = "io.modelcontextprotocol/clientCapabilities";
@@ -239,6 +237,11 @@ pub async fn send(server: &Arc<Server>, request: Request<Body>) -> Reply {
     send_to(probe_router(server.clone()), request).await
 }
 
+/// Sends `request` through the real Validate and Dispatch after the checks.
+pub async fn send_validated(server: &Arc<Server>, request: Request<Body>) -> Reply {
+    send_to(validated_router(server.clone()), request).await
+}
+
 /// Sends `request` through `router`, recording rejection events.
 pub async fn send_to(router: axum::Router, request: Request<Body>) -> Reply {
     let recorder = Recorder::default();
@@ -263,31 +266,31 @@ pub async fn send_to(router: axum::Router, request: Request<Body>) -> Reply {
 
 /// The probe router (see the module docs).
 pub fn probe_router(server: Arc<Server>) -> axum::Router {
-    private::router(server, |server, request| async move {
-        probe(&server, request).await
-    })
+    probe::router(server)
 }
 
-macro_rules! run {
-    ($ex:ident, $stage:ty, $name:literal) => {{
-        let span = private::enter(&mut $ex, $name);
-        if let Flow::Answer(response) = <$stage as Stage>::run(&mut $ex).instrument(span).await {
-            return response;
-        }
-    }};
+/// The same stages, then the real Validate and Dispatch.
+pub fn validated_router(server: Arc<Server>) -> axum::Router {
+    validated::router(server)
 }
 
-async fn probe(server: &Server, request: private::Request) -> private::Response {
-    let mut ex = Exchange::new(server, request);
-    let body = ex.body.take().unwrap_or_default();
-    let bytes = body.collect().await.unwrap().to_bytes();
-    ex.message = Some(serde_json::from_slice(&bytes).unwrap());
-    ex.bytes = bytes;
-    run!(ex, Classify, "Classify");
-    run!(ex, Auth, "Auth");
-    run!(ex, SingletonHeaders, "SingletonHeaders");
-    run!(ex, ProtocolFields, "ProtocolFields");
-    run!(ex, HeaderBinding, "HeaderBinding");
+/// The parse step, or a stand-in while the real one is a stub: when it
+/// leaves no message, the body is read and parsed here.
+pub async fn parse_or_stand_in(ex: &mut Exchange<'_>) -> Flow {
+    if let Flow::Answer(response) = wymcp::stages::parse_body(ex).await {
+        return Flow::Answer(response);
+    }
+    if ex.message.is_none() {
+        let body = ex.body.take().unwrap_or_default();
+        let bytes = body.collect().await.unwrap().to_bytes();
+        ex.message = Some(serde_json::from_slice(&bytes).unwrap());
+        ex.bytes = bytes;
+    }
+    Flow::Continue
+}
+
+/// Answers `200` with what the stages before it established.
+pub fn answer_probe(ex: &Exchange<'_>) -> Flow {
     let kind = match ex.kind {
         Some(MessageKind::Request) => "request",
         Some(MessageKind::UnidentifiedRequest) => "unidentified_request",
@@ -299,7 +302,7 @@ async fn probe(server: &Server, request: private::Request) -> private::Response 
         Era::Modern => "modern",
         Era::Legacy => "legacy",
     };
-    wymcp::response::json_response(
+    Flow::Answer(wymcp::response::json_response(
         StatusCode::OK,
         serde_json::to_vec(&json!({
             "probe": true,
@@ -309,5 +312,76 @@ async fn probe(server: &Server, request: private::Request) -> private::Response 
             "principal": ex.principal.as_ref().map(|p| &p.subject),
         }))
         .unwrap(),
-    )
+    ))
+}
+
+#[wymcp::pipeline]
+pub mod probe {
+    use wymcp::stages;
+    use wymcp::{Exchange, Flow};
+
+    #[wire_check]
+    pub type OriginCheck = stages::OriginCheck;
+
+    #[body_bound(reason = "the parse step is what reads the body")]
+    pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
+        super::parse_or_stand_in(ex).await
+    }
+
+    #[body_bound(reason = "tags the message kind and the era")]
+    pub type Classify = stages::Classify;
+
+    #[wire_check]
+    pub type Auth = stages::Auth;
+
+    #[wire_check]
+    pub type SingletonHeaders = stages::SingletonHeaders;
+
+    #[wire_check]
+    pub type ProtocolFields = stages::ProtocolFields;
+
+    #[wire_check]
+    pub type HeaderBinding = stages::HeaderBinding;
+
+    #[body_bound(reason = "the probe: answers with what the wire checks established")]
+    pub async fn probe(ex: &mut Exchange<'_>) -> Flow {
+        super::answer_probe(ex)
+    }
+
+    pub type Validate = stages::Validate;
+
+    pub type Dispatch = stages::Dispatch;
+}
+
+#[wymcp::pipeline]
+pub mod validated {
+    use wymcp::stages;
+    use wymcp::{Exchange, Flow};
+
+    #[wire_check]
+    pub type OriginCheck = stages::OriginCheck;
+
+    #[body_bound(reason = "the parse step is what reads the body")]
+    pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
+        super::parse_or_stand_in(ex).await
+    }
+
+    #[body_bound(reason = "tags the message kind and the era")]
+    pub type Classify = stages::Classify;
+
+    #[wire_check]
+    pub type Auth = stages::Auth;
+
+    #[wire_check]
+    pub type SingletonHeaders = stages::SingletonHeaders;
+
+    #[wire_check]
+    pub type ProtocolFields = stages::ProtocolFields;
+
+    #[wire_check]
+    pub type HeaderBinding = stages::HeaderBinding;
+
+    pub type Validate = stages::Validate;
+
+    pub type Dispatch = stages::Dispatch;
 }
