@@ -11,6 +11,7 @@ pub mod auth;
 pub mod chain;
 pub mod exchange;
 pub mod headers;
+pub mod listen;
 pub mod mrtr;
 pub mod response;
 pub mod revision;

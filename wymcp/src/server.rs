@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::auth::{AuthConfig, AuthSetup, Authenticator};
 use crate::headers::HeaderParam;
+use crate::listen::{Change, ChangeBus};
 use crate::mrtr::{Sealer, SealingKey};
 use crate::revision::Revision;
 use crate::schema::{SchemaError, Schemas};
@@ -42,6 +43,7 @@ pub struct Server {
     pub(crate) schemas: Arc<Schemas>,
     pub(crate) auth: Option<AuthSetup>,
     pub(crate) header_params: HashMap<String, Vec<HeaderParam>>,
+    pub(crate) changes: ChangeBus,
 }
 
 impl Server {
@@ -94,6 +96,39 @@ impl Server {
     #[must_use]
     pub fn header_params(&self, tool: &str) -> &[HeaderParam] {
         self.header_params.get(tool).map_or(&[], Vec::as_slice)
+    }
+
+    /// The bus every `subscriptions/listen` stream hears (see [`listen`](crate::listen)).
+    #[must_use]
+    pub fn changes(&self) -> &ChangeBus {
+        &self.changes
+    }
+
+    /// Tells open listen streams that asked for it that the tool list changed.
+    pub fn notify_tools_changed(&self) {
+        self.changes.publish(Change::ToolsListChanged);
+    }
+
+    /// Tells open listen streams that asked for it that the prompt list changed.
+    pub fn notify_prompts_changed(&self) {
+        self.changes.publish(Change::PromptsListChanged);
+    }
+
+    /// Tells open listen streams that asked for it that the resource list changed.
+    pub fn notify_resources_changed(&self) {
+        self.changes.publish(Change::ResourcesListChanged);
+    }
+
+    /// Tells open listen streams watching `uri` that the resource changed.
+    pub fn notify_resource_updated(&self, uri: impl Into<String>) {
+        self.changes.publish(Change::ResourceUpdated(uri.into()));
+    }
+
+    /// Ends every open listen stream cleanly (the `complete` result, then the
+    /// end of the stream): call it before a graceful shutdown waits for open
+    /// connections.
+    pub fn close_subscriptions(&self) {
+        self.changes.close_all();
     }
 }
 
@@ -256,6 +291,7 @@ impl ServerBuilder {
             schemas: Schemas::shared()?,
             auth: self.auth,
             header_params: self.header_params,
+            changes: ChangeBus::new(),
         })
     }
 }

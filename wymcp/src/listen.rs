@@ -1,0 +1,727 @@
+//! `subscriptions/listen`: the long-lived SSE stream of change notifications
+//! (2026-07-28, SUB; SEP-2575 §HTTP subscriptions).
+//!
+//! # The API in one screen
+//!
+//! ```
+//! use serde_json::json;
+//! use wymcp::listen::{Filter, Listen, Support};
+//!
+//! # fn demo(server: &wymcp::Server, id: serde_json::Value, params: serde_json::Value)
+//! #     -> Result<wymcp::Response, wymcp::Rejection> {
+//! // Dispatch, on `subscriptions/listen`:
+//! let filter = Filter::from_params(Some(&params))?; // a malformed filter is 400/-32602
+//! let response = Listen::new(id, filter)
+//!     .support(Support::all()) // what this server can deliver
+//!     .respond(server.changes());
+//!
+//! // Anywhere, at run time: tell every open listen stream.
+//! server.notify_tools_changed();
+//! server.notify_resource_updated("test://watched-resource");
+//! // On shutdown (before axum's graceful shutdown waits for connections):
+//! server.close_subscriptions();
+//! # Ok(response) }
+//! ```
+//!
+//! The stream, in order:
+//!
+//! 1. `notifications/subscriptions/acknowledged`, first, whose
+//!    `params.notifications` is the subset of the requested filter the server
+//!    honours ([`Support`]: a type the server cannot deliver is left out);
+//! 2. for each change published on the server's [`ChangeBus`] that the
+//!    filter asked for: `notifications/tools/list_changed`,
+//!    `notifications/prompts/list_changed`,
+//!    `notifications/resources/list_changed`, or
+//!    `notifications/resources/updated` (`params.uri`) for a URI in
+//!    `resourceSubscriptions` (or beneath one, `uri/…`);
+//! 3. on [`Server::close_subscriptions`](crate::Server::close_subscriptions)
+//!    (or when the server is dropped): the result
+//!    `{"resultType": "complete", "_meta": {subscriptionId}}` with the listen
+//!    request's id, then the end of the stream.
+//!
+//! Every notification carries `params._meta["io.modelcontextprotocol/subscriptionId"]`
+//! = the listen request's id. Log messages (`notifications/message`) are
+//! never sent here (LOG §Per-request log level). A `: keep-alive` comment goes
+//! out every 15 s of silence. A stream that falls more than 256 changes behind
+//! is told conservatively: a list_changed for each list it watches and an
+//! `updated` for each URI it watches, since a redundant re-read is harmless and
+//! a missed one is not.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use axum::body::Body;
+use bytes::Bytes;
+use http::StatusCode;
+use http_body::Frame;
+use serde_json::{Map, Value, json};
+use tokio::sync::broadcast;
+
+use crate::response::{Rejection, Response, code};
+use crate::stream::{KEEP_ALIVE_COMMENT, keep_alive_timer, sse_event, sse_response};
+
+/// The `_meta` key that tags every message of a listen stream.
+pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// How many unread changes a listen stream may fall behind before it is told
+/// conservatively (see the [module docs](self)).
+pub const BUS_CAPACITY: usize = 256;
+
+/// A change a listen stream may report.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Change {
+    /// The tool list changed.
+    ToolsListChanged,
+    /// The prompt list changed.
+    PromptsListChanged,
+    /// The resource (or template) list changed.
+    ResourcesListChanged,
+    /// The resource with this URI changed.
+    ResourceUpdated(String),
+}
+
+#[derive(Debug, Clone)]
+enum Event {
+    Change(Change),
+    Close,
+}
+
+/// The server's change bus: every open listen stream hears what is published.
+#[derive(Debug, Clone)]
+pub struct ChangeBus {
+    tx: broadcast::Sender<Event>,
+}
+
+impl Default for ChangeBus {
+    fn default() -> Self {
+        ChangeBus::new()
+    }
+}
+
+impl ChangeBus {
+    /// A bus with no listeners.
+    #[must_use]
+    pub fn new() -> Self {
+        ChangeBus {
+            tx: broadcast::channel(BUS_CAPACITY).0,
+        }
+    }
+
+    /// Tells every open listen stream about `change` (each forwards it if its
+    /// filter asked for it). Returns how many streams heard it.
+    pub fn publish(&self, change: Change) -> usize {
+        self.tx.send(Event::Change(change)).unwrap_or(0)
+    }
+
+    /// Ends every open listen stream cleanly: the `complete` result, then the
+    /// end of the stream. Streams opened afterwards are unaffected. Returns how
+    /// many streams were told.
+    pub fn close_all(&self) -> usize {
+        self.tx.send(Event::Close).unwrap_or(0)
+    }
+
+    /// How many listen streams are open.
+    #[must_use]
+    pub fn listeners(&self) -> usize {
+        self.tx.receiver_count()
+    }
+}
+
+/// Which notification types a client asked for: the `notifications` member
+/// of `subscriptions/listen` params (`SubscriptionFilter`). Omitted or `false`
+/// means no.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// `toolsListChanged`
+    pub tools_list_changed: bool,
+    /// `promptsListChanged`
+    pub prompts_list_changed: bool,
+    /// `resourcesListChanged`
+    pub resources_list_changed: bool,
+    /// `resourceSubscriptions`: the URIs whose `resources/updated` the client
+    /// wants. `None` when not asked for.
+    pub resource_subscriptions: Option<Vec<String>>,
+}
+
+fn invalid(message: &'static str) -> Rejection {
+    Rejection::new(StatusCode::BAD_REQUEST, code::INVALID_PARAMS, message)
+}
+
+impl Filter {
+    /// Reads `params.notifications`. A missing or non-object `notifications`,
+    /// a flag that is not a boolean or a `resourceSubscriptions` that is not an
+    /// array of strings is 400/-32602. Unknown members are ignored.
+    pub fn from_params(params: Option<&Value>) -> Result<Filter, Rejection> {
+        let Some(Value::Object(notifications)) = params.and_then(|p| p.get("notifications")) else {
+            return Err(invalid(
+                "subscriptions/listen needs a `notifications` filter object",
+            ));
+        };
+        let flag = |name: &str| match notifications.get(name) {
+            None => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err(invalid("a subscription filter flag must be a boolean")),
+        };
+        let resource_subscriptions = match notifications.get("resourceSubscriptions") {
+            None => None,
+            Some(Value::Array(uris)) => Some(
+                uris.iter()
+                    .map(|u| u.as_str().map(str::to_owned))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| invalid("resourceSubscriptions must be an array of URIs"))?,
+            ),
+            Some(_) => return Err(invalid("resourceSubscriptions must be an array of URIs")),
+        };
+        Ok(Filter {
+            tools_list_changed: flag("toolsListChanged")?,
+            prompts_list_changed: flag("promptsListChanged")?,
+            resources_list_changed: flag("resourcesListChanged")?,
+            resource_subscriptions,
+        })
+    }
+
+    /// The part of this filter `support` can deliver.
+    #[must_use]
+    pub fn honoured(&self, support: Support) -> Filter {
+        Filter {
+            tools_list_changed: self.tools_list_changed && support.tools_list_changed,
+            prompts_list_changed: self.prompts_list_changed && support.prompts_list_changed,
+            resources_list_changed: self.resources_list_changed && support.resources_list_changed,
+            resource_subscriptions: self
+                .resource_subscriptions
+                .clone()
+                .filter(|_| support.resource_subscriptions),
+        }
+    }
+
+    /// The filter as a `SubscriptionFilter` object: the types asked for, and
+    /// nothing else.
+    #[must_use]
+    pub fn to_json(&self) -> Value {
+        let mut out = Map::new();
+        for (name, on) in [
+            ("toolsListChanged", self.tools_list_changed),
+            ("promptsListChanged", self.prompts_list_changed),
+            ("resourcesListChanged", self.resources_list_changed),
+        ] {
+            if on {
+                out.insert(name.into(), Value::Bool(true));
+            }
+        }
+        if let Some(uris) = &self.resource_subscriptions {
+            out.insert("resourceSubscriptions".into(), json!(uris));
+        }
+        Value::Object(out)
+    }
+
+    /// Whether a stream with this filter reports `change`.
+    #[must_use]
+    pub fn wants(&self, change: &Change) -> bool {
+        match change {
+            Change::ToolsListChanged => self.tools_list_changed,
+            Change::PromptsListChanged => self.prompts_list_changed,
+            Change::ResourcesListChanged => self.resources_list_changed,
+            Change::ResourceUpdated(uri) => {
+                self.resource_subscriptions.as_ref().is_some_and(|subs| {
+                    subs.iter().any(|watched| {
+                        uri == watched
+                            || uri
+                                .strip_prefix(watched.as_str())
+                                .is_some_and(|rest| rest.starts_with('/') || watched.ends_with('/'))
+                    })
+                })
+            }
+        }
+    }
+}
+
+/// What a server can deliver on a listen stream: its `listChanged` and
+/// `subscribe` capabilities.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[allow(clippy::struct_excessive_bools)]
+pub struct Support {
+    /// `tools.listChanged`
+    pub tools_list_changed: bool,
+    /// `prompts.listChanged`
+    pub prompts_list_changed: bool,
+    /// `resources.listChanged`
+    pub resources_list_changed: bool,
+    /// `resources.subscribe`
+    pub resource_subscriptions: bool,
+}
+
+impl Support {
+    /// Every notification type.
+    #[must_use]
+    pub const fn all() -> Self {
+        Support {
+            tools_list_changed: true,
+            prompts_list_changed: true,
+            resources_list_changed: true,
+            resource_subscriptions: true,
+        }
+    }
+}
+
+/// One `subscriptions/listen` request, ready to answer.
+#[derive(Debug, Clone)]
+pub struct Listen {
+    id: Value,
+    filter: Filter,
+    support: Support,
+    result_meta: Map<String, Value>,
+}
+
+impl Listen {
+    /// A listen stream for the request `id` asking for `filter`; by default
+    /// the server supports every type ([`Support::all`]).
+    #[must_use]
+    pub fn new(id: Value, filter: Filter) -> Self {
+        Listen {
+            id,
+            filter,
+            support: Support::all(),
+            result_meta: Map::new(),
+        }
+    }
+
+    /// What the server can deliver; the rest of the filter is not honoured.
+    #[must_use]
+    pub fn support(mut self, support: Support) -> Self {
+        self.support = support;
+        self
+    }
+
+    /// An extra `_meta` member of the closing result (for example
+    /// `io.modelcontextprotocol/serverInfo`).
+    #[must_use]
+    pub fn result_meta(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.result_meta.insert(key.into(), value);
+        self
+    }
+
+    /// The SSE response: acknowledgement first, then the changes the filter
+    /// asked for, until the server closes the stream or the client goes away.
+    /// Subscribes to `bus` now, so no change published after this call is
+    /// missed.
+    #[must_use]
+    pub fn respond(self, bus: &ChangeBus) -> Response {
+        let rx = bus.tx.subscribe();
+        let filter = self.filter.honoured(self.support);
+        let ack = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": {
+                "notifications": filter.to_json(),
+                "_meta": { SUBSCRIPTION_ID: self.id },
+            },
+        });
+        let mut result_meta = self.result_meta;
+        result_meta.insert(SUBSCRIPTION_ID.into(), self.id.clone());
+        let body = ListenBody {
+            pending: VecDeque::from([event(&ack)]),
+            next: Some(next(rx)),
+            id: self.id,
+            filter,
+            result_meta,
+            keep_alive: keep_alive_timer(),
+            done: false,
+        };
+        sse_response(Body::new(body))
+    }
+}
+
+fn event(message: &Value) -> Bytes {
+    // Serialising a Value cannot fail.
+    sse_event(&serde_json::to_vec(message).unwrap_or_default())
+}
+
+type Next = Pin<
+    Box<
+        dyn Future<
+                Output = (
+                    Result<Event, broadcast::error::RecvError>,
+                    broadcast::Receiver<Event>,
+                ),
+            > + Send,
+    >,
+>;
+
+fn next(mut rx: broadcast::Receiver<Event>) -> Next {
+    Box::pin(async move {
+        let event = rx.recv().await;
+        (event, rx)
+    })
+}
+
+struct ListenBody {
+    pending: VecDeque<Bytes>,
+    next: Option<Next>,
+    id: Value,
+    filter: Filter,
+    result_meta: Map<String, Value>,
+    keep_alive: tokio::time::Interval,
+    done: bool,
+}
+
+impl ListenBody {
+    fn notify(&mut self, change: &Change) {
+        if !self.filter.wants(change) {
+            return;
+        }
+        let meta = json!({ SUBSCRIPTION_ID: self.id });
+        let message = match change {
+            Change::ToolsListChanged => notification("notifications/tools/list_changed", &meta),
+            Change::PromptsListChanged => notification("notifications/prompts/list_changed", &meta),
+            Change::ResourcesListChanged => {
+                notification("notifications/resources/list_changed", &meta)
+            }
+            Change::ResourceUpdated(uri) => json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/resources/updated",
+                "params": {"uri": uri, "_meta": meta},
+            }),
+        };
+        self.pending.push_back(event(&message));
+    }
+
+    /// After missing changes: everything the stream watches, once.
+    fn caught_up(&mut self) {
+        let mut all = vec![
+            Change::ToolsListChanged,
+            Change::PromptsListChanged,
+            Change::ResourcesListChanged,
+        ];
+        if let Some(uris) = &self.filter.resource_subscriptions {
+            all.extend(uris.iter().cloned().map(Change::ResourceUpdated));
+        }
+        for change in &all {
+            self.notify(change);
+        }
+    }
+
+    fn close(&mut self) {
+        let result = json!({
+            "jsonrpc": "2.0",
+            "id": self.id,
+            "result": {"resultType": "complete", "_meta": self.result_meta},
+        });
+        self.pending.push_back(event(&result));
+        self.next = None;
+        self.done = true;
+    }
+}
+
+fn notification(method: &str, meta: &Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": method, "params": {"_meta": meta}})
+}
+
+impl http_body::Body for ListenBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(event) = this.pending.pop_front() {
+                this.keep_alive.reset();
+                return Poll::Ready(Some(Ok(Frame::data(event))));
+            }
+            if this.done {
+                return Poll::Ready(None);
+            }
+            if let Some(next_event) = &mut this.next
+                && let Poll::Ready((received, rx)) = next_event.as_mut().poll(cx)
+            {
+                this.next = Some(next(rx));
+                match received {
+                    Ok(Event::Change(change)) => this.notify(&change),
+                    Ok(Event::Close) | Err(broadcast::error::RecvError::Closed) => this.close(),
+                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::debug!(target: "wymcp::listen", missed, "a listen stream fell behind");
+                        this.caught_up();
+                    }
+                }
+                continue;
+            }
+            if this.keep_alive.poll_tick(cx).is_ready() {
+                this.pending
+                    .push_back(Bytes::from_static(KEEP_ALIVE_COMMENT));
+                continue;
+            }
+            return Poll::Pending;
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done && self.pending.is_empty()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::time::Duration;
+
+    use http::header;
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    #[allow(clippy::needless_pass_by_value)]
+    fn filter(notifications: Value) -> Filter {
+        Filter::from_params(Some(&json!({ "notifications": notifications }))).unwrap()
+    }
+
+    /// Reads the next JSON event, skipping keep-alive comments.
+    async fn next_event(body: &mut Body) -> Value {
+        loop {
+            let frame = tokio::time::timeout(Duration::from_secs(5), body.frame())
+                .await
+                .expect("an event in time")
+                .unwrap()
+                .unwrap();
+            let data = frame.into_data().unwrap();
+            let text = std::str::from_utf8(&data).unwrap();
+            if text.starts_with(':') {
+                continue;
+            }
+            let json = text
+                .strip_prefix("data: ")
+                .unwrap()
+                .strip_suffix("\n\n")
+                .unwrap();
+            return serde_json::from_str(json).unwrap();
+        }
+    }
+
+    async fn nothing_within(body: &mut Body, wait: Duration) -> bool {
+        tokio::time::timeout(wait, body.frame()).await.is_err()
+    }
+
+    #[test]
+    fn filter_reads_the_schema_names_and_refuses_bad_types() {
+        let f = filter(
+            json!({"toolsListChanged": true, "promptsListChanged": false,
+                              "resourceSubscriptions": ["a://x"], "unknown": 1}),
+        );
+        assert!(f.tools_list_changed && !f.prompts_list_changed && !f.resources_list_changed);
+        assert_eq!(
+            f.resource_subscriptions.as_deref(),
+            Some(&["a://x".to_owned()][..])
+        );
+        assert_eq!(filter(json!({})), Filter::default());
+        for bad in [
+            json!({}),
+            json!({"notifications": null}),
+            json!({"notifications": []}),
+            json!({"notifications": {"toolsListChanged": "yes"}}),
+            json!({"notifications": {"resourceSubscriptions": "a://x"}}),
+            json!({"notifications": {"resourceSubscriptions": [1]}}),
+        ] {
+            let err = Filter::from_params(Some(&bad)).unwrap_err();
+            assert_eq!(err.status(), StatusCode::BAD_REQUEST, "{bad}");
+            assert_eq!(err.code(), code::INVALID_PARAMS, "{bad}");
+        }
+        assert!(Filter::from_params(None).is_err());
+    }
+
+    #[test]
+    fn resource_updates_match_watched_uris_and_beneath() {
+        let f = filter(json!({"resourceSubscriptions": ["test://watched", "dir://a/"]}));
+        let updated = |u: &str| f.wants(&Change::ResourceUpdated(u.into()));
+        assert!(updated("test://watched"));
+        assert!(updated("test://watched/part"));
+        assert!(updated("dir://a/b"));
+        assert!(!updated("test://watched-other"));
+        assert!(!updated("test://other"));
+        assert!(!filter(json!({})).wants(&Change::ResourceUpdated("test://watched".into())));
+    }
+
+    #[tokio::test]
+    async fn ack_first_tagged_with_the_id_and_honouring_only_what_is_supported() {
+        let bus = ChangeBus::new();
+        let support = Support {
+            prompts_list_changed: false,
+            ..Support::all()
+        };
+        let response = Listen::new(
+            json!("sub-1"),
+            filter(json!({"toolsListChanged": true, "promptsListChanged": true})),
+        )
+        .support(support)
+        .respond(&bus);
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "text/event-stream"
+        );
+        assert_eq!(response.headers()["x-accel-buffering"], "no");
+        let mut body = response.into_body();
+        let ack = next_event(&mut body).await;
+        assert_eq!(
+            ack,
+            json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                   "params": {"notifications": {"toolsListChanged": true},
+                              "_meta": {SUBSCRIPTION_ID: "sub-1"}}})
+        );
+        // Prompts were asked for but are not supported: not delivered.
+        bus.publish(Change::PromptsListChanged);
+        bus.publish(Change::ToolsListChanged);
+        let change = next_event(&mut body).await;
+        assert_eq!(
+            change,
+            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                   "params": {"_meta": {SUBSCRIPTION_ID: "sub-1"}}})
+        );
+    }
+
+    #[tokio::test]
+    async fn only_requested_types_are_delivered() {
+        let bus = ChangeBus::new();
+        let mut body = Listen::new(json!(5), filter(json!({"promptsListChanged": true})))
+            .respond(&bus)
+            .into_body();
+        let _ack = next_event(&mut body).await;
+        assert_eq!(bus.publish(Change::ToolsListChanged), 1);
+        bus.publish(Change::ResourcesListChanged);
+        bus.publish(Change::ResourceUpdated("test://x".into()));
+        assert!(nothing_within(&mut body, Duration::from_millis(50)).await);
+        bus.publish(Change::PromptsListChanged);
+        let change = next_event(&mut body).await;
+        assert_eq!(change["method"], "notifications/prompts/list_changed");
+        assert_eq!(change["params"]["_meta"][SUBSCRIPTION_ID], 5);
+    }
+
+    #[tokio::test]
+    async fn watched_resources_get_updated_notifications() {
+        let bus = ChangeBus::new();
+        let mut body = Listen::new(
+            json!(1),
+            filter(json!({"resourceSubscriptions": ["test://watched-resource"]})),
+        )
+        .respond(&bus)
+        .into_body();
+        let ack = next_event(&mut body).await;
+        assert_eq!(
+            ack["params"]["notifications"],
+            json!({"resourceSubscriptions": ["test://watched-resource"]})
+        );
+        bus.publish(Change::ResourceUpdated("test://other".into()));
+        bus.publish(Change::ResourceUpdated("test://watched-resource".into()));
+        let updated = next_event(&mut body).await;
+        assert_eq!(
+            updated,
+            json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                   "params": {"uri": "test://watched-resource", "_meta": {SUBSCRIPTION_ID: 1}}})
+        );
+    }
+
+    #[tokio::test]
+    async fn close_sends_the_complete_result_then_ends() {
+        let bus = ChangeBus::new();
+        let mut body = Listen::new(json!(42), filter(json!({"toolsListChanged": true})))
+            .result_meta(
+                "io.modelcontextprotocol/serverInfo",
+                json!({"name": "s", "version": "1"}),
+            )
+            .respond(&bus)
+            .into_body();
+        let _ack = next_event(&mut body).await;
+        assert_eq!(bus.listeners(), 1);
+        assert_eq!(bus.close_all(), 1);
+        let last = next_event(&mut body).await;
+        assert_eq!(
+            last,
+            json!({"jsonrpc": "2.0", "id": 42,
+                   "result": {"resultType": "complete",
+                              "_meta": {SUBSCRIPTION_ID: 42,
+                                        "io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}}})
+        );
+        assert!(body.frame().await.is_none());
+        assert!(http_body::Body::is_end_stream(&body));
+        assert_eq!(bus.listeners(), 0);
+    }
+
+    #[tokio::test]
+    async fn dropping_the_bus_closes_cleanly_too() {
+        let bus = ChangeBus::new();
+        let mut body = Listen::new(json!(1), Filter::default())
+            .respond(&bus)
+            .into_body();
+        let _ack = next_event(&mut body).await;
+        drop(bus);
+        let last = next_event(&mut body).await;
+        assert_eq!(last["result"]["resultType"], "complete");
+        assert!(body.frame().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_lagging_stream_is_told_everything_it_watches() {
+        let bus = ChangeBus::new();
+        let mut body = Listen::new(
+            json!(1),
+            filter(json!({"toolsListChanged": true, "resourceSubscriptions": ["u://1"]})),
+        )
+        .respond(&bus)
+        .into_body();
+        let _ack = next_event(&mut body).await;
+        for _ in 0..=BUS_CAPACITY {
+            bus.publish(Change::PromptsListChanged);
+        }
+        let first = next_event(&mut body).await;
+        let second = next_event(&mut body).await;
+        assert_eq!(first["method"], "notifications/tools/list_changed");
+        assert_eq!(second["method"], "notifications/resources/updated");
+        assert_eq!(second["params"]["uri"], "u://1");
+    }
+
+    #[tokio::test]
+    async fn the_servers_notify_methods_reach_listen_streams() {
+        let server = crate::Server::builder().build().unwrap();
+        let all = json!({"toolsListChanged": true, "promptsListChanged": true,
+                         "resourcesListChanged": true, "resourceSubscriptions": ["r://1"]});
+        let mut body = Listen::new(json!(1), filter(all))
+            .respond(server.changes())
+            .into_body();
+        let _ack = next_event(&mut body).await;
+        server.notify_tools_changed();
+        server.notify_prompts_changed();
+        server.notify_resources_changed();
+        server.notify_resource_updated("r://1");
+        server.close_subscriptions();
+        let mut methods = Vec::new();
+        for _ in 0..5 {
+            let e = next_event(&mut body).await;
+            methods.push(e["method"].as_str().unwrap_or("result").to_owned());
+        }
+        assert_eq!(
+            methods,
+            [
+                "notifications/tools/list_changed",
+                "notifications/prompts/list_changed",
+                "notifications/resources/list_changed",
+                "notifications/resources/updated",
+                "result"
+            ]
+        );
+        assert!(body.frame().await.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_quiet_stream_gets_keep_alive_comments() {
+        let bus = ChangeBus::new();
+        let mut body = Listen::new(json!(1), Filter::default())
+            .respond(&bus)
+            .into_body();
+        let _ack = next_event(&mut body).await;
+        let frame = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert_eq!(&frame[..], KEEP_ALIVE_COMMENT);
+    }
+}
