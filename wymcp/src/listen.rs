@@ -72,6 +72,7 @@ pub const BUS_CAPACITY: usize = 256;
 
 /// A change a listen stream may report.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Change {
     /// The tool list changed.
     ToolsListChanged,
@@ -83,16 +84,12 @@ pub enum Change {
     ResourceUpdated(String),
 }
 
-#[derive(Debug, Clone)]
-enum Event {
-    Change(Change),
-    Close,
-}
-
 /// The server's change bus: every open listen stream hears what is published.
+/// Clones share one bus.
 #[derive(Debug, Clone)]
 pub struct ChangeBus {
-    tx: broadcast::Sender<Event>,
+    changes: broadcast::Sender<Change>,
+    closes: broadcast::Sender<()>,
 }
 
 impl Default for ChangeBus {
@@ -106,27 +103,34 @@ impl ChangeBus {
     #[must_use]
     pub fn new() -> Self {
         ChangeBus {
-            tx: broadcast::channel(BUS_CAPACITY).0,
+            changes: broadcast::channel(BUS_CAPACITY).0,
+            closes: broadcast::channel(1).0,
         }
     }
 
     /// Tells every open listen stream about `change` (each forwards it if its
-    /// filter asked for it). Returns how many streams heard it.
+    /// filter asked for it). Returns how many subscribers heard it.
     pub fn publish(&self, change: Change) -> usize {
-        self.tx.send(Event::Change(change)).unwrap_or(0)
+        self.changes.send(change).unwrap_or(0)
+    }
+
+    /// Receives every change published from now on.
+    #[must_use]
+    pub fn subscribe(&self) -> broadcast::Receiver<Change> {
+        self.changes.subscribe()
     }
 
     /// Ends every open listen stream cleanly: the `complete` result, then the
     /// end of the stream. Streams opened afterwards are unaffected. Returns how
     /// many streams were told.
     pub fn close_all(&self) -> usize {
-        self.tx.send(Event::Close).unwrap_or(0)
+        self.closes.send(()).unwrap_or(0)
     }
 
     /// How many listen streams are open.
     #[must_use]
     pub fn listeners(&self) -> usize {
-        self.tx.receiver_count()
+        self.closes.receiver_count()
     }
 }
 
@@ -309,7 +313,8 @@ impl Listen {
     /// missed.
     #[must_use]
     pub fn respond(self, bus: &ChangeBus) -> Response {
-        let rx = bus.tx.subscribe();
+        let changes = bus.changes.subscribe();
+        let closes = bus.closes.subscribe();
         let filter = self.filter.honoured(self.support);
         let ack = json!({
             "jsonrpc": "2.0",
@@ -323,7 +328,8 @@ impl Listen {
         result_meta.insert(SUBSCRIPTION_ID.into(), self.id.clone());
         let body = ListenBody {
             pending: VecDeque::from([event(&ack)]),
-            next: Some(next(rx)),
+            next_change: Some(next(changes)),
+            next_close: Some(next(closes)),
             id: self.id,
             filter,
             result_meta,
@@ -339,27 +345,28 @@ fn event(message: &Value) -> Bytes {
     sse_event(&serde_json::to_vec(message).unwrap_or_default())
 }
 
-type Next = Pin<
+type Next<T> = Pin<
     Box<
         dyn Future<
                 Output = (
-                    Result<Event, broadcast::error::RecvError>,
-                    broadcast::Receiver<Event>,
+                    Result<T, broadcast::error::RecvError>,
+                    broadcast::Receiver<T>,
                 ),
             > + Send,
     >,
 >;
 
-fn next(mut rx: broadcast::Receiver<Event>) -> Next {
+fn next<T: Clone + Send + 'static>(mut rx: broadcast::Receiver<T>) -> Next<T> {
     Box::pin(async move {
-        let event = rx.recv().await;
-        (event, rx)
+        let received = rx.recv().await;
+        (received, rx)
     })
 }
 
 struct ListenBody {
     pending: VecDeque<Bytes>,
-    next: Option<Next>,
+    next_change: Option<Next<Change>>,
+    next_close: Option<Next<()>>,
     id: Value,
     filter: Filter,
     result_meta: Map<String, Value>,
@@ -410,7 +417,8 @@ impl ListenBody {
             "result": {"resultType": "complete", "_meta": self.result_meta},
         });
         self.pending.push_back(event(&result));
-        self.next = None;
+        self.next_change = None;
+        self.next_close = None;
         self.done = true;
     }
 }
@@ -436,18 +444,26 @@ impl http_body::Body for ListenBody {
             if this.done {
                 return Poll::Ready(None);
             }
-            if let Some(next_event) = &mut this.next
-                && let Poll::Ready((received, rx)) = next_event.as_mut().poll(cx)
+            // Changes first: one published before a close is delivered before it.
+            if let Some(next_change) = &mut this.next_change
+                && let Poll::Ready((received, rx)) = next_change.as_mut().poll(cx)
             {
-                this.next = Some(next(rx));
+                this.next_change = Some(next(rx));
                 match received {
-                    Ok(Event::Change(change)) => this.notify(&change),
-                    Ok(Event::Close) | Err(broadcast::error::RecvError::Closed) => this.close(),
+                    Ok(change) => this.notify(&change),
+                    Err(broadcast::error::RecvError::Closed) => this.close(),
                     Err(broadcast::error::RecvError::Lagged(missed)) => {
                         tracing::debug!(target: "wymcp::listen", missed, "a listen stream fell behind");
                         this.caught_up();
                     }
                 }
+                continue;
+            }
+            if let Some(next_close) = &mut this.next_close
+                && next_close.as_mut().poll(cx).is_ready()
+            {
+                // Asked to close, or the bus is gone: either way, end cleanly.
+                this.close();
                 continue;
             }
             if this.keep_alive.poll_tick(cx).is_ready() {
