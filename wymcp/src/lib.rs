@@ -20,6 +20,7 @@ pub mod server;
 pub mod stage;
 pub mod stages;
 pub mod stream;
+pub mod surface;
 
 mod router;
 
@@ -32,4 +33,8 @@ pub use response::{Rejection, Response};
 pub use revision::{Era, Revision};
 pub use server::{BuildError, Limits, Server, ServerBuilder};
 pub use stage::{Flow, Role, Stage, StageInfo, StageKind};
+pub use surface::{
+    Catalog, Content, Context, HandlerError, Prompt, PromptResult, Resource, ResourceContents,
+    ResourceTemplate, Tool, ToolResult,
+};
 pub use wymcp_macros::{body_bound, pipeline, wire_check};

@@ -129,6 +129,36 @@ impl Exchange<'_> {
     /// Like [`reject`](Self::reject), for code that needs the response itself.
     #[must_use]
     pub fn rejection_response(&self, rejection: Rejection) -> Response {
+        self.rejector().response(rejection)
+    }
+
+    /// What the one rejection sender needs of this exchange, detached from
+    /// its borrow: for an answer given later, by a handler future that
+    /// outlives it (a streamed tool call).
+    #[must_use]
+    pub fn rejector(&self) -> Rejector {
+        Rejector {
+            id: self.rejection_id(),
+            stage: self.stage(),
+            http2: self.is_http2(),
+        }
+    }
+}
+
+/// The one rejection sender, detached from its exchange (see
+/// [`Exchange::rejector`]): the id decided by the rejection-id rule, the
+/// stage, and whether the request came over HTTP/2.
+#[derive(Debug, Clone)]
+pub struct Rejector {
+    id: Value,
+    stage: &'static str,
+    http2: bool,
+}
+
+impl Rejector {
+    /// Answers with `rejection` and records one rejection event.
+    #[must_use]
+    pub fn response(&self, rejection: Rejection) -> Response {
         let Rejection {
             status,
             code,
@@ -139,19 +169,19 @@ impl Exchange<'_> {
         } = rejection;
         tracing::info!(
             target: "wymcp::rejection",
-            stage = self.stage(),
+            stage = self.stage,
             status = status.as_u16(),
             code,
             message = %message,
             "request rejected"
         );
-        let body = error_envelope(&self.rejection_id(), code, &message, data.as_ref());
+        let body = error_envelope(&self.id, code, &message, data.as_ref());
         let mut response = json_response(status, body);
         let response_headers = response.headers_mut();
         for (name, value) in headers {
             response_headers.append(name, value);
         }
-        if close && !self.is_http2() {
+        if close && !self.http2 {
             response_headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
         response

@@ -44,6 +44,7 @@ pub struct Server {
     pub(crate) auth: Option<AuthSetup>,
     pub(crate) header_params: HashMap<String, Vec<HeaderParam>>,
     pub(crate) changes: ChangeBus,
+    pub(crate) surface: crate::surface::Surface,
 }
 
 impl Server {
@@ -130,6 +131,12 @@ impl Server {
     pub fn close_subscriptions(&self) {
         self.changes.close_all();
     }
+
+    /// The tools, prompts and resources served, changeable at run time.
+    #[must_use]
+    pub fn catalog(&self) -> &crate::surface::Catalog {
+        &self.surface.catalog
+    }
 }
 
 /// Builds a [`Server`].
@@ -142,6 +149,7 @@ pub struct ServerBuilder {
     request_state_ttl: Option<Duration>,
     auth: Option<AuthSetup>,
     header_params: HashMap<String, Vec<HeaderParam>>,
+    pub(crate) surface: crate::surface::SurfaceBuilder,
 }
 
 impl Default for ServerBuilder {
@@ -154,6 +162,7 @@ impl Default for ServerBuilder {
             request_state_ttl: None,
             auth: None,
             header_params: HashMap::new(),
+            surface: crate::surface::SurfaceBuilder::default(),
         }
     }
 }
@@ -174,6 +183,9 @@ pub enum BuildError {
     /// The auth configuration is inconsistent.
     #[error("auth: {0}")]
     Auth(String),
+    /// A tool, prompt or resource could not be registered.
+    #[error(transparent)]
+    Surface(crate::surface::SurfaceError),
 }
 
 impl ServerBuilder {
@@ -277,6 +289,10 @@ impl ServerBuilder {
         if let Some(auth) = &self.auth {
             auth.check()?;
         }
+        let changes = ChangeBus::new();
+        let surface = self.surface.build(changes.clone())?;
+        let mut header_params = self.header_params;
+        header_params.extend(surface.header_params());
         Ok(Server {
             endpoint: self.endpoint,
             limits: self.limits,
@@ -290,8 +306,9 @@ impl ServerBuilder {
             },
             schemas: Schemas::shared()?,
             auth: self.auth,
-            header_params: self.header_params,
-            changes: ChangeBus::new(),
+            header_params,
+            changes,
+            surface,
         })
     }
 }

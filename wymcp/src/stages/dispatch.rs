@@ -1,14 +1,606 @@
-//! `Dispatch`: Routes the method to its handler. (stub; replaced by the real stage)
+//! `Dispatch`: routes a validated message to what answers it.
+//!
+//! It sits last, after `Validate`: every wire check and the schema check
+//! have passed, so the body is trusted to be a well-formed message of its
+//! method. It answers
+//!
+//! * a notification with `202 Accepted` and an empty body (the core protocol
+//!   defines no client notification a stateless server acts on);
+//! * a request by its method, in the request's era (tagged by
+//!   classification):
+//!   * 2026-07-28: `server/discover`, `tools/*`, `resources/*`, `prompts/*`,
+//!     `completion/complete`. A method removed in 2026 (`initialize`,
+//!     `ping`, `logging/setLevel`, `resources/subscribe`, …), an unknown one,
+//!     or one gated behind a capability the server does not advertise is
+//!     **404/-32601**. Handler errors are 400 (-32602, -32021) or 500
+//!     (-32603), since the 2026 transport gives every JSON-RPC error an HTTP
+//!     status of its own;
+//!   * 2025 (the legacy path): `initialize`, `ping`, `logging/setLevel`,
+//!     `resources/subscribe`/`unsubscribe` (acknowledged), and the same
+//!     tools, resources, prompts and completion, answered as 2025 results
+//!     (no `resultType`, no caching hint; resource not found is -32002).
+//!     Errors are JSON-RPC errors in a `200 OK`, as 2025 clients expect them.
+//!     No session id is ever issued.
+//!
+//! Every answer that is not a `202` is a JSON-RPC result or an error through
+//! the one rejection sender. Handlers run with a [`Context`]; a handler that
+//! sends progress or log notifications gets them delivered on its request's
+//! answer (see `respond`).
 
-use crate::exchange::Exchange;
+use std::collections::BTreeMap;
+
+use http::StatusCode;
+use serde_json::{Map, Value, json};
+
+use crate::exchange::{Exchange, MessageKind};
+use crate::listen::{Filter, Listen, Support};
+use crate::mrtr::{Binding, InputRequired, Inputs, Sealer};
+use crate::response::{self, Rejection, Rejector, code};
+use crate::revision::Era;
 use crate::stage::{Flow, Stage};
+use crate::stream::{self, Emitter, Notifications};
+use crate::surface::{
+    Advertised, BoxFuture, CachePolicy, CompletionRequest, Context, HandlerError, ResourceContents,
+    ServerInfo, Surface, ToolResult, discover, legacy, pagination,
+};
 
-/// Routes the method to its handler.
+/// Routes the method to its handler; see the module documentation.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Dispatch;
 
 impl Stage for Dispatch {
-    async fn run(_ex: &mut Exchange<'_>) -> Flow {
-        Flow::Continue
+    async fn run(ex: &mut Exchange<'_>) -> Flow {
+        match ex.kind {
+            Some(MessageKind::Notification) => return Flow::Answer(response::accepted()),
+            Some(MessageKind::Request) => {}
+            _ => {
+                return ex.reject(Rejection::new(
+                    StatusCode::BAD_REQUEST,
+                    code::INVALID_REQUEST,
+                    "the message is not a JSON-RPC request or notification",
+                ));
+            }
+        }
+        let Some(method) = ex.method().map(str::to_owned) else {
+            return ex.reject(Rejection::new(
+                StatusCode::BAD_REQUEST,
+                code::INVALID_REQUEST,
+                "the request has no method",
+            ));
+        };
+        let Some(route) = Route::of(&method, ex.era, &ex.server().surface) else {
+            return not_found(ex, &method);
+        };
+        route.answer(ex, &method).await
     }
+}
+
+/// What answers a method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    Discover,
+    Initialize,
+    Empty,
+    SetLevel,
+    ToolsList,
+    ToolsCall,
+    ResourcesList,
+    TemplatesList,
+    ResourcesRead,
+    PromptsList,
+    PromptsGet,
+    Complete,
+    Listen,
+}
+
+impl Route {
+    /// The route of `method` in `era`, when the server serves it.
+    fn of(method: &str, era: Era, surface: &Surface) -> Option<Route> {
+        let a = surface.advertised;
+        let route = match (method, era) {
+            ("server/discover", Era::Modern) => Route::Discover,
+            ("subscriptions/listen", Era::Modern) if listen_support(a) != Support::default() => {
+                Route::Listen
+            }
+            ("initialize", Era::Legacy) => Route::Initialize,
+            ("ping", Era::Legacy) => Route::Empty,
+            ("logging/setLevel", Era::Legacy) => Route::SetLevel,
+            ("resources/subscribe" | "resources/unsubscribe", Era::Legacy)
+                if a.resources && a.subscribe =>
+            {
+                Route::Empty
+            }
+            ("tools/list", _) if a.tools => Route::ToolsList,
+            ("tools/call", _) if a.tools => Route::ToolsCall,
+            ("resources/list", _) if a.resources => Route::ResourcesList,
+            ("resources/templates/list", _) if a.resources => Route::TemplatesList,
+            ("resources/read", _) if a.resources => Route::ResourcesRead,
+            ("prompts/list", _) if a.prompts => Route::PromptsList,
+            ("prompts/get", _) if a.prompts => Route::PromptsGet,
+            ("completion/complete", _) if a.completions => Route::Complete,
+            _ => return None,
+        };
+        Some(route)
+    }
+
+    async fn answer(self, ex: &mut Exchange<'_>, method: &str) -> Flow {
+        let server = ex.server();
+        let surface = &server.surface;
+        let era = ex.era;
+        let params = ex.params().cloned();
+        let params = params.as_ref();
+        let size = surface.page_size;
+        let listed = |key: &str, items: Vec<Value>| -> Result<Value, HandlerError> {
+            let (page, next) = pagination::page(&items, params, size)?;
+            let mut result = Map::new();
+            result.insert(key.to_owned(), Value::Array(page));
+            if let Some(next) = next {
+                result.insert("nextCursor".into(), next.into());
+            }
+            Ok(surface.finish(era, Value::Object(result), true))
+        };
+        let immediate = match self {
+            Route::Discover => Ok(discover::result(surface, server.revisions())),
+            Route::Initialize => legacy::initialize(surface, server.revisions(), params),
+            Route::Empty => Ok(json!({})),
+            Route::SetLevel => legacy::set_level(params),
+            Route::ToolsList => listed(
+                "tools",
+                surface
+                    .catalog
+                    .tools()
+                    .iter()
+                    .map(|t| t.definition.clone())
+                    .collect(),
+            ),
+            Route::ResourcesList => listed(
+                "resources",
+                surface
+                    .catalog
+                    .resources()
+                    .iter()
+                    .map(|r| r.listing())
+                    .collect(),
+            ),
+            Route::TemplatesList => listed(
+                "resourceTemplates",
+                surface
+                    .catalog
+                    .templates()
+                    .iter()
+                    .map(|t| t.listing())
+                    .collect(),
+            ),
+            Route::PromptsList => listed(
+                "prompts",
+                surface
+                    .catalog
+                    .prompts()
+                    .iter()
+                    .map(|p| p.listing())
+                    .collect(),
+            ),
+            Route::ToolsCall => return call_tool(ex, method, params).await,
+            Route::ResourcesRead => return read_resource(ex, method, params).await,
+            Route::PromptsGet => return get_prompt(ex, method, params).await,
+            Route::Complete => return complete(ex, method, params).await,
+            Route::Listen => return listen(ex, params),
+        };
+        answer(ex, method, immediate)
+    }
+}
+
+fn not_found(ex: &Exchange<'_>, method: &str) -> Flow {
+    let status = match ex.era {
+        Era::Modern => StatusCode::NOT_FOUND,
+        Era::Legacy => StatusCode::OK,
+    };
+    ex.reject(
+        Rejection::new(
+            status,
+            code::METHOD_NOT_FOUND,
+            format!("method `{method}` not found"),
+        )
+        .data(json!({"method": method})),
+    )
+}
+
+/// The HTTP status of a handler-level JSON-RPC error: the 2026 transport
+/// gives each its own; a 2025 client reads errors from a `200 OK`.
+fn status_of(era: Era, code: i64) -> StatusCode {
+    match era {
+        Era::Legacy => StatusCode::OK,
+        Era::Modern => match code {
+            code::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+            code::INTERNAL_ERROR => StatusCode::INTERNAL_SERVER_ERROR,
+            _ => StatusCode::BAD_REQUEST,
+        },
+    }
+}
+
+/// Answers with a finished result, or with the error a handler gave.
+fn answer(ex: &Exchange<'_>, method: &str, outcome: Result<Value, HandlerError>) -> Flow {
+    match outcome {
+        Ok(result) => Flow::Answer(response::result(&ex.rejection_id(), &result)),
+        Err(error) => ex.reject(rejection(ex.era, method, error)),
+    }
+}
+
+fn rejection(era: Era, method: &str, error: HandlerError) -> Rejection {
+    let (code, message, data) = match error {
+        HandlerError::InvalidParams { message, data } => (code::INVALID_PARAMS, message, data),
+        HandlerError::MissingCapability(missing) => (
+            code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            format!(
+                "`{method}` needs client capabilities the request did not declare: {}",
+                missing.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+            Some(json!({"requiredCapabilities": missing})),
+        ),
+        HandlerError::Rpc {
+            code,
+            message,
+            data,
+        } => (code, message, data),
+        HandlerError::Execution(message) => (code::INTERNAL_ERROR, message, None),
+        HandlerError::InputRequired(_) => (
+            code::INTERNAL_ERROR,
+            format!(
+                "the handler of `{method}` asked the client for input, which this request cannot carry"
+            ),
+            None,
+        ),
+        HandlerError::Rejected(rejection) => return rejection,
+    };
+    let rejection = Rejection::new(status_of(era, code), code, message);
+    match data {
+        Some(data) => rejection.data(data),
+        None => rejection,
+    }
+}
+
+/// The subject a `requestState` is bound to: the principal's, `""` when
+/// the server has no auth.
+fn subject<'e>(ex: &'e Exchange<'_>) -> &'e str {
+    ex.principal.as_ref().map_or("", |p| p.subject.as_str())
+}
+
+/// The handler's context: `_meta`, principal, and the MRTR view (the
+/// retry's `inputResponses` and unsealed `requestState`; one that does not
+/// unseal is 400/-32602).
+fn context(
+    ex: &Exchange<'_>,
+    method: &str,
+    params: Option<&Value>,
+) -> Result<(Context, Notifications), HandlerError> {
+    let server = ex.server();
+    let meta = params
+        .and_then(|p| p.get("_meta"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let (inputs, (emitter, notifications)) = match ex.era {
+        Era::Modern => (
+            Inputs::from_request(server.sealer(), subject(ex), method, params)?,
+            Emitter::for_params(params),
+        ),
+        // 2025 has no MRTR: its params carry no MRTR fields to read.
+        Era::Legacy => (
+            Inputs::from_request(server.sealer(), subject(ex), method, None)?,
+            Emitter::for_legacy_params(params),
+        ),
+    };
+    let mut cx = Context::new(
+        server.surface.catalog.clone(),
+        method,
+        ex.era,
+        meta,
+        ex.principal.clone(),
+        inputs,
+        emitter,
+    );
+    cx.revision = ex.revision;
+    Ok((cx, notifications))
+}
+
+/// Runs a handler and answers with its outcome: plain JSON, or an SSE
+/// stream of its notifications ending with the answer as soon as it sends
+/// one (see [`stream`]). The handler future lives in the response, so a
+/// client that closes the stream cancels it.
+async fn respond(
+    ex: &mut Exchange<'_>,
+    method: &str,
+    params: Option<&Value>,
+    run: BoxFuture<Result<Value, HandlerError>>,
+    notifications: Notifications,
+) -> Flow {
+    let finisher = Finisher::new(ex, method, params);
+    let response = stream::respond(notifications, async move {
+        let outcome = run.await;
+        finisher.answer(outcome)
+    })
+    .await;
+    Flow::Answer(response)
+}
+
+/// What a handler's answer needs of its exchange, owned, so the answer can
+/// be made by the handler's future after the exchange is gone.
+struct Finisher {
+    era: Era,
+    method: String,
+    params: Option<Value>,
+    subject: String,
+    sealer: Sealer,
+    info: ServerInfo,
+    cache: CachePolicy,
+    id: Value,
+    rejector: Rejector,
+}
+
+impl Finisher {
+    fn new(ex: &Exchange<'_>, method: &str, params: Option<&Value>) -> Self {
+        let server = ex.server();
+        Finisher {
+            era: ex.era,
+            method: method.to_owned(),
+            params: params.cloned(),
+            subject: subject(ex).to_owned(),
+            sealer: server.sealer().clone(),
+            info: server.surface.info.clone(),
+            cache: server.surface.cache,
+            id: ex.rejection_id(),
+            rejector: ex.rejector(),
+        }
+    }
+
+    fn answer(self, outcome: Result<Value, HandlerError>) -> response::Response {
+        let outcome = match outcome {
+            Err(HandlerError::InputRequired(input)) => self.input_required(input),
+            other => other,
+        };
+        match outcome {
+            Ok(result) => response::result(&self.id, &result),
+            Err(error) => self
+                .rejector
+                .response(rejection(self.era, &self.method, error)),
+        }
+    }
+
+    /// The `input_required` result of an MRTR round, its state sealed for
+    /// this request (each input asked is of a kind the client declared:
+    /// [`InputRequired::request`] refuses others). A 2025 client has no MRTR.
+    fn input_required(&self, input: InputRequired) -> Result<Value, HandlerError> {
+        if self.era == Era::Legacy || !crate::mrtr::MRTR_METHODS.contains(&self.method.as_str()) {
+            return Err(HandlerError::InputRequired(input));
+        }
+        let binding = Binding::new(&self.subject, &self.method, self.params.as_ref());
+        let result = input.into_result(&self.sealer, &binding);
+        Ok(crate::surface::finish(
+            &self.info,
+            self.cache,
+            Era::Modern,
+            result,
+            false,
+        ))
+    }
+}
+
+async fn call_tool(ex: &mut Exchange<'_>, method: &str, params: Option<&Value>) -> Flow {
+    let surface = &ex.server().surface;
+    let name = params
+        .and_then(|p| p.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let Some(tool) = surface.catalog.tool(name) else {
+        return answer(
+            ex,
+            method,
+            Err(HandlerError::InvalidParams {
+                message: format!("unknown tool `{name}`"),
+                data: Some(json!({"name": name})),
+            }),
+        );
+    };
+    let arguments = match params.and_then(|p| p.get("arguments")) {
+        None | Some(Value::Null) => json!({}),
+        Some(arguments @ Value::Object(_)) => arguments.clone(),
+        Some(_) => {
+            return answer(
+                ex,
+                method,
+                Err(HandlerError::invalid_params(
+                    "`arguments` must be an object",
+                )),
+            );
+        }
+    };
+    if let Some(problem) = tool.check_arguments(&arguments) {
+        return answer(
+            ex,
+            method,
+            Err(HandlerError::invalid_params(format!(
+                "invalid arguments for tool `{name}`: {problem}"
+            ))),
+        );
+    }
+    let (cx, rx) = match context(ex, method, params) {
+        Ok(pair) => pair,
+        Err(error) => return answer(ex, method, Err(error)),
+    };
+    let info = surface.info.clone();
+    let cache = surface.cache;
+    let era = ex.era;
+    let run = Box::pin(async move {
+        let result = match (tool.handler)(arguments, cx).await {
+            Ok(result) => result,
+            Err(HandlerError::Execution(message)) => ToolResult::error(message),
+            Err(other) => return Err(other),
+        };
+        if let Some(problem) = tool.check_output(&result) {
+            tracing::error!(tool = tool.name(), %problem, "tool result breaks its outputSchema");
+            return Err(HandlerError::Rpc {
+                code: code::INTERNAL_ERROR,
+                message: format!("tool `{}` returned an invalid result", tool.name()),
+                data: None,
+            });
+        }
+        let value = serde_json::to_value(&result).unwrap_or(Value::Null);
+        Ok(crate::surface::finish(&info, cache, era, value, false))
+    });
+    respond(ex, method, params, run, rx).await
+}
+
+fn resource_not_found(era: Era, uri: &str) -> HandlerError {
+    // 2026 standardises on -32602 (SEP-2164); 2025 used -32002.
+    HandlerError::Rpc {
+        code: match era {
+            Era::Modern => code::INVALID_PARAMS,
+            Era::Legacy => -32002,
+        },
+        message: format!("resource not found: {uri}"),
+        data: Some(json!({"uri": uri})),
+    }
+}
+
+async fn read_resource(ex: &mut Exchange<'_>, method: &str, params: Option<&Value>) -> Flow {
+    let surface = &ex.server().surface;
+    let era = ex.era;
+    let uri = params
+        .and_then(|p| p.get("uri"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let (cx, rx) = match context(ex, method, params) {
+        Ok(pair) => pair,
+        Err(error) => return answer(ex, method, Err(error)),
+    };
+    let run: BoxFuture<Result<Vec<ResourceContents>, HandlerError>> =
+        if let Some(resource) = surface.catalog.resource(&uri) {
+            match &resource.reader {
+                crate::surface::Reader::Static(contents) => {
+                    let contents = resource.static_contents(contents);
+                    Box::pin(async move { Ok(contents) })
+                }
+                crate::surface::Reader::Handler(handler) => handler(uri.clone(), cx),
+            }
+        } else if let Some((template, vars)) = surface.catalog.template_for(&uri) {
+            let mime = template.mime_type().map(str::to_owned);
+            let run = (template.handler)(uri.clone(), vars, cx);
+            Box::pin(async move {
+                let mut contents = run.await?;
+                for c in &mut contents {
+                    if c.mime_type.is_none() {
+                        c.mime_type.clone_from(&mime);
+                    }
+                }
+                Ok(contents)
+            })
+        } else {
+            return answer(ex, method, Err(resource_not_found(era, &uri)));
+        };
+    let info = surface.info.clone();
+    let cache = surface.cache;
+    let run = Box::pin(async move {
+        let contents = run.await?;
+        if contents.is_empty() {
+            return Err(resource_not_found(era, &uri));
+        }
+        let value = json!({"contents": contents});
+        Ok(crate::surface::finish(&info, cache, era, value, true))
+    });
+    respond(ex, method, params, run, rx).await
+}
+
+async fn get_prompt(ex: &mut Exchange<'_>, method: &str, params: Option<&Value>) -> Flow {
+    let surface = &ex.server().surface;
+    let name = params
+        .and_then(|p| p.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let Some(prompt) = surface.catalog.prompt(name) else {
+        return answer(
+            ex,
+            method,
+            Err(HandlerError::InvalidParams {
+                message: format!("unknown prompt `{name}`"),
+                data: Some(json!({"name": name})),
+            }),
+        );
+    };
+    let args: BTreeMap<String, String> = match prompt.arguments_from(params) {
+        Ok(args) => args,
+        Err(error) => return answer(ex, method, Err(error)),
+    };
+    let (cx, rx) = match context(ex, method, params) {
+        Ok(pair) => pair,
+        Err(error) => return answer(ex, method, Err(error)),
+    };
+    let Some(handler) = prompt.handler.clone() else {
+        return answer(
+            ex,
+            method,
+            Err(HandlerError::Execution(format!(
+                "prompt `{name}` has no handler"
+            ))),
+        );
+    };
+    let info = surface.info.clone();
+    let cache = surface.cache;
+    let era = ex.era;
+    let run = Box::pin(async move {
+        let result = handler(args, cx).await?;
+        let value = serde_json::to_value(&result).unwrap_or(Value::Null);
+        Ok(crate::surface::finish(&info, cache, era, value, false))
+    });
+    respond(ex, method, params, run, rx).await
+}
+
+async fn complete(ex: &mut Exchange<'_>, method: &str, params: Option<&Value>) -> Flow {
+    let surface = &ex.server().surface;
+    let request = match CompletionRequest::from_params(params) {
+        Ok(request) => request,
+        Err(error) => return answer(ex, method, Err(error)),
+    };
+    let Some(handler) = surface.completion.clone() else {
+        return not_found(ex, method);
+    };
+    let (cx, rx) = match context(ex, method, params) {
+        Ok(pair) => pair,
+        Err(error) => return answer(ex, method, Err(error)),
+    };
+    let info = surface.info.clone();
+    let cache = surface.cache;
+    let era = ex.era;
+    let run = Box::pin(async move {
+        let completions = handler(request, cx).await?.capped();
+        let value = json!({"completion": completions});
+        Ok(crate::surface::finish(&info, cache, era, value, false))
+    });
+    respond(ex, method, params, run, rx).await
+}
+
+/// What a listen stream can deliver: the `listChanged` and `subscribe`
+/// capabilities the server advertises.
+fn listen_support(a: Advertised) -> Support {
+    Support {
+        tools_list_changed: a.tools && a.list_changed,
+        prompts_list_changed: a.prompts && a.list_changed,
+        resources_list_changed: a.resources && a.list_changed,
+        resource_subscriptions: a.resources && a.subscribe,
+    }
+}
+
+/// `subscriptions/listen`: the SSE stream of the catalog's changes the
+/// client's filter asked for (see [`listen`](crate::listen)).
+fn listen(ex: &Exchange<'_>, params: Option<&Value>) -> Flow {
+    let server = ex.server();
+    let filter = match Filter::from_params(params) {
+        Ok(filter) => filter,
+        Err(rejection) => return ex.reject(rejection),
+    };
+    let info = serde_json::to_value(&server.surface.info).unwrap_or(Value::Null);
+    let response = Listen::new(ex.rejection_id(), filter)
+        .support(listen_support(server.surface.advertised))
+        .result_meta(crate::surface::SERVER_INFO_KEY, info)
+        .respond(server.changes());
+    Flow::Answer(response)
 }

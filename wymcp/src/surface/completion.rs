@@ -1,0 +1,133 @@
+//! `completion/complete`: suggestions for a prompt's or a resource
+//! template's argument.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::BoxFuture;
+use super::context::{Context, HandlerError};
+
+pub(crate) type CompletionFn = dyn Fn(CompletionRequest, Context) -> BoxFuture<Result<Completions, HandlerError>>
+    + Send
+    + Sync;
+
+pub(crate) fn boxed<F, Fut>(handler: F) -> Arc<CompletionFn>
+where
+    F: Fn(CompletionRequest, Context) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Completions, HandlerError>> + Send + 'static,
+{
+    Arc::new(move |request, cx| Box::pin(handler(request, cx)) as BoxFuture<_>)
+}
+
+/// What is being completed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompletionRef {
+    /// An argument of the prompt with this name.
+    Prompt(String),
+    /// A variable of the resource template with this URI template.
+    Resource(String),
+}
+
+/// A `completion/complete` request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompletionRequest {
+    /// The prompt or resource template.
+    pub reference: CompletionRef,
+    /// The argument's name.
+    pub argument: String,
+    /// What the user typed so far.
+    pub value: String,
+    /// Values of other arguments already resolved (`context.arguments`).
+    pub context: std::collections::BTreeMap<String, String>,
+}
+
+impl CompletionRequest {
+    pub(crate) fn from_params(params: Option<&Value>) -> Result<Self, HandlerError> {
+        let params = params.ok_or_else(|| HandlerError::invalid_params("missing params"))?;
+        let reference = params
+            .get("ref")
+            .ok_or_else(|| HandlerError::invalid_params("missing `ref`"))?;
+        let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
+        let reference = match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => CompletionRef::Prompt(
+                text(reference, "name")
+                    .ok_or_else(|| HandlerError::invalid_params("`ref.name` must be a string"))?,
+            ),
+            Some("ref/resource") => CompletionRef::Resource(
+                text(reference, "uri")
+                    .ok_or_else(|| HandlerError::invalid_params("`ref.uri` must be a string"))?,
+            ),
+            _ => {
+                return Err(HandlerError::invalid_params(
+                    "`ref.type` must be `ref/prompt` or `ref/resource`",
+                ));
+            }
+        };
+        let argument = params
+            .get("argument")
+            .ok_or_else(|| HandlerError::invalid_params("missing `argument`"))?;
+        let context = params
+            .get("context")
+            .and_then(|c| c.get("arguments"))
+            .and_then(Value::as_object)
+            .map(|args| {
+                args.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(CompletionRequest {
+            reference,
+            argument: text(argument, "name")
+                .ok_or_else(|| HandlerError::invalid_params("`argument.name` must be a string"))?,
+            value: text(argument, "value")
+                .ok_or_else(|| HandlerError::invalid_params("`argument.value` must be a string"))?,
+            context,
+        })
+    }
+}
+
+/// The suggestions: at most 100 values (more are cut, and `hasMore` set).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Completions {
+    /// The suggested values, best first.
+    pub values: Vec<String>,
+    /// How many matches there are in all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
+    /// Whether there are more than `values`.
+    #[serde(rename = "hasMore", skip_serializing_if = "Option::is_none")]
+    pub has_more: Option<bool>,
+}
+
+/// The most values one completion result may carry.
+pub const MAX_COMPLETION_VALUES: usize = 100;
+
+impl Completions {
+    /// These values.
+    pub fn new(values: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Completions {
+            values: values.into_iter().map(Into::into).collect(),
+            total: None,
+            has_more: None,
+        }
+    }
+
+    /// The values among `candidates` that start with `prefix`.
+    pub fn matching<'a>(prefix: &str, candidates: impl IntoIterator<Item = &'a str>) -> Self {
+        Completions::new(candidates.into_iter().filter(|c| c.starts_with(prefix)))
+    }
+
+    pub(crate) fn capped(mut self) -> Self {
+        if self.values.len() > MAX_COMPLETION_VALUES {
+            let total = self.values.len() as u64;
+            self.values.truncate(MAX_COMPLETION_VALUES);
+            self.has_more = Some(true);
+            self.total.get_or_insert(total);
+        }
+        self
+    }
+}

@@ -1,0 +1,71 @@
+//! The 2025 methods a stateless server still answers for 2025-06-18 and
+//! 2025-11-25 clients: `initialize` (version negotiation, capabilities,
+//! identity; never a session id), `ping` and `logging/setLevel`.
+//!
+//! What a stateless server cannot give a 2025 client: a level set with
+//! `logging/setLevel` is not remembered (it is acknowledged, and log
+//! messages at `info` and above are sent on a tool call's own stream);
+//! `resources/subscribe` is acknowledged but no update can be delivered
+//! without the GET stream this server does not open; and no
+//! server-to-client request (sampling, elicitation, roots) can be made,
+//! since 2025 carries those on a session's streams.
+
+use serde_json::{Map, Value, json};
+
+use super::LogLevel;
+use super::Surface;
+use super::context::HandlerError;
+use crate::revision::{Era, Revision};
+
+/// The `InitializeResult` for a client asking for `requested`: that
+/// version when served, else the latest 2025 revision served. A server
+/// serving no 2025 revision answers -32602 listing what it serves.
+pub(crate) fn initialize(
+    surface: &Surface,
+    revisions: &[Revision],
+    params: Option<&Value>,
+) -> Result<Value, HandlerError> {
+    let requested = params
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(Value::as_str);
+    let legacy: Vec<Revision> = revisions
+        .iter()
+        .copied()
+        .filter(|r| r.era() == Era::Legacy)
+        .collect();
+    let chosen = requested
+        .and_then(|v| legacy.iter().copied().find(|r| r.as_str() == v))
+        .or_else(|| legacy.last().copied());
+    let Some(chosen) = chosen else {
+        return Err(HandlerError::InvalidParams {
+            message: "this server serves no initialize-based protocol version".into(),
+            data: Some(json!({
+                "supported": revisions.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
+                "requested": requested,
+            })),
+        });
+    };
+    let mut result = Map::new();
+    result.insert("protocolVersion".into(), chosen.as_str().into());
+    result.insert("capabilities".into(), surface.capabilities(Era::Legacy));
+    result.insert(
+        "serverInfo".into(),
+        serde_json::to_value(&surface.info).unwrap_or(Value::Null),
+    );
+    if let Some(instructions) = &surface.instructions {
+        result.insert("instructions".into(), instructions.clone().into());
+    }
+    Ok(Value::Object(result))
+}
+
+/// `logging/setLevel`: checks the level and acknowledges it.
+pub(crate) fn set_level(params: Option<&Value>) -> Result<Value, HandlerError> {
+    let level = params.and_then(|p| p.get("level")).and_then(Value::as_str);
+    match level.and_then(LogLevel::parse) {
+        Some(_) => Ok(json!({})),
+        None => Err(HandlerError::invalid_params(format!(
+            "invalid log level {}",
+            level.map_or_else(|| "(none)".to_owned(), |l| format!("`{l}`"))
+        ))),
+    }
+}

@@ -1,0 +1,408 @@
+//! Resources (a fixed URI) and resource templates (an RFC 6570 URI template
+//! such as `test://template/{id}/data`).
+//!
+//! Templates support simple (`{id}`: one or more characters, no `/`) and
+//! reserved (`{+path}`: may span `/`) expansion, the forms a server needs to
+//! route a read; other operators are refused at registration rather than
+//! matched wrongly.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::content::ResourceContents;
+use super::context::{Context, HandlerError};
+use super::{BoxFuture, SurfaceError};
+
+/// The variables a URI matched a template with, by name.
+pub type TemplateVars = BTreeMap<String, String>;
+
+pub(crate) type ReadFn =
+    dyn Fn(String, Context) -> BoxFuture<Result<Vec<ResourceContents>, HandlerError>> + Send + Sync;
+pub(crate) type TemplateReadFn = dyn Fn(String, TemplateVars, Context) -> BoxFuture<Result<Vec<ResourceContents>, HandlerError>>
+    + Send
+    + Sync;
+
+#[derive(Clone)]
+pub(crate) enum Reader {
+    Static(Vec<ResourceContents>),
+    Handler(Arc<ReadFn>),
+}
+
+/// A resource at a fixed URI.
+#[derive(Clone)]
+pub struct Resource {
+    pub(crate) uri: String,
+    name: String,
+    title: Option<String>,
+    description: Option<String>,
+    mime_type: Option<String>,
+    size: Option<u64>,
+    annotations: Option<Value>,
+    pub(crate) reader: Reader,
+}
+
+impl fmt::Debug for Resource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Resource")
+            .field("uri", &self.uri)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Resource {
+    /// A resource at `uri` called `name`, empty until given contents or a
+    /// handler.
+    pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        Resource {
+            uri: uri.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            mime_type: None,
+            size: None,
+            annotations: None,
+            reader: Reader::Static(Vec::new()),
+        }
+    }
+
+    /// A display title.
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// What the resource is.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Its media type (listed, and given to static contents).
+    #[must_use]
+    pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// Its size in bytes, as listed.
+    #[must_use]
+    pub fn size(mut self, size: u64) -> Self {
+        self.size = Some(size);
+        self
+    }
+
+    /// `annotations`, verbatim.
+    #[must_use]
+    pub fn annotations(mut self, annotations: Value) -> Self {
+        self.annotations = Some(annotations);
+        self
+    }
+
+    /// Fixed text contents.
+    #[must_use]
+    pub fn text(mut self, text: impl Into<String>) -> Self {
+        self.reader = Reader::Static(vec![ResourceContents::text(self.uri.clone(), text)]);
+        self
+    }
+
+    /// Fixed binary contents, base64-encoded.
+    #[must_use]
+    pub fn blob(mut self, base64: impl Into<String>) -> Self {
+        self.reader = Reader::Static(vec![ResourceContents::blob(self.uri.clone(), base64)]);
+        self
+    }
+
+    /// Contents read by `handler` on each `resources/read`.
+    #[must_use]
+    pub fn handler<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(String, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<ResourceContents>, HandlerError>> + Send + 'static,
+    {
+        self.reader = Reader::Handler(Arc::new(move |uri, cx| {
+            Box::pin(handler(uri, cx)) as BoxFuture<_>
+        }));
+        self
+    }
+
+    pub(crate) fn listing(&self) -> Value {
+        let mut object = Map::new();
+        object.insert("uri".into(), self.uri.clone().into());
+        object.insert("name".into(), self.name.clone().into());
+        insert_opt(&mut object, "title", self.title.clone());
+        insert_opt(&mut object, "description", self.description.clone());
+        insert_opt(&mut object, "mimeType", self.mime_type.clone());
+        if let Some(size) = self.size {
+            object.insert("size".into(), size.into());
+        }
+        if let Some(annotations) = &self.annotations {
+            object.insert("annotations".into(), annotations.clone());
+        }
+        Value::Object(object)
+    }
+
+    /// The static contents, each given the resource's media type unless it
+    /// has its own.
+    pub(crate) fn static_contents(&self, contents: &[ResourceContents]) -> Vec<ResourceContents> {
+        contents
+            .iter()
+            .cloned()
+            .map(|mut c| {
+                if c.mime_type.is_none() {
+                    c.mime_type.clone_from(&self.mime_type);
+                }
+                c
+            })
+            .collect()
+    }
+}
+
+fn insert_opt(object: &mut Map<String, Value>, key: &str, value: Option<String>) {
+    if let Some(value) = value {
+        object.insert(key.into(), value.into());
+    }
+}
+
+/// A family of resources named by a URI template.
+#[derive(Clone)]
+pub struct ResourceTemplate {
+    pub(crate) uri_template: String,
+    name: String,
+    title: Option<String>,
+    description: Option<String>,
+    mime_type: Option<String>,
+    handler: Option<Arc<TemplateReadFn>>,
+}
+
+impl fmt::Debug for ResourceTemplate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResourceTemplate")
+            .field("uri_template", &self.uri_template)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ResourceTemplate {
+    /// A template such as `test://template/{id}/data`, called `name`.
+    pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
+        ResourceTemplate {
+            uri_template: uri_template.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            mime_type: None,
+            handler: None,
+        }
+    }
+
+    /// A display title.
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// What the resources are.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// The media type of every resource of the template.
+    #[must_use]
+    pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// Reads a URI matching the template, given the matched variables.
+    #[must_use]
+    pub fn handler<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(String, TemplateVars, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<ResourceContents>, HandlerError>> + Send + 'static,
+    {
+        self.handler = Some(Arc::new(move |uri, vars, cx| {
+            Box::pin(handler(uri, vars, cx)) as BoxFuture<_>
+        }));
+        self
+    }
+
+    pub(crate) fn register(self) -> Result<RegisteredTemplate, SurfaceError> {
+        let segments = parse(&self.uri_template).map_err(|reason| SurfaceError::UriTemplate {
+            template: self.uri_template.clone(),
+            reason,
+        })?;
+        let handler = self
+            .handler
+            .clone()
+            .ok_or_else(|| SurfaceError::UriTemplate {
+                template: self.uri_template.clone(),
+                reason: "the template has no handler".into(),
+            })?;
+        Ok(RegisteredTemplate {
+            template: self,
+            segments,
+            handler,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Segment {
+    Literal(String),
+    Var { name: String, reserved: bool },
+}
+
+fn parse(template: &str) -> Result<Vec<Segment>, String> {
+    let mut segments = Vec::new();
+    let mut rest = template;
+    while !rest.is_empty() {
+        if let Some(open) = rest.find('{') {
+            if open > 0 {
+                segments.push(Segment::Literal(rest[..open].to_owned()));
+            }
+            let after = &rest[open + 1..];
+            let close = after
+                .find('}')
+                .ok_or_else(|| "a `{` is never closed".to_owned())?;
+            let expression = &after[..close];
+            let (reserved, name) = match expression.strip_prefix('+') {
+                Some(name) => (true, name),
+                None => (false, expression),
+            };
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+            {
+                return Err(format!(
+                    "the expression `{{{expression}}}` is not supported (only `{{name}}` and `{{+name}}`)"
+                ));
+            }
+            if matches!(segments.last(), Some(Segment::Var { .. })) {
+                return Err("two variables must be separated by literal text".into());
+            }
+            segments.push(Segment::Var {
+                name: name.to_owned(),
+                reserved,
+            });
+            rest = &after[close + 1..];
+        } else {
+            if rest.contains('}') {
+                return Err("a `}` has no `{`".into());
+            }
+            segments.push(Segment::Literal(rest.to_owned()));
+            rest = "";
+        }
+    }
+    Ok(segments)
+}
+
+fn match_segments(segments: &[Segment], uri: &str, vars: &mut TemplateVars) -> bool {
+    match segments.split_first() {
+        None => uri.is_empty(),
+        Some((Segment::Literal(literal), rest)) => uri
+            .strip_prefix(literal.as_str())
+            .is_some_and(|tail| match_segments(rest, tail, vars)),
+        Some((Segment::Var { name, reserved }, rest)) => {
+            for (end, c) in uri.char_indices().skip(1).chain([(uri.len(), ' ')]) {
+                let value = &uri[..end];
+                let last = value.chars().next_back().unwrap_or(c);
+                if !*reserved && matches!(last, '/' | '?' | '#') {
+                    break;
+                }
+                if match_segments(rest, &uri[end..], vars) {
+                    vars.insert(name.clone(), value.to_owned());
+                    return true;
+                }
+            }
+            false
+        }
+    }
+}
+
+/// A template once parsed.
+pub(crate) struct RegisteredTemplate {
+    pub(crate) template: ResourceTemplate,
+    segments: Vec<Segment>,
+    pub(crate) handler: Arc<TemplateReadFn>,
+}
+
+impl fmt::Debug for RegisteredTemplate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.template.fmt(f)
+    }
+}
+
+impl RegisteredTemplate {
+    /// The variables, when `uri` matches the template.
+    pub(crate) fn matches(&self, uri: &str) -> Option<TemplateVars> {
+        let mut vars = TemplateVars::new();
+        match_segments(&self.segments, uri, &mut vars).then_some(vars)
+    }
+
+    pub(crate) fn mime_type(&self) -> Option<&str> {
+        self.template.mime_type.as_deref()
+    }
+
+    pub(crate) fn listing(&self) -> Value {
+        let t = &self.template;
+        let mut object = Map::new();
+        object.insert("uriTemplate".into(), t.uri_template.clone().into());
+        object.insert("name".into(), t.name.clone().into());
+        insert_opt(&mut object, "title", t.title.clone());
+        insert_opt(&mut object, "description", t.description.clone());
+        insert_opt(&mut object, "mimeType", t.mime_type.clone());
+        Value::Object(object)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn template(t: &str) -> RegisteredTemplate {
+        ResourceTemplate::new(t, "t")
+            .handler(|_, _, _| async { Ok(Vec::new()) })
+            .register()
+            .unwrap()
+    }
+
+    #[test]
+    fn simple_variables_match_one_segment() {
+        let t = template("test://template/{id}/data");
+        assert_eq!(t.matches("test://template/123/data").unwrap()["id"], "123");
+        assert!(t.matches("test://template//data").is_none());
+        assert!(t.matches("test://template/1/2/data").is_none());
+        assert!(t.matches("test://template/123/datax").is_none());
+        let reserved = template("file:///{+path}");
+        assert_eq!(
+            reserved.matches("file:///a/b.txt").unwrap()["path"],
+            "a/b.txt"
+        );
+    }
+
+    #[test]
+    fn unsupported_expressions_are_refused() {
+        for bad in ["x://{?q}", "x://{a}{b}", "x://{a", "x://a}", "x://{}"] {
+            assert!(
+                ResourceTemplate::new(bad, "t")
+                    .handler(|_, _, _| async { Ok(Vec::new()) })
+                    .register()
+                    .is_err(),
+                "{bad}"
+            );
+        }
+    }
+}

@@ -1,0 +1,476 @@
+//! Tools: the builder, typed handlers, results, and the `x-mcp-header`
+//! rules checked at registration.
+//!
+//! ```
+//! use wymcp::{Tool, ToolResult};
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Echo { text: String }
+//!
+//! let tool = Tool::new("echo")
+//!     .description("Echoes its text")
+//!     .handler(|args: Echo, _cx| async move { Ok(ToolResult::text(args.text)) });
+//! # let _ = wymcp::Server::builder().tool(tool).build().unwrap();
+//! ```
+
+use std::borrow::Cow;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::content::Content;
+use super::context::{Context, HandlerError};
+use super::{BoxFuture, SurfaceError};
+use crate::headers::{HeaderParam, HeaderParamType};
+
+pub(crate) type ToolFn =
+    dyn Fn(Value, Context) -> BoxFuture<Result<ToolResult, HandlerError>> + Send + Sync;
+
+/// Arguments of a tool that takes none: its `inputSchema` is
+/// `{"type": "object"}`, and any arguments sent are ignored.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+pub struct NoArgs {}
+
+impl JsonSchema for NoArgs {
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("NoArgs")
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "object"})
+    }
+}
+
+/// The result of a tool call: content blocks, optional structured content,
+/// and whether it reports a failure (`isError`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ToolResult {
+    /// The content blocks.
+    pub content: Vec<Content>,
+    /// Structured content, checked against the tool's `outputSchema`.
+    #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// Whether the call failed (a failure the model should see, not a
+    /// protocol error).
+    #[serde(rename = "isError", skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    /// A result of these content blocks.
+    pub fn new(content: impl IntoIterator<Item = Content>) -> Self {
+        ToolResult {
+            content: content.into_iter().collect(),
+            ..ToolResult::default()
+        }
+    }
+
+    /// A result of one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolResult::new([Content::text(text)])
+    }
+
+    /// A failure the model should see: `isError: true` with this message.
+    pub fn error(message: impl Into<String>) -> Self {
+        ToolResult {
+            is_error: true,
+            ..ToolResult::text(message)
+        }
+    }
+
+    /// A structured result: `structuredContent` is `value`, and one text
+    /// block carries its JSON for clients that read only content.
+    pub fn structured(value: Value) -> Self {
+        ToolResult {
+            content: vec![Content::text(value.to_string())],
+            structured_content: Some(value),
+            is_error: false,
+        }
+    }
+
+    /// Adds a content block.
+    #[must_use]
+    pub fn with(mut self, content: impl Into<Content>) -> Self {
+        self.content.push(content.into());
+        self
+    }
+}
+
+/// A tool, as registered with [`ServerBuilder::tool`](crate::ServerBuilder::tool)
+/// or [`Catalog::add_tool`](crate::Catalog::add_tool).
+pub struct Tool {
+    name: String,
+    title: Option<String>,
+    description: Option<String>,
+    input_schema: Option<Value>,
+    output_schema: Option<Value>,
+    annotations: Option<Value>,
+    meta: Option<Value>,
+    handler: Option<Arc<ToolFn>>,
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.name)
+            .field("input_schema", &self.input_schema)
+            .field("output_schema", &self.output_schema)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tool {
+    /// A tool named `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        Tool {
+            name: name.into(),
+            title: None,
+            description: None,
+            input_schema: None,
+            output_schema: None,
+            annotations: None,
+            meta: None,
+            handler: None,
+        }
+    }
+
+    /// A display title.
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// What the tool does, for the model.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// The `inputSchema`, verbatim: every keyword is listed as given, and
+    /// arguments are validated against it. Takes precedence over the schema
+    /// a typed handler derives.
+    #[must_use]
+    pub fn input_schema(mut self, schema: Value) -> Self {
+        self.input_schema = Some(schema);
+        self
+    }
+
+    /// The `outputSchema`, verbatim; `structuredContent` is checked against it.
+    #[must_use]
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// The `outputSchema` derived from `O` (JSON Schema 2020-12).
+    #[must_use]
+    pub fn output<O: JsonSchema>(self) -> Self {
+        self.output_schema(schemars::schema_for!(O).to_value())
+    }
+
+    /// Behaviour hints (`annotations`: `readOnlyHint`, …), verbatim.
+    #[must_use]
+    pub fn annotations(mut self, annotations: Value) -> Self {
+        self.annotations = Some(annotations);
+        self
+    }
+
+    /// The tool's `_meta`, verbatim.
+    #[must_use]
+    pub fn meta(mut self, meta: Value) -> Self {
+        self.meta = Some(meta);
+        self
+    }
+
+    /// The handler, taking arguments of type `A`. Unless an `inputSchema`
+    /// was given, it is derived from `A`. Arguments that do not deserialise
+    /// into `A` are answered -32602; a missing `arguments` is `{}`.
+    #[must_use]
+    pub fn handler<A, F, Fut>(mut self, handler: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + 'static,
+        F: Fn(A, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ToolResult, HandlerError>> + Send + 'static,
+    {
+        if self.input_schema.is_none() {
+            self.input_schema = Some(schemars::schema_for!(A).to_value());
+        }
+        let name = self.name.clone();
+        self.handler =
+            Some(Arc::new(
+                move |arguments: Value, cx: Context| match serde_json::from_value::<A>(arguments) {
+                    Ok(args) => Box::pin(handler(args, cx)) as BoxFuture<_>,
+                    Err(error) => {
+                        let error = HandlerError::invalid_params(format!(
+                            "invalid arguments for tool `{name}`: {error}"
+                        ));
+                        Box::pin(async move { Err(error) })
+                    }
+                },
+            ));
+        self
+    }
+
+    /// The handler, taking the arguments as JSON (an object). Without an
+    /// `inputSchema`, the tool declares `{"type": "object"}`.
+    #[must_use]
+    pub fn raw_handler<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(Value, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ToolResult, HandlerError>> + Send + 'static,
+    {
+        if self.input_schema.is_none() {
+            self.input_schema = Some(json!({"type": "object"}));
+        }
+        self.handler = Some(Arc::new(move |arguments: Value, cx: Context| {
+            Box::pin(handler(arguments, cx)) as BoxFuture<_>
+        }));
+        self
+    }
+
+    pub(crate) fn register(self) -> Result<Registered, SurfaceError> {
+        let handler = self
+            .handler
+            .ok_or_else(|| SurfaceError::NoHandler(self.name.clone()))?;
+        let input_schema = self
+            .input_schema
+            .unwrap_or_else(|| json!({"type": "object"}));
+        let header_params = header_params(&self.name, &input_schema)?;
+        let compile = |schema: &Value, which| {
+            jsonschema::validator_for(schema).map_err(|e| SurfaceError::Schema {
+                tool: self.name.clone(),
+                which,
+                reason: e.to_string(),
+            })
+        };
+        let input_validator = compile(&input_schema, "inputSchema")?;
+        let output_validator = match &self.output_schema {
+            Some(schema) => Some(compile(schema, "outputSchema")?),
+            None => None,
+        };
+        let mut definition = Map::new();
+        definition.insert("name".into(), Value::String(self.name.clone()));
+        if let Some(title) = self.title {
+            definition.insert("title".into(), Value::String(title));
+        }
+        if let Some(description) = self.description {
+            definition.insert("description".into(), Value::String(description));
+        }
+        definition.insert("inputSchema".into(), input_schema);
+        if let Some(schema) = self.output_schema {
+            definition.insert("outputSchema".into(), schema);
+        }
+        if let Some(annotations) = self.annotations {
+            definition.insert("annotations".into(), annotations);
+        }
+        if let Some(meta) = self.meta {
+            definition.insert("_meta".into(), meta);
+        }
+        Ok(Registered {
+            name: self.name,
+            definition: Value::Object(definition),
+            handler,
+            header_params: header_params.into(),
+            input_validator,
+            output_validator,
+        })
+    }
+}
+
+/// A tool once checked: its listing, handler, header parameters and
+/// compiled schemas.
+pub(crate) struct Registered {
+    name: String,
+    pub(crate) definition: Value,
+    pub(crate) handler: Arc<ToolFn>,
+    pub(crate) header_params: Arc<[HeaderParam]>,
+    pub(crate) input_validator: jsonschema::Validator,
+    pub(crate) output_validator: Option<jsonschema::Validator>,
+}
+
+impl fmt::Debug for Registered {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("definition", &self.definition)
+            .field("header_params", &self.header_params)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Registered {
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The first way `arguments` break the `inputSchema`, if any.
+    pub(crate) fn check_arguments(&self, arguments: &Value) -> Option<String> {
+        self.input_validator
+            .iter_errors(arguments)
+            .next()
+            .map(|e| format!("{e} at `{}`", e.instance_path()))
+    }
+
+    /// How a successful result breaks the `outputSchema`, if it does.
+    pub(crate) fn check_output(&self, result: &ToolResult) -> Option<String> {
+        let validator = self.output_validator.as_ref()?;
+        if result.is_error {
+            return None;
+        }
+        match &result.structured_content {
+            None => {
+                Some("the tool declares an outputSchema but returned no structuredContent".into())
+            }
+            Some(value) => validator
+                .iter_errors(value)
+                .next()
+                .map(|e| format!("structuredContent breaks the outputSchema: {e}")),
+        }
+    }
+}
+
+/// Keywords whose values are data, not schemas: an `x-mcp-header` inside
+/// them is not an annotation.
+const DATA_KEYWORDS: [&str; 4] = ["const", "enum", "default", "examples"];
+
+/// Finds and checks every `x-mcp-header` annotation of `schema` (spec notes
+/// §3): a non-empty RFC 9110 token, unique case-insensitively, on a
+/// `string`, `integer` or `boolean` property reached from the root through
+/// `properties` only.
+pub(crate) fn header_params(tool: &str, schema: &Value) -> Result<Vec<HeaderParam>, SurfaceError> {
+    let mut found = Vec::new();
+    walk(tool, schema, &mut Vec::new(), true, &mut found)?;
+    Ok(found)
+}
+
+fn walk(
+    tool: &str,
+    node: &Value,
+    path: &mut Vec<String>,
+    reachable: bool,
+    found: &mut Vec<HeaderParam>,
+) -> Result<(), SurfaceError> {
+    match node {
+        Value::Object(object) => {
+            if let Some(annotation) = object.get("x-mcp-header") {
+                let error = |reason: &str| SurfaceError::HeaderAnnotation {
+                    tool: tool.to_owned(),
+                    property: if path.is_empty() {
+                        "(root)".to_owned()
+                    } else {
+                        path.join(".")
+                    },
+                    reason: reason.to_owned(),
+                };
+                if !reachable || path.is_empty() {
+                    return Err(error(
+                        "it must sit on a property reached from the schema root through `properties` only \
+                         (not inside `items`, `oneOf`/`anyOf`/`allOf`/`not`, `if`/`then`/`else`, `$defs` or `$ref`)",
+                    ));
+                }
+                let name = annotation
+                    .as_str()
+                    .ok_or_else(|| error("the annotation must be a string"))?;
+                if name.is_empty() {
+                    return Err(error("the header name must not be empty"));
+                }
+                if let Some(bad) = name.chars().find(|c| !is_tchar(*c)) {
+                    return Err(error(&format!(
+                        "the header name `{}` has {bad:?}, which is not an RFC 9110 token character",
+                        name.escape_debug()
+                    )));
+                }
+                if let Some(other) = found.iter().find(|p| p.name.eq_ignore_ascii_case(name)) {
+                    return Err(error(&format!(
+                        "the header name `{name}` repeats `{}` of property `{}` (names are compared case-insensitively)",
+                        other.name,
+                        other.path.join(".")
+                    )));
+                }
+                let kind = header_kind(object.get("type")).ok_or_else(|| {
+                    error("the property's `type` must be `string`, `integer` or `boolean`")
+                })?;
+                found.push(HeaderParam::nested(name, path.iter().cloned(), kind));
+            }
+            for (key, value) in object {
+                if key == "x-mcp-header" || DATA_KEYWORDS.contains(&key.as_str()) {
+                    continue;
+                }
+                if key == "properties" {
+                    if let Value::Object(properties) = value {
+                        for (property, schema) in properties {
+                            path.push(property.clone());
+                            walk(tool, schema, path, reachable, found)?;
+                            path.pop();
+                        }
+                    }
+                    continue;
+                }
+                path.push(key.clone());
+                walk(tool, value, path, false, found)?;
+                path.pop();
+            }
+            Ok(())
+        }
+        Value::Array(items) => {
+            for item in items {
+                walk(tool, item, path, false, found)?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn header_kind(ty: Option<&Value>) -> Option<HeaderParamType> {
+    let kind = |s: &str| match s {
+        "string" => Some(HeaderParamType::String),
+        "integer" => Some(HeaderParamType::Integer),
+        "boolean" => Some(HeaderParamType::Boolean),
+        _ => None,
+    };
+    match ty? {
+        Value::String(s) => kind(s),
+        // `["string", "null"]`: a nullable value, whose header is omitted when null.
+        Value::Array(types) => {
+            let mut non_null = types.iter().filter(|t| t.as_str() != Some("null"));
+            let only = non_null.next()?.as_str()?;
+            if non_null.next().is_some() {
+                return None;
+            }
+            kind(only)
+        }
+        _ => None,
+    }
+}
+
+/// RFC 9110 `tchar`.
+fn is_tchar(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn check(schema: &Value) -> Result<Vec<HeaderParam>, SurfaceError> {
+        header_params("t", schema)
+    }
+
+    #[test]
+    fn nested_properties_are_reachable() {
+        let params = check(&json!({"type": "object", "properties": {
+            "a": {"type": "object", "properties": {"b": {"type": "integer", "x-mcp-header": "B"}}}
+        }}))
+        .unwrap();
+        assert_eq!(params[0].path, ["a", "b"]);
+        assert_eq!(params[0].ty, HeaderParamType::Integer);
+    }
+}
