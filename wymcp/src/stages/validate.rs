@@ -36,8 +36,10 @@
 //! has answered first, so a request wrong on the wire is refused for that,
 //! and what reaches Dispatch is a well-formed message of a known shape. The
 //! fast path — [`Definition::is_valid`](crate::schema::Definition::is_valid)
-//! over the parsed message, no clone — costs about a microsecond; the detailed
-//! error is computed only once that said no.
+//! over the parsed message, no clone — measured about 0.3 µs for a small
+//! `tools/call` on a release build (`cargo test -p wymcp --release --lib
+//! schema::tests::timing -- --ignored --nocapture`); the detailed error is
+//! computed only once that said no.
 
 use http::StatusCode;
 use serde_json::{Value, json};
@@ -48,8 +50,7 @@ use crate::revision::{Era, Revision};
 use crate::schema::DefinitionKind;
 use crate::stage::{Flow, Stage, StageKind};
 
-/// The `_meta` key carrying a modern request's protocol version.
-const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+use super::protocol_fields::PROTOCOL_VERSION_KEY;
 
 /// Validates the message against its revision's JSON Schema.
 #[derive(Debug, Clone, Copy, Default)]
