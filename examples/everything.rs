@@ -1,0 +1,580 @@
+//! The conformance contract of `CONFORMANCE.md`: every tool, prompt and
+//! resource the official conformance suite calls, served by wymcp's default
+//! chain. `cargo run -p wymcp-examples --example everything -- --bind 127.0.0.1:3000`.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use wymcp::mrtr::{InputKind, InputRequest};
+use wymcp::surface::{CompletionRef, Completions, LogLevel, NoArgs};
+use wymcp::{
+    Content, Context, HandlerError, Prompt, PromptResult, Resource, ResourceContents,
+    ResourceTemplate, Server, Tool, ToolResult, chain,
+};
+
+/// A 1×1 red PNG.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+/// A WAV file with no samples (8 kHz, mono, 8-bit).
+const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=";
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct SamplingArgs {
+    /// The prompt to send to the LLM.
+    prompt: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct ElicitationArgs {
+    /// The message to show the user.
+    message: String,
+}
+
+type Outcome = Result<ToolResult, HandlerError>;
+
+#[allow(clippy::unnecessary_wraps)] // the handlers' own return type
+fn text(s: impl Into<String>) -> Outcome {
+    Ok(ToolResult::text(s))
+}
+
+async fn pause() {
+    tokio::time::sleep(Duration::from_millis(50)).await;
+}
+
+fn name_schema(field: &str) -> Value {
+    json!({"type": "object", "properties": {field: {"type": "string"}}, "required": [field]})
+}
+
+/// The text of a sampling answer (`CreateMessageResult.content.text`).
+fn sampled(answer: &serde_json::Map<String, Value>) -> String {
+    answer
+        .get("content")
+        .and_then(|c| c.get("text"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// An elicitation answered in any way, described as the suite expects.
+fn elicited(cx: &Context, key: &str) -> Option<String> {
+    let answer = cx.inputs().response(key)?;
+    Some(format!(
+        "action={}, content={}",
+        answer
+            .get("action")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown"),
+        answer.get("content").cloned().unwrap_or(Value::Null)
+    ))
+}
+
+fn ask_elicitation(cx: &Context, key: &str, params: Value) -> Outcome {
+    let ask = cx
+        .input_required()
+        .request(key, InputRequest::elicitation(params))?;
+    Err(ask.into())
+}
+
+fn content_tools() -> Vec<Tool> {
+    vec![
+        Tool::new("test_simple_text")
+            .description("Returns simple text")
+            .handler(|_: NoArgs, _| async { text("This is a simple text response for testing.") }),
+        Tool::new("test_image_content")
+            .description("Returns a 1x1 PNG")
+            .handler(|_: NoArgs, _| async { Ok(ToolResult::new([Content::image(PNG, "image/png")])) }),
+        Tool::new("test_audio_content")
+            .description("Returns a WAV file")
+            .handler(|_: NoArgs, _| async { Ok(ToolResult::new([Content::audio(WAV, "audio/wav")])) }),
+        Tool::new("test_embedded_resource")
+            .description("Returns an embedded resource")
+            .handler(|_: NoArgs, _| async {
+                Ok(ToolResult::new([Content::resource(
+                    ResourceContents::text("test://embedded-resource", "This is an embedded resource content.")
+                        .mime_type("text/plain"),
+                )]))
+            }),
+        Tool::new("test_multiple_content_types")
+            .description("Returns text, an image and a resource")
+            .handler(|_: NoArgs, _| async {
+                Ok(ToolResult::new([
+                    Content::text("Multiple content types test:"),
+                    Content::image(PNG, "image/png"),
+                    Content::resource(
+                        ResourceContents::text(
+                            "test://mixed-content-resource",
+                            r#"{"test":"data","value":123}"#,
+                        )
+                        .mime_type("application/json"),
+                    ),
+                ]))
+            }),
+        Tool::new("test_error_handling")
+            .description("Always fails")
+            .handler(|_: NoArgs, _| async {
+                Err(HandlerError::execution("This tool intentionally returns an error for testing"))
+            }),
+        Tool::new("test_reconnection")
+            .description("Answers after a pause")
+            .handler(|_: NoArgs, _| async {
+                pause().await;
+                text("Reconnection test completed")
+            }),
+        Tool::new("json_schema_2020_12_tool")
+            .description("Tool with JSON Schema 2020-12 features")
+            .input_schema(json!({
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "type": "object",
+                "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                    "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+                "properties": {
+                    "name": {"type": "string"},
+                    "address": {"$ref": "#/$defs/address"},
+                    "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                    "phone": {"type": "string"},
+                    "email": {"type": "string"}
+                },
+                "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+                "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+                "then": {"required": ["phone"]},
+                "else": {"required": ["email"]},
+                "additionalProperties": false
+            }))
+            .raw_handler(|args, _| async move { text(format!("Received: {args}")) }),
+        Tool::new("test_x_mcp_header")
+            .description("Mirrors its region argument in the Mcp-Param-Region header")
+            .input_schema(json!({
+                "type": "object",
+                "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+                "required": ["region"]
+            }))
+            .raw_handler(|args, _| async move {
+                text(format!("Region: {}", args["region"].as_str().unwrap_or_default()))
+            }),
+    ]
+}
+
+fn streaming_tools() -> Vec<Tool> {
+    vec![
+        Tool::new("test_tool_with_progress")
+            .description("Reports progress 0, 50, 100 of 100")
+            .handler(|_: NoArgs, cx| async move {
+                for step in [0.0, 50.0, 100.0] {
+                    if step > 0.0 {
+                        pause().await;
+                    }
+                    cx.progress(step, Some(100.0), None);
+                }
+                text("Progress test completed")
+            }),
+        Tool::new("test_tool_with_logging")
+            .description("Logs three messages at info level")
+            .handler(|_: NoArgs, cx| async move {
+                cx.log(LogLevel::Info, "Tool execution started");
+                pause().await;
+                cx.log(LogLevel::Info, "Tool processing data");
+                pause().await;
+                cx.log(LogLevel::Info, "Tool execution completed");
+                text("Logging test completed")
+            }),
+        Tool::new("test_logging_tool")
+            .description("Logs when the request asks for log messages")
+            .handler(|_: NoArgs, cx| async move {
+                cx.log(LogLevel::Info, "test_logging_tool: info");
+                cx.log(LogLevel::Debug, "test_logging_tool: debug");
+                pause().await;
+                text("Logging tool completed")
+            }),
+        Tool::new("test_trigger_tool_change")
+            .description("Adds or removes test_dynamic_tool (tools/list_changed)")
+            .handler(|_: NoArgs, cx| async move {
+                let catalog = cx.catalog();
+                if catalog.remove_tool("test_dynamic_tool") {
+                    return text("test_dynamic_tool removed");
+                }
+                catalog
+                    .add_tool(
+                        Tool::new("test_dynamic_tool")
+                            .description("Added at run time")
+                            .handler(|_: NoArgs, _| async { text("dynamic") }),
+                    )
+                    .map_err(HandlerError::execution)?;
+                text("test_dynamic_tool added")
+            }),
+        Tool::new("test_trigger_prompt_change")
+            .description("Adds or removes test_dynamic_prompt (prompts/list_changed)")
+            .handler(|_: NoArgs, cx| async move {
+                let catalog = cx.catalog();
+                if catalog.remove_prompt("test_dynamic_prompt") {
+                    return text("test_dynamic_prompt removed");
+                }
+                catalog
+                    .add_prompt(
+                        Prompt::new("test_dynamic_prompt")
+                            .description("Added at run time")
+                            .handler(|_, _| async { Ok(PromptResult::new().user("dynamic")) }),
+                    )
+                    .map_err(HandlerError::execution)?;
+                text("test_dynamic_prompt added")
+            }),
+    ]
+}
+
+fn elicitation_tools() -> Vec<Tool> {
+    vec![
+        Tool::new("test_sampling")
+            .description("Asks the client's LLM (sampling, over MRTR)")
+            .handler(|args: SamplingArgs, cx| async move {
+                if let Some(answer) = cx.inputs().response("sampling") {
+                    return text(format!("LLM response: {}", sampled(answer)));
+                }
+                let ask = cx
+                    .input_required()
+                    .request("sampling", InputRequest::sample_text(args.prompt, 100))?;
+                Err(ask.into())
+            }),
+        Tool::new("test_elicitation")
+            .description("Asks the user (elicitation, over MRTR)")
+            .handler(|args: ElicitationArgs, cx| async move {
+                if let Some(answer) = elicited(&cx, "elicitation") {
+                    return text(format!("User response: {answer}"));
+                }
+                let schema = json!({"type": "object", "properties": {
+                    "username": {"type": "string", "description": "User's response"},
+                    "email": {"type": "string", "description": "User's email address"}
+                }, "required": ["username", "email"]});
+                ask_elicitation(&cx, "elicitation", json!({"message": args.message, "requestedSchema": schema}))
+            }),
+        Tool::new("test_streaming_elicitation")
+            .description("Asks the user, as an input_required result, never a request")
+            .handler(|_: NoArgs, cx| async move {
+                if let Some(answer) = elicited(&cx, "confirmation") {
+                    return text(format!("User response: {answer}"));
+                }
+                ask_elicitation(&cx, "confirmation", json!({"message": "Continue?", "requestedSchema": name_schema("answer")}))
+            }),
+        Tool::new("test_elicitation_sep1034_defaults")
+            .description("Elicitation with defaults for every primitive type")
+            .handler(|_: NoArgs, cx| async move {
+                if let Some(answer) = elicited(&cx, "defaults") {
+                    return text(format!("Elicitation completed: {answer}"));
+                }
+                let schema = json!({"type": "object", "properties": {
+                    "name": {"type": "string", "default": "John Doe"},
+                    "age": {"type": "integer", "default": 30},
+                    "score": {"type": "number", "default": 95.5},
+                    "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+                    "verified": {"type": "boolean", "default": true}
+                }});
+                ask_elicitation(&cx, "defaults", json!({"message": "Defaults test", "requestedSchema": schema}))
+            }),
+        Tool::new("test_elicitation_sep1330_enums")
+            .description("Elicitation with the five enum variants")
+            .handler(|_: NoArgs, cx| async move {
+                if let Some(answer) = elicited(&cx, "enums") {
+                    return text(format!("Elicitation completed: {answer}"));
+                }
+                let schema = json!({"type": "object", "properties": {
+                    "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+                    "titledSingle": {"type": "string", "oneOf": [
+                        {"const": "value1", "title": "First Option"},
+                        {"const": "value2", "title": "Second Option"},
+                        {"const": "value3", "title": "Third Option"}]},
+                    "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                        "enumNames": ["Option One", "Option Two", "Option Three"]},
+                    "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                    "titledMulti": {"type": "array", "items": {"anyOf": [
+                        {"const": "value1", "title": "First Choice"},
+                        {"const": "value2", "title": "Second Choice"},
+                        {"const": "value3", "title": "Third Choice"}]}}
+                }});
+                ask_elicitation(&cx, "enums", json!({"message": "Enums test", "requestedSchema": schema}))
+            }),
+        Tool::new("test_missing_capability")
+            .description("Needs the client's sampling capability")
+            .handler(|_: NoArgs, cx| async move {
+                if !cx.inputs().declares(InputKind::Sampling) {
+                    return Err(HandlerError::missing_capability("sampling"));
+                }
+                if let Some(answer) = cx.inputs().response("sampling") {
+                    return text(format!("LLM response: {}", sampled(answer)));
+                }
+                let ask = cx
+                    .input_required()
+                    .request("sampling", InputRequest::sample_text("Say hello", 50))?;
+                Err(ask.into())
+            }),
+    ]
+}
+
+fn mrtr_tools() -> Vec<Tool> {
+    vec![
+        Tool::new("test_input_required_result_elicitation")
+            .description("MRTR: asks for a name")
+            .handler(|_: NoArgs, cx| async move {
+                if let Some(name) = cx.inputs().accepted("user_name").and_then(|c| c.get("name")) {
+                    return text(format!("Hello, {}!", name.as_str().unwrap_or_default()));
+                }
+                let ask = cx.input_required().request(
+                    "user_name",
+                    InputRequest::elicit("What is your name?", name_schema("name")),
+                )?;
+                Err(ask.into())
+            }),
+        Tool::new("test_input_required_result_sampling")
+            .description("MRTR: asks the client's LLM")
+            .handler(|_: NoArgs, cx| async move {
+                if let Some(answer) = cx.inputs().response("capital_question") {
+                    return text(format!("The LLM says: {}", sampled(answer)));
+                }
+                let ask = cx.input_required().request(
+                    "capital_question",
+                    InputRequest::sample_text("What is the capital of France?", 100),
+                )?;
+                Err(ask.into())
+            }),
+        Tool::new("test_input_required_result_list_roots")
+            .description("MRTR: asks for the client's roots")
+            .handler(|_: NoArgs, cx| async move {
+                if let Some(answer) = cx.inputs().response("client_roots") {
+                    let roots = answer.get("roots").cloned().unwrap_or(json!([]));
+                    return text(format!("Client roots: {roots}"));
+                }
+                let ask = cx
+                    .input_required()
+                    .request("client_roots", InputRequest::list_roots())?;
+                Err(ask.into())
+            }),
+        Tool::new("test_input_required_result_request_state")
+            .description("MRTR: round-trips a requestState")
+            .handler(|_: NoArgs, cx| async move {
+                let inputs = cx.inputs();
+                if inputs.state() == Some(b"confirm-round".as_slice()) && inputs.response("confirm").is_some() {
+                    return text("state-ok: the requestState came back intact");
+                }
+                let ask = cx
+                    .input_required()
+                    .request("confirm", InputRequest::elicit("Please confirm", json!({
+                        "type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]})))?
+                    .state(b"confirm-round".to_vec());
+                Err(ask.into())
+            }),
+        Tool::new("test_input_required_result_multiple_inputs")
+            .description("MRTR: asks for three inputs at once")
+            .handler(|_: NoArgs, cx| async move {
+                let inputs = cx.inputs();
+                let keys = ["user_name", "greeting", "client_roots"];
+                if inputs.state() == Some(b"multiple".as_slice())
+                    && keys.iter().all(|k| inputs.response(k).is_some())
+                {
+                    return text("All inputs received");
+                }
+                let ask = cx
+                    .input_required()
+                    .request("user_name", InputRequest::elicit("What is your name?", name_schema("name")))?
+                    .request("greeting", InputRequest::sample_text("Generate a greeting", 50))?
+                    .request("client_roots", InputRequest::list_roots())?
+                    .state(b"multiple".to_vec());
+                Err(ask.into())
+            }),
+        Tool::new("test_input_required_result_multi_round")
+            .description("MRTR: two rounds of questions")
+            .handler(|_: NoArgs, cx| async move {
+                let inputs = cx.inputs();
+                if inputs.state() == Some(b"round-2".as_slice())
+                    && let Some(color) = inputs.accepted("step2").and_then(|c| c.get("color"))
+                {
+                    return text(format!("Favorite color: {}", color.as_str().unwrap_or_default()));
+                }
+                if inputs.state() == Some(b"round-1".as_slice()) && inputs.response("step1").is_some()
+                    || inputs.state() == Some(b"round-2".as_slice())
+                {
+                    let ask = cx
+                        .input_required()
+                        .request("step2", InputRequest::elicit("Step 2: What is your favorite color?", name_schema("color")))?
+                        .state(b"round-2".to_vec());
+                    return Err(ask.into());
+                }
+                let ask = cx
+                    .input_required()
+                    .request("step1", InputRequest::elicit("Step 1: What is your name?", name_schema("name")))?
+                    .state(b"round-1".to_vec());
+                Err(ask.into())
+            }),
+        Tool::new("test_input_required_result_tampered_state")
+            .description("MRTR: refuses a tampered requestState")
+            .handler(|_: NoArgs, cx| async move {
+                if cx.inputs().state() == Some(b"untampered".as_slice()) {
+                    return text("state verified");
+                }
+                let ask = cx
+                    .input_required()
+                    .request("confirm", InputRequest::elicit("Please confirm", name_schema("ok")))?
+                    .state(b"untampered".to_vec());
+                Err(ask.into())
+            }),
+        Tool::new("test_input_required_result_capabilities")
+            .description("MRTR: asks only for input kinds the client declared")
+            .handler(|_: NoArgs, cx| async move {
+                let inputs = cx.inputs();
+                if !inputs.responses().is_empty() {
+                    return text("Inputs received");
+                }
+                let mut ask = cx.input_required();
+                if inputs.declares(InputKind::Elicitation) {
+                    ask = ask.request("user_name", InputRequest::elicit("What is your name?", name_schema("name")))?;
+                }
+                if inputs.declares(InputKind::Sampling) {
+                    ask = ask.request("greeting", InputRequest::sample_text("Generate a greeting", 50))?;
+                }
+                if inputs.declares(InputKind::Roots) {
+                    ask = ask.request("client_roots", InputRequest::list_roots())?;
+                }
+                if ask.requests().is_empty() {
+                    return text("The client declared no input capability");
+                }
+                Err(ask.into())
+            }),
+    ]
+}
+
+fn prompts() -> Vec<Prompt> {
+    vec![
+        Prompt::new("test_simple_prompt")
+            .description("A simple prompt without arguments")
+            .handler(|_, _| async {
+                Ok(PromptResult::new().user("This is a simple prompt for testing."))
+            }),
+        Prompt::new("test_prompt_with_arguments")
+            .description("A prompt with two arguments")
+            .argument("arg1", "First test argument")
+            .argument("arg2", "Second test argument")
+            .handler(|args, _| async move {
+                Ok(PromptResult::new().user(format!(
+                    "Prompt with arguments: arg1='{}', arg2='{}'",
+                    args["arg1"], args["arg2"]
+                )))
+            }),
+        Prompt::new("test_prompt_with_embedded_resource")
+            .description("A prompt embedding a resource")
+            .argument("resourceUri", "URI of the resource to embed")
+            .handler(|args, _| async move {
+                Ok(PromptResult::new()
+                    .user(Content::resource(
+                        ResourceContents::text(
+                            args["resourceUri"].clone(),
+                            "Embedded resource content for testing.",
+                        )
+                        .mime_type("text/plain"),
+                    ))
+                    .user("Please process the embedded resource above."))
+            }),
+        Prompt::new("test_prompt_with_image")
+            .description("A prompt with an image")
+            .handler(|_, _| async {
+                Ok(PromptResult::new()
+                    .user(Content::image(PNG, "image/png"))
+                    .user("Please analyze the image above."))
+            }),
+        Prompt::new("test_input_required_result_prompt")
+            .description("MRTR on prompts/get: asks for context")
+            .handler(|_, cx| async move {
+                if let Some(context) = cx
+                    .inputs()
+                    .accepted("user_context")
+                    .and_then(|c| c.get("context"))
+                {
+                    let context = context.as_str().unwrap_or_default().to_owned();
+                    return Ok(PromptResult::new().user(format!("Use this context: {context}")));
+                }
+                let ask = cx.input_required().request(
+                    "user_context",
+                    InputRequest::elicit(
+                        "What context should the prompt use?",
+                        name_schema("context"),
+                    ),
+                )?;
+                Err(ask.into())
+            }),
+    ]
+}
+
+fn completion(request: &wymcp::surface::CompletionRequest) -> Completions {
+    match (&request.reference, request.argument.as_str()) {
+        (CompletionRef::Prompt(name), "arg1") if name == "test_prompt_with_arguments" => {
+            Completions::matching(&request.value, ["paris", "park", "party"])
+        }
+        (CompletionRef::Resource(template), "id") if template == "test://template/{id}/data" => {
+            Completions::matching(&request.value, ["1", "2", "3", "123"])
+        }
+        _ => Completions::default(),
+    }
+}
+
+fn server() -> Result<Server, wymcp::BuildError> {
+    let mut builder = Server::builder()
+        .info("wymcp-everything", env!("CARGO_PKG_VERSION"))
+        .instructions("The MCP conformance suite's test server, built with wymcp.")
+        .list_changed()
+        .resource_subscriptions()
+        .logging()
+        .completion(|request, _| async move { Ok(completion(&request)) })
+        .resource(
+            Resource::new("test://static-text", "Static text")
+                .description("A static text resource")
+                .mime_type("text/plain")
+                .text("This is the content of the static text resource."),
+        )
+        .resource(
+            Resource::new("test://static-binary", "Static binary")
+                .description("A static binary resource (a PNG)")
+                .mime_type("image/png")
+                .blob(PNG),
+        )
+        .resource(
+            Resource::new("test://watched-resource", "Watched resource")
+                .description("A resource whose updates are announced")
+                .mime_type("text/plain")
+                .text("Watched resource content."),
+        )
+        .resource_template(
+            ResourceTemplate::new("test://template/{id}/data", "Template data")
+                .description("Data for an id")
+                .mime_type("application/json")
+                .handler(|uri, vars, _| async move {
+                    let id = vars.get("id").cloned().unwrap_or_default();
+                    let body = json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
+                    Ok(vec![ResourceContents::text(uri, body.to_string())])
+                }),
+        );
+    for tool in content_tools()
+        .into_iter()
+        .chain(streaming_tools())
+        .chain(elicitation_tools())
+        .chain(mrtr_tools())
+    {
+        builder = builder.tool(tool);
+    }
+    for prompt in prompts() {
+        builder = builder.prompt(prompt);
+    }
+    builder.build()
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .init();
+    let mut args = std::env::args().skip(1);
+    let mut bind = "127.0.0.1:3000".to_owned();
+    while let Some(arg) = args.next() {
+        match (arg.as_str(), args.next()) {
+            ("--bind", Some(addr)) => bind = addr,
+            _ => return Err(format!("usage: everything [--bind ADDR]; got `{arg}`").into()),
+        }
+    }
+    let listener = tokio::net::TcpListener::bind(&bind).await?;
+    println!("listening on http://{}/mcp", listener.local_addr()?);
+    wymcp::axum::serve(listener, chain::post::router(server()?)).await?;
+    Ok(())
+}
