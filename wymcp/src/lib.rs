@@ -16,6 +16,7 @@ pub mod mrtr;
 pub mod response;
 pub mod revision;
 pub mod schema;
+pub mod serve;
 pub mod server;
 pub mod stage;
 pub mod stages;
@@ -31,6 +32,7 @@ pub mod __private;
 pub use exchange::{Exchange, MessageKind, Principal};
 pub use response::{Rejection, Response};
 pub use revision::{Era, Revision};
+pub use serve::serve;
 pub use server::{BuildError, Limits, Server, ServerBuilder};
 pub use stage::{Flow, Role, Stage, StageInfo, StageKind};
 pub use surface::{

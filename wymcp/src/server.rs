@@ -1,6 +1,7 @@
 //! The [`Server`]: everything the stages read, built once at start-up.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,6 +11,7 @@ use crate::listen::{Change, ChangeBus};
 use crate::mrtr::{Sealer, SealingKey};
 use crate::revision::Revision;
 use crate::schema::{SchemaError, Schemas};
+use crate::stages::OriginPolicy;
 
 /// Ceilings and timeouts of the parse step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +47,7 @@ pub struct Server {
     pub(crate) header_params: HashMap<String, Vec<HeaderParam>>,
     pub(crate) changes: ChangeBus,
     pub(crate) surface: crate::surface::Surface,
+    pub(crate) origin: OriginPolicy,
 }
 
 impl Server {
@@ -150,6 +153,9 @@ pub struct ServerBuilder {
     auth: Option<AuthSetup>,
     header_params: HashMap<String, Vec<HeaderParam>>,
     pub(crate) surface: crate::surface::SurfaceBuilder,
+    allowed_origins: Option<Vec<String>>,
+    allowed_hosts: Option<Vec<String>>,
+    bound_to: Option<SocketAddr>,
 }
 
 impl Default for ServerBuilder {
@@ -163,6 +169,9 @@ impl Default for ServerBuilder {
             auth: None,
             header_params: HashMap::new(),
             surface: crate::surface::SurfaceBuilder::default(),
+            allowed_origins: None,
+            allowed_hosts: None,
+            bound_to: None,
         }
     }
 }
@@ -186,6 +195,12 @@ pub enum BuildError {
     /// A tool, prompt or resource could not be registered.
     #[error(transparent)]
     Surface(crate::surface::SurfaceError),
+    /// An allowed origin is not of the form `scheme://host[:port]`.
+    #[error("the allowed origin `{0}` is not of the form `scheme://host[:port]`")]
+    Origin(String),
+    /// An allowed host is not of the form `host[:port]`.
+    #[error("the allowed host `{0}` is not of the form `host[:port]`")]
+    Host(String),
 }
 
 impl ServerBuilder {
@@ -278,6 +293,44 @@ impl ServerBuilder {
         self
     }
 
+    /// The origins whose pages may call this server: a present `Origin` header
+    /// must name one (`scheme://host[:port]`), or the request is refused 403.
+    /// Default: loopback origins only (`http(s)://localhost|127.0.0.1|[::1]`,
+    /// any port). See [`OriginCheck`](crate::stages::OriginCheck).
+    #[must_use]
+    pub fn allowed_origins<I>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<String>,
+    {
+        self.allowed_origins = Some(origins.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The names this server answers to: the `Host` header must name one
+    /// (`host`, any port, or `host:port`), or the request is refused 403.
+    /// Default: `localhost`, `127.0.0.1` and `[::1]` when bound to loopback,
+    /// any host otherwise. See [`OriginCheck`](crate::stages::OriginCheck).
+    #[must_use]
+    pub fn allowed_hosts<I>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<String>,
+    {
+        self.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The address the server is served on, for a server not served with
+    /// [`wymcp::serve`](crate::serve()) (which tells the chain itself). It
+    /// decides only whether the default `Host` policy is the loopback one;
+    /// a server that knows no address is taken to be loopback-bound.
+    #[must_use]
+    pub fn bound_to(mut self, addr: SocketAddr) -> Self {
+        self.bound_to = Some(addr);
+        self
+    }
+
     /// Builds the server, checking the configuration.
     pub fn build(self) -> Result<Server, BuildError> {
         if !self.endpoint.starts_with('/') {
@@ -293,6 +346,7 @@ impl ServerBuilder {
         let surface = self.surface.build(changes.clone())?;
         let mut header_params = self.header_params;
         header_params.extend(surface.header_params());
+        let origin = OriginPolicy::new(self.allowed_origins, self.allowed_hosts, self.bound_to)?;
         Ok(Server {
             endpoint: self.endpoint,
             limits: self.limits,
@@ -309,6 +363,7 @@ impl ServerBuilder {
             header_params,
             changes,
             surface,
+            origin,
         })
     }
 }

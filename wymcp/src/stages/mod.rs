@@ -20,6 +20,7 @@ pub use classify::{classify, era_of, is_request_id};
 pub use dispatch::Dispatch;
 pub use header_binding::HeaderBinding;
 pub use origin_check::OriginCheck;
+pub(crate) use origin_check::OriginPolicy;
 pub use parse_body::parse_body;
 pub use protocol_fields::ProtocolFields;
 pub use singleton_headers::SingletonHeaders;

@@ -1,9 +1,319 @@
-//! The parse step (stub; replaced by the real stage).
+//! The parse step: reads the body and parses it as one JSON value.
+//!
+//! **Why it sits here.** It is body-bound: it is what reads the body. It runs
+//! right after the origin check, so a refused origin costs no read, and
+//! before classification and the remaining wire checks, so their rejections
+//! can carry the body's id and know the message kind.
+//!
+//! **What it answers.** A request wrong in several ways meets the first arm in
+//! this order. Every envelope's id is null: nothing has classified the
+//! message yet.
+//!
+//! 1. more than one `Content-Type` header → 400/-32600;
+//! 2. no `Content-Type`, or a media type other than `application/json`
+//!    (parameters such as `charset=utf-8` allowed; case-insensitive) →
+//!    415/-32600, one message for both: either way nothing declares the body
+//!    JSON;
+//! 3. a query string over the query ceiling (default 1,000,000 bytes,
+//!    inclusive) → 414/-32600; a query string that is not UTF-8 once
+//!    percent-decoded → 400/-32600 (a `%` not followed by two hex digits is
+//!    taken literally);
+//! 4. a body over the body ceiling (default 8,000,000 bytes, inclusive) →
+//!    413/-32600 with `Connection: close`: refused on a declared length
+//!    (`Content-Length`) before any byte is read; otherwise (chunked, or
+//!    HTTP/2 without `content-length`) the read stops as soon as it holds
+//!    more than the ceiling. A body of exactly the ceiling is accepted with
+//!    either framing;
+//! 5. a body read that stalls for the read timeout (default 15,000 ms) → 408
+//!    with no body at all. This is **not** a rejection: a stall is the
+//!    transport's failure, not the client's message, so it records no
+//!    rejection event and logs once at debug level. The timeout bounds each
+//!    wait for the next piece of the body, not the whole read: a large body
+//!    arriving slowly but steadily is not a stall, and the body ceiling
+//!    already bounds how long a steady read can last. A body read that
+//!    *fails* (the client reset the stream, or broke the chunked framing) is
+//!    the transport's failure too, and is answered the same way with 400;
+//! 6. malformed JSON (invalid UTF-8, trailing garbage, nesting past
+//!    serde_json's recursion limit of 128, an empty body) → 400/-32700 with
+//!    `Connection: close`.
+//!
+//! Refusals of the ceilings name the ceiling, in the message and in
+//! `data.ceiling`. The 413, the 408 and the 400/-32700 close an HTTP/1.x
+//! connection: they answer after the body read began, on a connection whose
+//! remaining bytes are no longer a trustworthy place to start the next
+//! request. Every other arm answers before any body byte is read and leaves a
+//! keep-alive connection open. HTTP/2 gets no `Connection` header: each
+//! request is its own stream.
+//!
+//! On success the step sets [`Exchange::bytes`] (the body exactly as
+//! received) and [`Exchange::message`] (the parsed value).
+
+use std::time::Duration;
+
+use axum::body::Body;
+use bytes::Bytes;
+use http::{HeaderValue, StatusCode, header};
+use http_body::Body as _;
+use http_body_util::BodyExt as _;
+use serde_json::{Value, json};
 
 use crate::exchange::Exchange;
+use crate::response::{Rejection, Response, code};
 use crate::stage::Flow;
 
-/// Reads and parses the body.
-pub async fn parse_body(_ex: &mut Exchange<'_>) -> Flow {
-    Flow::Continue
+/// The one message of the 415, for an absent and for a wrong `Content-Type`.
+const NOT_JSON: &str = "nothing declares the body JSON: the Content-Type must be application/json";
+
+/// The parse step: checks the framing headers and the query string, reads the
+/// body within its ceiling and timeout, and parses it as JSON. See the module
+/// documentation for its arms, in order.
+pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
+    let limits = *ex.server().limits();
+
+    let mut types = ex.parts.headers.get_all(header::CONTENT_TYPE).iter();
+    let content_type = types.next();
+    if types.next().is_some() {
+        return ex.reject(Rejection::new(
+            StatusCode::BAD_REQUEST,
+            code::INVALID_REQUEST,
+            "more than one Content-Type header",
+        ));
+    }
+    if !content_type.is_some_and(declares_json) {
+        return ex.reject(Rejection::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            code::INVALID_REQUEST,
+            NOT_JSON,
+        ));
+    }
+
+    if let Some(query) = ex.parts.uri.query() {
+        if query.len() > limits.query_bytes {
+            return ex.reject(
+                Rejection::new(
+                    StatusCode::URI_TOO_LONG,
+                    code::INVALID_REQUEST,
+                    format!(
+                        "the query string exceeds the ceiling of {} bytes",
+                        limits.query_bytes
+                    ),
+                )
+                .data(json!({ "ceiling": limits.query_bytes })),
+            );
+        }
+        if !percent_decodes_to_utf8(query.as_bytes()) {
+            return ex.reject(Rejection::new(
+                StatusCode::BAD_REQUEST,
+                code::INVALID_REQUEST,
+                "the query string is not valid UTF-8 once percent-decoded",
+            ));
+        }
+    }
+
+    let body = ex.body.take().unwrap_or_default();
+    let bytes = match read(body, limits.body_bytes, limits.read_timeout).await {
+        Ok(bytes) => bytes,
+        Err(ReadFailure::OverCeiling) => {
+            return ex.reject(
+                Rejection::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    code::INVALID_REQUEST,
+                    format!(
+                        "the body exceeds the ceiling of {} bytes",
+                        limits.body_bytes
+                    ),
+                )
+                .data(json!({ "ceiling": limits.body_bytes }))
+                .close(),
+            );
+        }
+        Err(ReadFailure::Stalled) => {
+            tracing::debug!(
+                target: "wymcp::parse_body",
+                timeout_ms = u64::try_from(limits.read_timeout.as_millis()).unwrap_or(u64::MAX),
+                "the body read stalled; answering 408"
+            );
+            return Flow::Answer(transport_failure(ex, StatusCode::REQUEST_TIMEOUT));
+        }
+        Err(ReadFailure::Transport(error)) => {
+            tracing::debug!(
+                target: "wymcp::parse_body",
+                %error,
+                "the body read failed; answering 400"
+            );
+            return Flow::Answer(transport_failure(ex, StatusCode::BAD_REQUEST));
+        }
+    };
+
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(message) => {
+            ex.bytes = bytes;
+            ex.message = Some(message);
+            Flow::Continue
+        }
+        Err(error) => ex.reject(
+            Rejection::new(
+                StatusCode::BAD_REQUEST,
+                code::PARSE_ERROR,
+                format!("the body is not valid JSON: {error}"),
+            )
+            .close(),
+        ),
+    }
+}
+
+/// Whether a `Content-Type` value's media type is `application/json`,
+/// whatever its parameters and letter case.
+fn declares_json(value: &HeaderValue) -> bool {
+    let bytes = value.as_bytes();
+    let media_type = bytes
+        .iter()
+        .position(|&b| b == b';')
+        .map_or(bytes, |end| &bytes[..end]);
+    media_type
+        .trim_ascii()
+        .eq_ignore_ascii_case(b"application/json")
+}
+
+/// Whether a query string is UTF-8 once its `%XX` escapes are decoded.
+fn percent_decodes_to_utf8(query: &[u8]) -> bool {
+    if !query.contains(&b'%') {
+        // `http::Uri` holds a query as text, so undecoded it is UTF-8 already.
+        return std::str::from_utf8(query).is_ok();
+    }
+    let mut decoded = Vec::with_capacity(query.len());
+    let mut rest = query;
+    while let Some((&byte, tail)) = rest.split_first() {
+        if byte == b'%'
+            && let [high, low, after @ ..] = tail
+            && let (Some(high), Some(low)) = (hex(*high), hex(*low))
+        {
+            decoded.push(high << 4 | low);
+            rest = after;
+        } else {
+            decoded.push(byte);
+            rest = tail;
+        }
+    }
+    std::str::from_utf8(&decoded).is_ok()
+}
+
+fn hex(digit: u8) -> Option<u8> {
+    char::from(digit)
+        .to_digit(16)
+        .and_then(|value| u8::try_from(value).ok())
+}
+
+/// Why a body read did not produce the body.
+enum ReadFailure {
+    /// More than the ceiling, declared or read.
+    OverCeiling,
+    /// No piece of the body arrived within the read timeout.
+    Stalled,
+    /// The transport failed the read.
+    Transport(axum::Error),
+}
+
+/// Reads the whole body within `ceiling` bytes, waiting at most `timeout`
+/// for each piece of it.
+///
+/// A body that arrives in one piece (the common case for a small request) is
+/// kept as that piece, without a copy; otherwise the pieces are gathered into
+/// one allocation sized from the declared length.
+async fn read(mut body: Body, ceiling: usize, timeout: Duration) -> Result<Bytes, ReadFailure> {
+    let hint = body.size_hint();
+    let ceiling_u64 = u64::try_from(ceiling).unwrap_or(u64::MAX);
+    if hint.lower() > ceiling_u64 {
+        return Err(ReadFailure::OverCeiling);
+    }
+    let declared = hint
+        .exact()
+        .map_or(0, |len| usize::try_from(len).unwrap_or(ceiling));
+
+    let mut first: Option<Bytes> = None;
+    let mut gathered: Vec<u8> = Vec::new();
+    let mut total = 0usize;
+    loop {
+        let frame = match tokio::time::timeout(timeout, body.frame()).await {
+            Err(_elapsed) => return Err(ReadFailure::Stalled),
+            Ok(None) => break,
+            Ok(Some(Err(error))) => return Err(ReadFailure::Transport(error)),
+            Ok(Some(Ok(frame))) => frame,
+        };
+        // Trailers carry nothing the message is made of.
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        if data.is_empty() {
+            continue;
+        }
+        total = total.saturating_add(data.len());
+        if total > ceiling {
+            return Err(ReadFailure::OverCeiling);
+        }
+        match first.take() {
+            None if gathered.is_empty() => first = Some(data),
+            None => gathered.extend_from_slice(&data),
+            Some(held) => {
+                gathered.reserve_exact(declared.max(total));
+                gathered.extend_from_slice(&held);
+                gathered.extend_from_slice(&data);
+            }
+        }
+    }
+    Ok(first.unwrap_or_else(|| Bytes::from(gathered)))
+}
+
+/// The answer to a body read the transport failed: the status alone, no
+/// JSON-RPC body, and no rejection event. Closes an HTTP/1.x connection,
+/// whose unread rest of the body cannot be told from a next request.
+fn transport_failure(ex: &Exchange<'_>, status: StatusCode) -> Response {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = status;
+    if !ex.is_http2() {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_application_json_declares_json() {
+        for ok in [
+            "application/json",
+            "Application/JSON; charset=UTF-8",
+            " application/json ;charset=utf-8",
+            "application/json;",
+        ] {
+            assert!(declares_json(&HeaderValue::from_static(ok)), "{ok}");
+        }
+        for bad in [
+            "text/plain",
+            "",
+            "application/json-seq",
+            "application/jsonx; a=b",
+            "application/json, text/plain",
+            "application/*",
+        ] {
+            assert!(!declares_json(&HeaderValue::from_static(bad)), "{bad}");
+        }
+    }
+
+    #[test]
+    fn query_strings_are_checked_after_percent_decoding() {
+        assert!(percent_decodes_to_utf8(b"a=b&c=d"));
+        assert!(percent_decodes_to_utf8(b"q=%C3%A9"));
+        assert!(percent_decodes_to_utf8(b"q=%c3%a9"));
+        assert!(percent_decodes_to_utf8(b"q=100%"));
+        assert!(percent_decodes_to_utf8(b"q=%zz"));
+        assert!(percent_decodes_to_utf8("q=é".as_bytes()));
+        assert!(!percent_decodes_to_utf8(b"q=%FF"));
+        assert!(!percent_decodes_to_utf8(b"q=%C3"));
+        assert!(!percent_decodes_to_utf8(b"q=%C3%28"));
+    }
 }
