@@ -1,1 +1,3 @@
 //! Shared helpers of wymcp's test suite.
+
+pub mod wire;

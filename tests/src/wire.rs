@@ -1,0 +1,716 @@
+//! Socket-level test helpers: what only a real connection shows.
+//!
+//! * [`TestServer`] serves a router on `127.0.0.1:0` with [`wymcp::serve`]
+//!   (HTTP/1.1 and h2c) and stops it when dropped.
+//! * [`RawRequest`] + [`RawConn`]: an HTTP/1.1 client that writes exactly the
+//!   bytes you describe (duplicate headers, no `Host`, a declared length with
+//!   no body, chunked framing, …) and reads exactly one response, or the
+//!   connection's end ([`RawConn::closed`]).
+//! * [`H2Conn`]: an HTTP/2 client with prior knowledge (no upgrade), to send
+//!   several streams on one connection.
+//! * [`Rejections`]: records the `wymcp::rejection` events emitted while it is
+//!   the thread's default subscriber; use it in a
+//!   `#[tokio::test(flavor = "current_thread")]` test, where the server's
+//!   tasks run on the test's thread.
+//! * [`front_router`]: the first two stages of the default chain (the origin
+//!   check and the parse step) and a final stage answering 200 with what the
+//!   parse step set, to show a request the parse step accepted.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use wymcp_tests::wire::{RawRequest, TestServer, front_router};
+//! let server = TestServer::start(front_router(wymcp::Server::builder().build().unwrap())).await;
+//! let mut conn = server.connect().await;
+//! let response = conn.request(&RawRequest::post("/mcp").json(br#"{"jsonrpc":"2.0"}"#)).await;
+//! assert_eq!(response.status, 200);
+//! # }
+//! ```
+//!
+//! Helpers panic on what a test should not meet (a refused connection, a
+//! response that is not HTTP); they are for tests only.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::BodyExt as _;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream};
+use wymcp::Stage as _;
+use wymcp::axum::Router;
+
+/// How long a helper waits for the server before failing the test.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// A router served on a real loopback port; stops when dropped.
+#[derive(Debug)]
+pub struct TestServer {
+    addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl TestServer {
+    /// Serves `router` with [`wymcp::serve`] on `127.0.0.1`, on a free port.
+    pub async fn start(router: Router) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
+        let addr = listener.local_addr().expect("the bound address");
+        let task = tokio::spawn(async move {
+            wymcp::serve(listener, router).await.expect("serve");
+        });
+        TestServer { addr, task }
+    }
+
+    /// Serves `router` with plain [`axum::serve`](wymcp::axum::serve()), which
+    /// does not tell the chain the bound address: the origin check then
+    /// falls back to `ServerBuilder::bound_to`, or fails closed.
+    pub async fn start_unannounced(router: Router) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
+        let addr = listener.local_addr().expect("the bound address");
+        let task = tokio::spawn(async move {
+            wymcp::axum::serve(listener, router).await.expect("serve");
+        });
+        TestServer { addr, task }
+    }
+
+    /// The address served on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `127.0.0.1:PORT`, a `Host` the default loopback policy allows.
+    pub fn host(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// A new HTTP/1.1 connection.
+    pub async fn connect(&self) -> RawConn {
+        RawConn::connect(self.addr).await
+    }
+
+    /// A new HTTP/2 connection (prior knowledge).
+    pub async fn h2(&self) -> H2Conn {
+        H2Conn::connect(self.addr).await
+    }
+
+    /// `http://127.0.0.1:PORT{path}`, for HTTP/2 request URIs.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// How a [`RawRequest`]'s body is framed on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// `Content-Length: <len>` and the body.
+    ContentLength,
+    /// `Transfer-Encoding: chunked`, chunks of at most this many bytes.
+    Chunked(usize),
+    /// No framing header at all (whatever headers you add yourself).
+    Bare,
+}
+
+/// An HTTP/1.1 request described byte for byte.
+///
+/// Starts with `Host: localhost` (which the default loopback policy allows);
+/// change it with [`host`](Self::host), drop it with [`no_host`](Self::no_host).
+/// Headers are written in the order added, repeated ones included.
+#[derive(Debug, Clone)]
+pub struct RawRequest {
+    method: String,
+    target: String,
+    host: Option<Vec<u8>>,
+    headers: Vec<(String, Vec<u8>)>,
+    body: Vec<u8>,
+    framing: Framing,
+}
+
+impl RawRequest {
+    /// A `POST` to `target` (a path, with its query string if any).
+    pub fn post(target: impl Into<String>) -> Self {
+        Self::new("POST", target)
+    }
+
+    /// A request with any method.
+    pub fn new(method: impl Into<String>, target: impl Into<String>) -> Self {
+        RawRequest {
+            method: method.into(),
+            target: target.into(),
+            host: Some(b"localhost".to_vec()),
+            headers: Vec::new(),
+            body: Vec::new(),
+            framing: Framing::ContentLength,
+        }
+    }
+
+    /// The `Host` header's value.
+    #[must_use]
+    pub fn host(mut self, value: impl AsRef<[u8]>) -> Self {
+        self.host = Some(value.as_ref().to_vec());
+        self
+    }
+
+    /// No `Host` header.
+    #[must_use]
+    pub fn no_host(mut self) -> Self {
+        self.host = None;
+        self
+    }
+
+    /// Adds a header (repeat the call to repeat the header).
+    #[must_use]
+    pub fn header(mut self, name: impl Into<String>, value: impl AsRef<[u8]>) -> Self {
+        self.headers.push((name.into(), value.as_ref().to_vec()));
+        self
+    }
+
+    /// The body, with no `Content-Type`.
+    #[must_use]
+    pub fn body(mut self, body: impl Into<Vec<u8>>) -> Self {
+        self.body = body.into();
+        self
+    }
+
+    /// `Content-Type: application/json` and the body.
+    #[must_use]
+    pub fn json(self, body: impl Into<Vec<u8>>) -> Self {
+        self.header("Content-Type", "application/json").body(body)
+    }
+
+    /// How the body is framed (default `Content-Length`).
+    #[must_use]
+    pub fn framing(mut self, framing: Framing) -> Self {
+        self.framing = framing;
+        self
+    }
+
+    /// The request line and headers, up to and including the blank line.
+    pub fn head(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(256 + self.target.len());
+        out.extend_from_slice(format!("{} {} HTTP/1.1\r\n", self.method, self.target).as_bytes());
+        if let Some(host) = &self.host {
+            push_header(&mut out, "Host", host);
+        }
+        for (name, value) in &self.headers {
+            push_header(&mut out, name, value);
+        }
+        match self.framing {
+            Framing::ContentLength => {
+                push_header(&mut out, "Content-Length", self.body.len().to_string());
+            }
+            Framing::Chunked(_) => push_header(&mut out, "Transfer-Encoding", "chunked"),
+            Framing::Bare => {}
+        }
+        out.extend_from_slice(b"\r\n");
+        out
+    }
+
+    /// The body as framed on the wire.
+    pub fn framed_body(&self) -> Vec<u8> {
+        match self.framing {
+            Framing::ContentLength | Framing::Bare => self.body.clone(),
+            Framing::Chunked(size) => {
+                let mut out =
+                    Vec::with_capacity(self.body.len() + self.body.len() / size * 12 + 16);
+                for chunk in self.body.chunks(size.max(1)) {
+                    out.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+                    out.extend_from_slice(chunk);
+                    out.extend_from_slice(b"\r\n");
+                }
+                out.extend_from_slice(b"0\r\n\r\n");
+                out
+            }
+        }
+    }
+
+    /// The whole request as written on the wire.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = self.head();
+        out.extend_from_slice(&self.framed_body());
+        out
+    }
+}
+
+fn push_header(out: &mut Vec<u8>, name: &str, value: impl AsRef<[u8]>) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value.as_ref());
+    out.extend_from_slice(b"\r\n");
+}
+
+/// A raw HTTP/1.1 connection.
+#[derive(Debug)]
+pub struct RawConn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl RawConn {
+    /// Connects to `addr`.
+    pub async fn connect(addr: SocketAddr) -> Self {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        stream.set_nodelay(true).expect("nodelay");
+        RawConn {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Writes `bytes` as they are.
+    pub async fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes).await?;
+        self.stream.flush().await
+    }
+
+    /// Writes `request` whole and reads its response.
+    pub async fn request(&mut self, request: &RawRequest) -> RawResponse {
+        self.send(&request.to_bytes())
+            .await
+            .expect("write the request");
+        self.response().await
+    }
+
+    /// Reads one response (head and body, framed by `Content-Length`,
+    /// chunked, or the connection's end).
+    pub async fn response(&mut self) -> RawResponse {
+        tokio::time::timeout(PATIENCE, self.read_response())
+            .await
+            .expect("a response within the patience")
+    }
+
+    /// Whether the server closed the connection (end of stream or reset)
+    /// within `wait`. Bytes arriving instead fail the test.
+    pub async fn closed(&mut self, wait: Duration) -> bool {
+        assert!(
+            self.buf.is_empty(),
+            "unread bytes: {:?}",
+            String::from_utf8_lossy(&self.buf)
+        );
+        let mut byte = [0u8; 1];
+        match tokio::time::timeout(wait, self.stream.read(&mut byte)).await {
+            Err(_) => false,
+            Ok(Ok(0) | Err(_)) => true,
+            Ok(Ok(_)) => panic!("the server sent bytes where its end was expected"),
+        }
+    }
+
+    async fn fill(&mut self) -> usize {
+        self.buf.reserve(64 * 1024);
+        match self.stream.read_buf(&mut self.buf).await {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => 0,
+            Err(e) => panic!("read: {e}"),
+        }
+    }
+
+    async fn read_response(&mut self) -> RawResponse {
+        let head_end = loop {
+            if let Some(at) = find(&self.buf, b"\r\n\r\n") {
+                break at;
+            }
+            assert!(
+                self.fill().await > 0,
+                "the connection ended before a response head"
+            );
+        };
+        let head = String::from_utf8(self.buf[..head_end].to_vec()).expect("an ASCII head");
+        self.buf.drain(..head_end + 4);
+        let mut lines = head.split("\r\n");
+        let status_line = lines.next().unwrap_or_default();
+        let mut parts = status_line.splitn(3, ' ');
+        let version = parts.next().unwrap_or_default().to_owned();
+        let status: u16 = parts
+            .next()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("a status line, got {status_line:?}"));
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|line| line.split_once(':'))
+            .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect();
+        let mut response = RawResponse {
+            version,
+            status,
+            headers,
+            body: Vec::new(),
+        };
+        let chunked = response
+            .header("transfer-encoding")
+            .is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
+        if chunked {
+            response.body = self.read_chunked().await;
+        } else if let Some(len) = response.header("content-length") {
+            let len: usize = len.parse().expect("a numeric Content-Length");
+            while self.buf.len() < len {
+                assert!(self.fill().await > 0, "the connection ended inside a body");
+            }
+            response.body = self.buf.drain(..len).collect();
+        } else if !(status < 200 || status == 204 || status == 304) {
+            while self.fill().await > 0 {}
+            response.body = std::mem::take(&mut self.buf);
+        }
+        response
+    }
+
+    async fn read_chunked(&mut self) -> Vec<u8> {
+        let mut body = Vec::new();
+        loop {
+            let line_end = loop {
+                if let Some(at) = find(&self.buf, b"\r\n") {
+                    break at;
+                }
+                assert!(
+                    self.fill().await > 0,
+                    "the connection ended inside a chunk size"
+                );
+            };
+            let line = String::from_utf8_lossy(&self.buf[..line_end]).into_owned();
+            let size = usize::from_str_radix(line.split(';').next().unwrap_or("").trim(), 16)
+                .expect("a chunk size");
+            self.buf.drain(..line_end + 2);
+            if size == 0 {
+                // Trailers (none expected), then the blank line.
+                while find(&self.buf, b"\r\n").is_none() {
+                    assert!(
+                        self.fill().await > 0,
+                        "the connection ended inside trailers"
+                    );
+                }
+                let end = find(&self.buf, b"\r\n").unwrap_or(0);
+                self.buf.drain(..end + 2);
+                return body;
+            }
+            while self.buf.len() < size + 2 {
+                assert!(self.fill().await > 0, "the connection ended inside a chunk");
+            }
+            body.extend(self.buf.drain(..size));
+            self.buf.drain(..2);
+        }
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// One HTTP/1.1 response as read off the wire.
+#[derive(Debug, Clone)]
+pub struct RawResponse {
+    /// `HTTP/1.1`.
+    pub version: String,
+    /// The status code.
+    pub status: u16,
+    /// Headers in order, names lower-cased.
+    pub headers: Vec<(String, String)>,
+    /// The body, de-chunked.
+    pub body: Vec<u8>,
+}
+
+impl RawResponse {
+    /// The first value of a header (name case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers(name).into_iter().next()
+    }
+
+    /// Every value of a header, in order.
+    pub fn headers(&self, name: &str) -> Vec<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .filter(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    /// The body as JSON; fails the test when it is not.
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "a JSON body ({e}), got {:?}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+
+    /// The JSON-RPC error this response carries, checked to be a well-formed
+    /// `application/json` error envelope.
+    pub fn rpc_error(&self) -> RpcError {
+        assert_eq!(
+            self.header("content-type"),
+            Some("application/json"),
+            "a JSON-RPC error is application/json"
+        );
+        RpcError::from_envelope(&self.json())
+    }
+
+    /// Whether the response carries `Connection: close`.
+    pub fn closes(&self) -> bool {
+        self.headers("connection")
+            .iter()
+            .any(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close")))
+    }
+}
+
+/// A JSON-RPC error envelope, taken apart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    /// The envelope's `id`.
+    pub id: Value,
+    /// `error.code`.
+    pub code: i64,
+    /// `error.message`.
+    pub message: String,
+    /// `error.data`, `Value::Null` when absent.
+    pub data: Value,
+}
+
+impl RpcError {
+    /// Takes an error envelope apart, checking `jsonrpc` and that `id` is present.
+    pub fn from_envelope(envelope: &Value) -> Self {
+        assert_eq!(envelope["jsonrpc"], "2.0", "jsonrpc 2.0 in {envelope}");
+        let id = envelope
+            .get("id")
+            .unwrap_or_else(|| panic!("an id member in {envelope}"))
+            .clone();
+        let error = &envelope["error"];
+        RpcError {
+            id,
+            code: error["code"]
+                .as_i64()
+                .unwrap_or_else(|| panic!("an integer error.code in {envelope}")),
+            message: error["message"]
+                .as_str()
+                .unwrap_or_else(|| panic!("a string error.message in {envelope}"))
+                .to_owned(),
+            data: error.get("data").cloned().unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// A JSON-RPC body of exactly `len` bytes (at least 66): a notification whose
+/// `params.pad` string fills the rest.
+pub fn json_of_len(len: usize) -> Vec<u8> {
+    let prefix = br#"{"jsonrpc":"2.0","method":"notifications/pad","params":{"pad":""#;
+    let suffix = br#""}}"#;
+    assert!(len >= prefix.len() + suffix.len(), "at least 66 bytes");
+    let mut out = Vec::with_capacity(len);
+    out.extend_from_slice(prefix);
+    out.resize(len - suffix.len(), b'a');
+    out.extend_from_slice(suffix);
+    out
+}
+
+/// The request body type of [`H2Conn`].
+pub type H2Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+/// A whole body.
+pub fn full(bytes: impl Into<Bytes>) -> H2Body {
+    http_body_util::Full::new(bytes.into()).boxed()
+}
+
+/// A body that sends `bytes` and then never ends (a stalled upload).
+pub fn stalling(bytes: impl Into<Bytes>) -> H2Body {
+    Stalling(Some(bytes.into())).boxed()
+}
+
+struct Stalling(Option<Bytes>);
+
+impl Body for Stalling {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.0.take() {
+            Some(bytes) => Poll::Ready(Some(Ok(Frame::data(bytes)))),
+            None => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        false
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::default()
+    }
+}
+
+/// An HTTP/2 connection with prior knowledge.
+#[derive(Debug)]
+pub struct H2Conn {
+    sender: hyper::client::conn::http2::SendRequest<H2Body>,
+}
+
+impl H2Conn {
+    /// Connects to `addr` and opens HTTP/2 with the preface (no upgrade).
+    pub async fn connect(addr: SocketAddr) -> Self {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        let (sender, connection) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+                .await
+                .expect("an HTTP/2 handshake");
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        H2Conn { sender }
+    }
+
+    /// Sends one request on a new stream and waits for its response head.
+    pub async fn send(
+        &mut self,
+        request: http::Request<H2Body>,
+    ) -> Result<http::Response<Incoming>, hyper::Error> {
+        self.sender.ready().await?;
+        tokio::time::timeout(PATIENCE, self.sender.send_request(request))
+            .await
+            .expect("a response within the patience")
+    }
+
+    /// Sends one request and reads its whole response.
+    pub async fn roundtrip(
+        &mut self,
+        request: http::Request<H2Body>,
+    ) -> (http::response::Parts, Bytes) {
+        let response = self.send(request).await.expect("an HTTP/2 response");
+        collect(response).await
+    }
+}
+
+/// Reads a response's whole body.
+pub async fn collect(response: http::Response<Incoming>) -> (http::response::Parts, Bytes) {
+    let (parts, body) = response.into_parts();
+    let body = tokio::time::timeout(PATIENCE, body.collect())
+        .await
+        .expect("a body within the patience")
+        .expect("a whole body")
+        .to_bytes();
+    (parts, body)
+}
+
+/// One recorded rejection event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RejectionEvent {
+    /// The stage that rejected.
+    pub stage: String,
+    /// The HTTP status.
+    pub status: u64,
+    /// The JSON-RPC code.
+    pub code: i64,
+}
+
+/// Records `wymcp::rejection` events while it is the default subscriber.
+#[derive(Debug, Clone, Default)]
+pub struct Rejections(Arc<Mutex<Vec<RejectionEvent>>>);
+
+impl Rejections {
+    /// Installs a recorder as this thread's default subscriber until the guard drops.
+    pub fn record() -> (Self, tracing::subscriber::DefaultGuard) {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        let recorder = Rejections::default();
+        let subscriber = tracing_subscriber::registry().with(recorder.clone());
+        let guard = tracing::subscriber::set_default(subscriber);
+        (recorder, guard)
+    }
+
+    /// The events recorded so far.
+    pub fn events(&self) -> Vec<RejectionEvent> {
+        self.0.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Rejections {
+    fn on_event(
+        &self,
+        event: &tracing::Event<'_>,
+        _ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        if event.metadata().target() != "wymcp::rejection" {
+            return;
+        }
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        if let Ok(mut events) = self.0.lock() {
+            events.push(RejectionEvent {
+                stage: fields.stage,
+                status: fields.status,
+                code: fields.code,
+            });
+        }
+    }
+}
+
+#[derive(Default)]
+struct Fields {
+    stage: String,
+    status: u64,
+    code: i64,
+}
+
+impl tracing::field::Visit for Fields {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if field.name() == "stage" {
+            value.clone_into(&mut self.stage);
+        }
+    }
+
+    fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
+        if field.name() == "status" {
+            self.status = value;
+        }
+    }
+
+    fn record_i64(&mut self, field: &tracing::field::Field, value: i64) {
+        if field.name() == "code" {
+            self.code = value;
+        }
+    }
+
+    fn record_debug(&mut self, _field: &tracing::field::Field, _value: &dyn std::fmt::Debug) {}
+}
+
+/// The origin check and the parse step of the default chain, then a final
+/// stage answering `200` with
+/// `{"jsonrpc":"2.0","id":null,"result":{"message":…,"bytes":N}}`: the message
+/// and the body length the parse step set. Shows that a request got through
+/// the first two stages, before the default chain's later stages exist.
+pub fn front_router(server: wymcp::Server) -> Router {
+    wymcp::__private::router(Arc::new(server), |server, request| async move {
+        let mut ex = wymcp::Exchange::new(&server, request);
+        let flow = {
+            let _span = wymcp::__private::enter(&mut ex, "OriginCheck");
+            wymcp::stages::OriginCheck::run(&mut ex).await
+        };
+        if let wymcp::Flow::Answer(response) = flow {
+            return response;
+        }
+        let flow = {
+            let _span = wymcp::__private::enter(&mut ex, "parse_body");
+            wymcp::stages::parse_body(&mut ex).await
+        };
+        if let wymcp::Flow::Answer(response) = flow {
+            return response;
+        }
+        wymcp::response::result(
+            &Value::Null,
+            &json!({ "message": ex.message, "bytes": ex.bytes.len() }),
+        )
+    })
+}
