@@ -43,7 +43,6 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
-use wymcp::Stage as _;
 use wymcp::axum::Router;
 
 /// How long a helper waits for the server before failing the test.
@@ -686,31 +685,43 @@ impl tracing::field::Visit for Fields {
     fn record_debug(&mut self, _field: &tracing::field::Field, _value: &dyn std::fmt::Debug) {}
 }
 
-/// The origin check and the parse step of the default chain, then a final
-/// stage answering `200` with
+/// The origin check and the parse step of the default chain, then a probe
+/// answering `200` with
 /// `{"jsonrpc":"2.0","id":null,"result":{"message":…,"bytes":N}}`: the message
 /// and the body length the parse step set. Shows that a request got through
-/// the first two stages, before the default chain's later stages exist.
+/// the first two stages, whatever the later stages of the default chain do.
+#[wymcp::pipeline]
+pub mod front {
+    use wymcp::stages::{self, Exchange, Flow};
+
+    /// The default chain's first stage.
+    #[wire_check]
+    pub type OriginCheck = stages::OriginCheck;
+
+    /// The default chain's second stage.
+    #[body_bound(reason = "the parse step is what reads the body")]
+    pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
+        stages::parse_body(ex).await
+    }
+
+    /// Answers with what the parse step set.
+    #[body_bound(reason = "a test probe: answers 200 with what the parse step set")]
+    pub async fn probe(ex: &mut Exchange<'_>) -> Flow {
+        Flow::Answer(super::probe_answer(ex))
+    }
+
+    /// Never reached: the probe answers first.
+    pub type Validate = stages::Validate;
+}
+
+fn probe_answer(ex: &wymcp::Exchange<'_>) -> wymcp::Response {
+    wymcp::response::result(
+        &Value::Null,
+        &json!({ "message": ex.message, "bytes": ex.bytes.len() }),
+    )
+}
+
+/// [`front`]'s router for `server`.
 pub fn front_router(server: wymcp::Server) -> Router {
-    wymcp::__private::router(Arc::new(server), |server, request| async move {
-        let mut ex = wymcp::Exchange::new(&server, request);
-        let flow = {
-            let _span = wymcp::__private::enter(&mut ex, "OriginCheck");
-            wymcp::stages::OriginCheck::run(&mut ex).await
-        };
-        if let wymcp::Flow::Answer(response) = flow {
-            return response;
-        }
-        let flow = {
-            let _span = wymcp::__private::enter(&mut ex, "parse_body");
-            wymcp::stages::parse_body(&mut ex).await
-        };
-        if let wymcp::Flow::Answer(response) = flow {
-            return response;
-        }
-        wymcp::response::result(
-            &Value::Null,
-            &json!({ "message": ex.message, "bytes": ex.bytes.len() }),
-        )
-    })
+    front::router(server)
 }

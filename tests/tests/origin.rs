@@ -314,3 +314,33 @@ fn malformed_configuration_does_not_build() {
     let error = Server::builder().allowed_hosts(["a host"]).build();
     assert!(matches!(error, Err(wymcp::BuildError::Host(h)) if h == "a host"));
 }
+
+/// The conformance scenario against the default chain: the origin check is
+/// its first stage, so a rebinding `Host` is refused there, and a loopback
+/// one gets past it (whatever the later stages answer).
+#[tokio::test]
+async fn the_default_chain_refuses_rebinding_first() {
+    let server = TestServer::start(wymcp::chain::post::router(
+        Server::builder().build().expect("a valid server"),
+    ))
+    .await;
+    let initialize = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let request = RawRequest::post("/mcp")
+        .host("evil.example.com")
+        .header("Origin", "http://evil.example.com")
+        .json(&initialize[..]);
+    assert_refused(
+        &server.connect().await.request(&request).await,
+        403,
+        "rebinding",
+    );
+
+    let request = RawRequest::post("/mcp")
+        .host(server.host())
+        .json(&initialize[..]);
+    let response = server.connect().await.request(&request).await;
+    assert_ne!(
+        response.status, 403,
+        "a loopback Host passes the origin check"
+    );
+}

@@ -459,3 +459,29 @@ async fn keep_alive_survives_answers_given_before_the_body_read() {
     }
     assert_accepted(&conn.request(&RawRequest::post("/mcp").json(PING)).await);
 }
+
+/// The default chain runs the parse step right after the origin check: its
+/// arms answer there exactly as they do in the probe chain.
+#[tokio::test]
+async fn the_default_chain_answers_with_the_parse_step() {
+    let server = TestServer::start(wymcp::chain::post::router(
+        Server::builder().build().expect("a valid server"),
+    ))
+    .await;
+    let mut conn = server.connect().await;
+    let response = conn.request(&RawRequest::post("/mcp").body(PING)).await;
+    let (message, _) = assert_rejected(&response, 415, -32600);
+    assert!(message.contains("nothing declares the body JSON"));
+
+    let response = conn
+        .request(&RawRequest::post("/mcp").json(&b"{"[..]))
+        .await;
+    assert_rejected(&response, 400, -32700);
+    assert!(response.closes());
+    assert!(conn.closed(EOF_WAIT).await);
+
+    let mut conn = server.connect().await;
+    let request = RawRequest::post("/mcp").json(json_of_len(CEILING + 1));
+    conn.send(&request.head()).await.expect("write the head");
+    assert_body_refusal(&conn.response().await);
+}
