@@ -344,3 +344,17 @@ async fn the_default_chain_refuses_rebinding_first() {
         "a loopback Host passes the origin check"
     );
 }
+
+#[tokio::test]
+async fn the_address_served_on_outranks_the_builders() {
+    // wymcp::serve tells the chain it is on 127.0.0.1: the loopback policy
+    // holds even though the builder was told of a public address.
+    let public = "0.0.0.0:3000".parse().expect("an address");
+    let server = loopback_server(Server::builder().bound_to(public)).await;
+    let request = RawRequest::post("/mcp").host("evil.example.com").json(PING);
+    assert_refused(
+        &server.connect().await.request(&request).await,
+        403,
+        "served on loopback",
+    );
+}

@@ -485,3 +485,38 @@ async fn the_default_chain_answers_with_the_parse_step() {
     conn.send(&request.head()).await.expect("write the head");
     assert_body_refusal(&conn.response().await);
 }
+
+/// hyper strips connection-specific headers from an HTTP/2 response (with a
+/// warning), so the socket test above cannot see one we set by mistake. This
+/// pins the rule before hyper: the response the chain hands to hyper for an
+/// HTTP/2 request carries no `Connection` header, while the HTTP/1.1 one does.
+#[tokio::test]
+async fn the_closing_arms_set_no_connection_header_for_http2() {
+    use tower::ServiceExt as _;
+    let router = front_router(Server::builder().build().expect("a valid server"));
+    let bodies: [(&str, Vec<u8>, u16); 2] = [
+        ("413", vec![b' '; CEILING + 1], 413),
+        ("-32700", b"{".to_vec(), 400),
+    ];
+    for (case, body, status) in bodies {
+        for version in [http::Version::HTTP_11, http::Version::HTTP_2] {
+            let request = http::Request::post("/mcp")
+                .version(version)
+                .header("content-type", "application/json")
+                .body(wymcp::axum::body::Body::from(body.clone()))
+                .expect("a request");
+            let response = router.clone().oneshot(request).await.expect("infallible");
+            assert_eq!(response.status(), status, "{case} {version:?}");
+            let connection = response.headers().get("connection");
+            if version == http::Version::HTTP_2 {
+                assert_eq!(connection, None, "{case}: HTTP/2 gets no Connection header");
+            } else {
+                assert_eq!(
+                    connection.map(http::HeaderValue::as_bytes),
+                    Some(&b"close"[..]),
+                    "{case}"
+                );
+            }
+        }
+    }
+}
