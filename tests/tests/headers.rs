@@ -476,7 +476,7 @@ async fn base64_literal_forms_are_compared_as_written() {
 
 #[tokio::test]
 async fn param_header_defects_are_32020() {
-    let cases: [(Value, &str, &str); 12] = [
+    let cases: [(Value, &str, &str); 13] = [
         (
             json!({"region": "Hello"}),
             "Mcp-Param-Region",
@@ -504,8 +504,9 @@ async fn param_header_defects_are_32020() {
             "Mcp-Param-Tenant",
             "other",
         ),
-        // A header for an argument with no value.
+        // A header for an argument with no value, absent or null.
         (json!({}), "Mcp-Param-Region", "Hello"),
+        (json!({"region": null}), "Mcp-Param-Region", "Hello"),
     ];
     for (args, header, value) in cases {
         let reply = deploy(args, &[(header, value)]).await;
