@@ -296,7 +296,6 @@ async fn unidentified_and_unknown_bodies_pass_the_wire_checks_and_meet_validates
 }
 
 #[tokio::test]
-#[ignore = "needs the real parse step in the default chain (the wire engineer's)"]
 async fn through_the_default_chain_jsonrpc_1_0_keeps_its_id() {
     let mut body = modern(json!("old-1"), "tools/list", json!({}));
     body["jsonrpc"] = json!("1.0");

@@ -632,3 +632,84 @@ async fn legacy_requests_meet_only_the_2025_rules() {
         );
     }
 }
+
+// ------------------------------------------------------- the default chain
+
+#[tokio::test]
+async fn through_the_default_chain_each_check_answers_as_declared() {
+    let auth_server = Arc::new(
+        Server::builder()
+            .auth(
+                wymcp::auth::StaticTokens::new(),
+                wymcp::auth::AuthConfig::new().required_scopes(["mcp"]),
+            )
+            .build()
+            .unwrap(),
+    );
+    let body = tools_list();
+    let mut unsupported = tools_list();
+    unsupported["params"]["_meta"][V] = json!("v9");
+    let mut no_caps = tools_list();
+    no_caps["params"]["_meta"]
+        .as_object_mut()
+        .unwrap()
+        .remove(C);
+    let cases: Vec<(
+        Arc<Server>,
+        Value,
+        Vec<(&'static str, String)>,
+        &str,
+        u16,
+        i64,
+    )> = vec![
+        (
+            auth_server,
+            body.clone(),
+            standard_headers(&body),
+            "Auth",
+            401,
+            -32600,
+        ),
+        (
+            server(),
+            body.clone(),
+            [
+                standard_headers(&body),
+                vec![("Mcp-Method", "tools/list".into())],
+            ]
+            .concat(),
+            "SingletonHeaders",
+            400,
+            -32600,
+        ),
+        (
+            server(),
+            no_caps.clone(),
+            standard_headers(&no_caps),
+            "ProtocolFields",
+            400,
+            -32602,
+        ),
+        (
+            server(),
+            unsupported.clone(),
+            with_header(&unsupported, "MCP-Protocol-Version", Some("v9")),
+            "ProtocolFields",
+            400,
+            -32022,
+        ),
+        (
+            server(),
+            body.clone(),
+            with_header(&body, "Mcp-Method", Some("tools/call")),
+            "HeaderBinding",
+            400,
+            -32020,
+        ),
+    ];
+    for (server, body, headers, stage, status, code) in cases {
+        let router = wymcp::chain::post::router(server);
+        let reply = send_to(router, post(&body, &pairs(&headers))).await;
+        reply.rejected(stage, status, code, &id());
+    }
+}

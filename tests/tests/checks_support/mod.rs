@@ -7,9 +7,7 @@
 //! answers `200` with a probe document (`kind`, `era`, `revision`,
 //! `principal`): so "the wire checks let it through" is observable whatever
 //! Validate and Dispatch would then say, and every stage runs under its
-//! default-chain name. While the parse step on main is a stub that leaves no
-//! message, its stage parses the body itself (the parse step's arms are
-//! tested elsewhere).
+//! default-chain name.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::needless_pass_by_value)]
 
@@ -274,21 +272,6 @@ pub fn validated_router(server: Arc<Server>) -> axum::Router {
     validated::router(server)
 }
 
-/// The parse step, or a stand-in while the real one is a stub: when it
-/// leaves no message, the body is read and parsed here.
-pub async fn parse_or_stand_in(ex: &mut Exchange<'_>) -> Flow {
-    if let Flow::Answer(response) = wymcp::stages::parse_body(ex).await {
-        return Flow::Answer(response);
-    }
-    if ex.message.is_none() {
-        let body = ex.body.take().unwrap_or_default();
-        let bytes = body.collect().await.unwrap().to_bytes();
-        ex.message = Some(serde_json::from_slice(&bytes).unwrap());
-        ex.bytes = bytes;
-    }
-    Flow::Continue
-}
-
 /// Answers `200` with what the stages before it established.
 pub fn answer_probe(ex: &Exchange<'_>) -> Flow {
     let kind = match ex.kind {
@@ -325,7 +308,7 @@ pub mod probe {
 
     #[body_bound(reason = "the parse step is what reads the body")]
     pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
-        super::parse_or_stand_in(ex).await
+        stages::parse_body(ex).await
     }
 
     #[body_bound(reason = "tags the message kind and the era")]
@@ -363,7 +346,7 @@ pub mod validated {
 
     #[body_bound(reason = "the parse step is what reads the body")]
     pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
-        super::parse_or_stand_in(ex).await
+        stages::parse_body(ex).await
     }
 
     #[body_bound(reason = "tags the message kind and the era")]
