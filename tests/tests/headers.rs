@@ -635,6 +635,17 @@ async fn legacy_requests_meet_only_the_2025_rules() {
 
 // ------------------------------------------------------- the default chain
 
+/// A server, a body, its headers, and the rejection expected: stage,
+/// status, code.
+type Case = (
+    Arc<Server>,
+    Value,
+    Vec<(&'static str, String)>,
+    &'static str,
+    u16,
+    i64,
+);
+
 #[tokio::test]
 async fn through_the_default_chain_each_check_answers_as_declared() {
     let auth_server = Arc::new(
@@ -654,14 +665,7 @@ async fn through_the_default_chain_each_check_answers_as_declared() {
         .as_object_mut()
         .unwrap()
         .remove(C);
-    let cases: Vec<(
-        Arc<Server>,
-        Value,
-        Vec<(&'static str, String)>,
-        &str,
-        u16,
-        i64,
-    )> = vec![
+    let cases: Vec<Case> = vec![
         (
             auth_server,
             body.clone(),
