@@ -38,6 +38,9 @@ pub struct Stage {
     /// `vis type Name` or `vis async fn name`: where messages about the stage
     /// itself point.
     pub decl: TokenStream,
+    /// Whether it carries `cfg`/`cfg_attr` (already refused): its tag may be
+    /// hidden in a `cfg_attr`, so the order is not checked for it.
+    pub has_cfg: bool,
 }
 
 /// What kind of item a stage is.
@@ -136,7 +139,9 @@ fn stage_of(cx: &Ctxt, item: &mut Item) -> Option<Stage> {
         _ => return None,
     };
     check_generated_name(cx, &ident);
+    let mut has_cfg = false;
     for a in attrs.iter().filter(|a| attr::is_cfg(a)) {
+        has_cfg = true;
         cx.error_spanned_by(
             a,
             format!(
@@ -156,6 +161,7 @@ fn stage_of(cx: &Ctxt, item: &mut Item) -> Option<Stage> {
         form,
         tag,
         decl,
+        has_cfg,
     })
 }
 

@@ -125,6 +125,14 @@ fn handle(pipeline: &Pipeline, locals: &Locals) -> TokenStream {
         let name = &stage.ident;
         let label = name.to_string();
         let at = name.span();
+        // Still mixed-site hygiene, but located at the stage, so a type
+        // error in the call points at the user's item.
+        let here = |local: &Ident| {
+            let mut local = local.clone();
+            local.set_span(Span::mixed_site().located_at(at));
+            local
+        };
+        let (ex, span, flow, response) = (here(ex), here(span), here(flow), here(response));
         let run = match stage.form {
             Form::Type(_) => {
                 quote_spanned!(at=> <#name as ::wymcp::__private::Stage>::run(&mut #ex))
@@ -305,7 +313,7 @@ fn assertions(pipeline: &Pipeline, validate: Option<usize>) -> TokenStream {
                 assert_at(
                     name.span(),
                     quote!(!(#upto)),
-                    format!("{message} (`Validate` is here under another name; a tagged stage cannot be it)"),
+                    format!("{message} (this chain has `Validate` under another name)"),
                 )
             }
             None => assert_at(

@@ -24,6 +24,11 @@ pub enum Flow {
 /// Stages hold no state of their own: everything they read comes from the
 /// [`Exchange`] (the request, what earlier stages tagged, and the
 /// [`Server`](crate::Server) it is served by).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a wymcp stage",
+    label = "`{Self}` does not implement `wymcp::Stage`",
+    note = "a `type` item in a `#[pipeline]` module names a stage type, a unit type implementing `wymcp::Stage`; for a function, write an inline `async fn(&mut Exchange<'_>) -> Flow` instead"
+)]
 pub trait Stage: 'static {
     /// What this stage is as far as the chain's invariant cares. Leave the
     /// default. Only wymcp's own [`Validate`](crate::stages::Validate) has the
