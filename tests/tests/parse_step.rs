@@ -520,3 +520,61 @@ async fn the_closing_arms_set_no_connection_header_for_http2() {
         }
     }
 }
+
+/// hyper sends `100 Continue` only when the body is first read, so a declared
+/// length over the ceiling is refused without inviting the body, while a
+/// request within it is invited and served.
+#[tokio::test]
+async fn expect_100_continue_is_answered_413_without_inviting_the_body() {
+    let server = default_server().await;
+    let mut conn = server.connect().await;
+    let request = RawRequest::post("/mcp")
+        .header("Expect", "100-continue")
+        .json(json_of_len(CEILING + 1));
+    conn.send(&request.head()).await.expect("write the head");
+    let response = conn.response().await;
+    assert_eq!(
+        response.status, 413,
+        "the refusal, with no 100 Continue before it"
+    );
+    assert_body_refusal(&response);
+
+    let mut conn = server.connect().await;
+    let request = RawRequest::post("/mcp")
+        .header("Expect", "100-continue")
+        .json(PING);
+    conn.send(&request.head()).await.expect("write the head");
+    assert_eq!(
+        conn.response().await.status,
+        100,
+        "invited to send the body"
+    );
+    conn.send(&request.framed_body())
+        .await
+        .expect("write the body");
+    assert_accepted(&conn.response().await);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn over_http2_a_stalled_body_is_408_and_other_streams_go_on() {
+    let (rejections, _guard) = Rejections::record();
+    let server = serve(Server::builder().read_timeout(Duration::from_millis(300))).await;
+    let mut h2 = server.h2().await;
+    let post = |body| {
+        http::Request::post(server.url("/mcp"))
+            .header("content-type", "application/json")
+            .body(body)
+            .expect("a request")
+    };
+    let (parts, body) = h2.roundtrip(post(stalling(&b"{\"jsonrpc\""[..]))).await;
+    assert_eq!(parts.status, 408);
+    assert!(body.is_empty(), "no JSON-RPC body");
+    assert!(parts.headers.get("connection").is_none());
+    assert_eq!(rejections.events(), vec![], "a stall is not a rejection");
+
+    let (parts, _) = h2.roundtrip(post(full(PING))).await;
+    assert_eq!(
+        parts.status, 200,
+        "the connection goes on serving other streams"
+    );
+}

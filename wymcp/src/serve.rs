@@ -1,6 +1,6 @@
 //! Serving a chain's router over TCP.
 //!
-//! [`serve()`] is [`axum::serve`] with one addition: it tells the chain the
+//! [`serve()`] is [`axum::serve`](axum::serve()) with one addition: it tells the chain the
 //! address the listener is bound to, so [`OriginCheck`](crate::stages::OriginCheck)
 //! knows whether the server is loopback-bound without being told twice.
 //! Each connection speaks HTTP/1.1 or HTTP/2: a client that opens with the

@@ -45,6 +45,20 @@
 //! keep-alive connection open. HTTP/2 gets no `Connection` header: each
 //! request is its own stream.
 //!
+//! **What the HTTP layer answers first.** Over HTTP/1.1, hyper refuses a
+//! request-target longer than 65,534 bytes (the most `http::Uri` holds) with
+//! its own 414, and a request head larger than its read buffer (417,792 bytes
+//! by default) with a 431, both with an empty body and before any stage runs:
+//! with the default query ceiling, a query string anywhere near it never
+//! reaches this step over HTTP/1.1. The ceiling still holds for any other
+//! transport and for a configured ceiling below hyper's limit, and it names
+//! itself when it answers. Arms that answer before the body read leave the
+//! connection to hyper, which keeps it open when the unread body is already
+//! in its buffer (the usual case for a small request) and closes it
+//! otherwise. A client sending `Expect: 100-continue` gets the 413 for a
+//! declared length over the ceiling without a `100 Continue` first: hyper
+//! only sends that when the body is first read.
+//!
 //! On success the step sets [`Exchange::bytes`] (the body exactly as
 //! received) and [`Exchange::message`] (the parsed value).
 
