@@ -578,3 +578,31 @@ async fn over_http2_a_stalled_body_is_408_and_other_streams_go_on() {
         "the connection goes on serving other streams"
     );
 }
+
+/// A body read the transport fails (here: broken chunked framing) is the
+/// transport's failure like a stall: 400 with no JSON-RPC body, the
+/// connection closed, no rejection event.
+#[tokio::test(flavor = "current_thread")]
+async fn a_failed_body_read_is_400_with_no_rejection_event() {
+    let (rejections, _guard) = Rejections::record();
+    let server = default_server().await;
+    let mut conn = server.connect().await;
+    let request = RawRequest::post("/mcp")
+        .json(PING)
+        .framing(Framing::Chunked(8));
+    conn.send(&request.head()).await.expect("write the head");
+    conn.send(b"zz\r\nnot a chunk\r\n")
+        .await
+        .expect("write a broken chunk");
+    let response = conn.response().await;
+    assert_eq!(response.status, 400);
+    assert!(response.body.is_empty(), "no JSON-RPC body");
+    assert_eq!(response.header("content-type"), None);
+    assert!(response.closes());
+    assert!(conn.closed(EOF_WAIT).await);
+    assert_eq!(
+        rejections.events(),
+        vec![],
+        "a failed read is not a rejection"
+    );
+}
