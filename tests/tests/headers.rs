@@ -146,7 +146,7 @@ async fn an_unsupported_version_the_header_agrees_with_is_32022_with_supported_a
     reply.rejected("ProtocolFields", 400, -32022, &id());
     assert_eq!(
         reply.body["error"]["data"],
-        json!({"supported": ["2025-11-25", "2026-07-28"], "requested": "v999.0.0"})
+        json!({"supported": ["2026-07-28"], "requested": "v999.0.0"})
     );
 }
 
@@ -162,7 +162,21 @@ async fn a_known_revision_the_server_does_not_serve_is_32022() {
     reply.rejected("ProtocolFields", 400, -32022, &id());
     assert_eq!(
         reply.body["error"]["data"],
-        json!({"supported": ["2025-11-25"], "requested": MODERN})
+        json!({"supported": [], "requested": MODERN})
+    );
+}
+
+#[tokio::test]
+async fn a_served_2025_revision_named_in_meta_is_32022() {
+    // Only a notification without the header reaches this: a header naming
+    // 2025 makes the message legacy.
+    let body =
+        json!({"jsonrpc":"2.0","method":"notifications/x","params":{"_meta":{V: "2025-11-25"}}});
+    let reply = send(&server(), post(&body, &[])).await;
+    reply.rejected("ProtocolFields", 400, -32022, &Value::Null);
+    assert_eq!(
+        reply.body["error"]["data"]["supported"],
+        json!(["2026-07-28"])
     );
 }
 

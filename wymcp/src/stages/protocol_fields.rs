@@ -19,9 +19,13 @@
 //!   object, the version not a string, the capabilities not an object) or,
 //!   on a request, when a required key is missing. A notification's `_meta`
 //!   requires nothing, but what it carries must be well-formed.
-//! * `400`, `-32022` with `data.supported` (every revision the server
-//!   serves) and `data.requested` (the body's version, as sent) when the
-//!   version is a string the server does not serve.
+//! * `400`, `-32022` with `data.supported` and `data.requested` (the
+//!   body's version, as sent) when the version is a string the server does
+//!   not serve on the 2026 wire. `supported` lists the served 2026-era
+//!   revisions, the ones a request may name in `_meta`, the same list
+//!   `server/discover` answers with (the conformance suite holds the two
+//!   together); a served 2025 revision is reached through `initialize`, so
+//!   a 2026-shaped message naming one is refused too.
 //!
 //! **The one refinement of the seed.** When the `MCP-Protocol-Version`
 //! header and the body's version disagree, the request is a header mismatch
@@ -84,12 +88,20 @@ impl Stage for ProtocolFields {
             return Flow::Continue;
         }
         let server = ex.server();
-        if let Some(revision) = Revision::parse(version).filter(|r| server.revisions().contains(r))
-        {
+        // The revisions a request may name in `_meta`: the served 2026 ones
+        // (a 2025 revision is reached through `initialize`, never named
+        // there); the same list `server/discover` answers.
+        let supported: Vec<Revision> = server
+            .revisions()
+            .iter()
+            .copied()
+            .filter(|r| r.era() == Era::Modern)
+            .collect();
+        if let Some(revision) = Revision::parse(version).filter(|r| supported.contains(r)) {
             ex.revision = Some(revision);
             return Flow::Continue;
         }
-        let supported: Vec<&str> = server.revisions().iter().map(|r| r.as_str()).collect();
+        let supported: Vec<&str> = supported.iter().map(|r| r.as_str()).collect();
         let data = json!({ "supported": supported, "requested": version });
         ex.reject(
             Rejection::new(
