@@ -112,3 +112,163 @@ async fn closing_before_anything_was_emitted_cancels_the_handler_too() {
         .expect("the handler was cancelled when the client went away")
         .unwrap();
 }
+
+// ---------------------------------------------------------------------------
+// Through the default chain: progress only with a progressToken, log messages
+// only with a logLevel and at or above it, SSE only when something is sent.
+// ---------------------------------------------------------------------------
+
+mod e2e_support;
+
+use std::sync::Arc;
+
+use e2e_support::{meta, request, router, send};
+use wymcp::stream::LogLevel;
+use wymcp::{Context, Server, Tool, ToolResult};
+
+fn chain() -> wymcp::axum::Router {
+    let progress = Tool::new("progress").raw_handler(|_args: Value, cx: Context| async move {
+        for step in [0.0, 50.0, 100.0] {
+            cx.progress(step, Some(100.0), None);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        Ok(ToolResult::text("done"))
+    });
+    let logs = Tool::new("logs").raw_handler(|_args: Value, cx: Context| async move {
+        cx.log(LogLevel::Debug, json!("debug"));
+        cx.log(LogLevel::Info, json!("info"));
+        cx.log(LogLevel::Error, json!("error"));
+        Ok(ToolResult::text("logged"))
+    });
+    router(Arc::new(
+        Server::builder()
+            .tool(progress)
+            .tool(logs)
+            .logging()
+            .build()
+            .unwrap(),
+    ))
+}
+
+fn call(tool: &str, extra_meta: &Value) -> Value {
+    json!({"name": tool, "arguments": {}, "_meta": meta(json!({}), extra_meta.clone())})
+}
+
+#[tokio::test]
+async fn progress_streams_only_with_a_progress_token() {
+    let app = chain();
+    let id = json!("p1");
+    let reply = send(
+        &app,
+        request(
+            &id,
+            "tools/call",
+            &call("progress", &json!({"progressToken": "tok"})),
+            None,
+        ),
+    )
+    .await;
+    let events = reply.events();
+    assert_eq!(events.len(), 4, "{events:?}");
+    for (event, step) in events.iter().zip([0, 50, 100]) {
+        assert_eq!(event["method"], "notifications/progress");
+        assert!(event.get("id").is_none());
+        assert_eq!(event["params"]["progressToken"], "tok");
+        assert_eq!(event["params"]["progress"], step);
+        assert_eq!(event["params"]["total"], 100);
+    }
+    assert_eq!(events[3]["id"], id);
+    assert_eq!(events[3]["result"]["content"][0]["text"], "done");
+
+    // No token: no notification, a plain JSON answer.
+    let id = json!("p2");
+    let reply = send(
+        &app,
+        request(&id, "tools/call", &call("progress", &json!({})), None),
+    )
+    .await;
+    assert_eq!(reply.result(&id)["content"][0]["text"], "done");
+}
+
+#[tokio::test]
+async fn logs_stream_only_with_a_log_level_and_at_or_above_it() {
+    let app = chain();
+    let id = json!(1);
+    let level = json!({"io.modelcontextprotocol/logLevel": "info"});
+    let reply = send(
+        &app,
+        request(&id, "tools/call", &call("logs", &level), None),
+    )
+    .await;
+    let events = reply.events();
+    let logged: Vec<(&Value, &Value)> = events[..events.len() - 1]
+        .iter()
+        .map(|e| {
+            assert_eq!(e["method"], "notifications/message");
+            (&e["params"]["level"], &e["params"]["data"])
+        })
+        .collect();
+    assert_eq!(
+        logged,
+        [
+            (&json!("info"), &json!("info")),
+            (&json!("error"), &json!("error"))
+        ]
+    );
+    assert_eq!(events.last().unwrap()["id"], id);
+
+    // No logLevel: no log message at all, a plain JSON answer.
+    let id = json!(2);
+    let reply = send(
+        &app,
+        request(&id, "tools/call", &call("logs", &json!({})), None),
+    )
+    .await;
+    assert_eq!(reply.result(&id)["content"][0]["text"], "logged");
+}
+
+/// Through the chain, over a real socket: a client that closes a tool's SSE
+/// stream cancels the tool's handler.
+#[tokio::test]
+async fn closing_a_tool_call_stream_cancels_the_tool() {
+    let (tx, cancelled) = oneshot::channel();
+    let tx = std::sync::Arc::new(std::sync::Mutex::new(Some(tx)));
+    let hang = Tool::new("hang").raw_handler(move |_args: Value, cx: Context| {
+        let signal = DropSignal(tx.lock().unwrap().take());
+        async move {
+            let _signal = signal;
+            cx.progress(1.0, None, Some("started"));
+            std::future::pending::<()>().await;
+            Ok(ToolResult::text("never"))
+        }
+    });
+    let app = router(Arc::new(Server::builder().tool(hang).build().unwrap()));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let params = call("hang", &json!({"progressToken": 1}));
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string();
+    let mut socket = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: tools/call\r\nMcp-Name: hang\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    socket.write_all(head.as_bytes()).await.unwrap();
+    let seen = read_until(&mut socket, "started").await;
+    assert!(
+        seen.to_ascii_lowercase()
+            .contains("content-type: text/event-stream"),
+        "{seen}"
+    );
+    let mut cancelled = cancelled;
+    assert!(cancelled.try_recv().is_err(), "cancelled too early");
+    drop(socket);
+    tokio::time::timeout(Duration::from_secs(5), cancelled)
+        .await
+        .expect("the tool was cancelled when the client closed the stream")
+        .unwrap();
+}

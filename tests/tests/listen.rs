@@ -1,0 +1,192 @@
+//! `subscriptions/listen` end to end, through the default chain: the
+//! acknowledgement first, every message tagged with the subscription id, the
+//! filter honoured, list_changed on a catalog change at run time,
+//! resources/updated for a watched resource, and a clean close.
+
+#![allow(clippy::unwrap_used)]
+
+mod e2e_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use e2e_support::{Stream, meta, request, router, send};
+use http::StatusCode;
+use serde_json::{Value, json};
+use wymcp::listen::SUBSCRIPTION_ID;
+use wymcp::{Context, Prompt, PromptResult, Resource, Server, Tool, ToolResult};
+
+fn tool(name: &str) -> Tool {
+    Tool::new(name)
+        .raw_handler(|_args: Value, _cx: Context| async move { Ok(ToolResult::text("ok")) })
+}
+
+fn server() -> Arc<Server> {
+    Arc::new(
+        Server::builder()
+            .tool(tool("first"))
+            .prompt(
+                Prompt::new("p")
+                    .handler(|_args, _cx| async move { Ok(PromptResult::new().user("hi")) }),
+            )
+            .resource(Resource::new("test://watched-resource", "watched").text("v1"))
+            .list_changed()
+            .resource_subscriptions()
+            .build()
+            .unwrap(),
+    )
+}
+
+fn listen_params(notifications: &Value) -> Value {
+    json!({"_meta": meta(json!({}), json!({})), "notifications": notifications})
+}
+
+async fn listen(server: &Arc<Server>, id: &Value, notifications: &Value) -> Stream {
+    let app = router(server.clone());
+    let stream = Stream::open(
+        &app,
+        request(
+            id,
+            "subscriptions/listen",
+            &listen_params(notifications),
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(stream.status, StatusCode::OK);
+    assert_eq!(stream.headers["content-type"], "text/event-stream");
+    assert_eq!(stream.headers["x-accel-buffering"], "no");
+    assert!(stream.headers.get("mcp-session-id").is_none());
+    stream
+}
+
+fn tag(message: &Value) -> &Value {
+    &message["params"]["_meta"][SUBSCRIPTION_ID]
+}
+
+#[tokio::test]
+async fn the_acknowledgement_comes_first_tagged_with_the_listen_id() {
+    let server = server();
+    let id = json!("listen-1");
+    let mut stream = listen(
+        &server,
+        &id,
+        &json!({"toolsListChanged": true, "bogus": true}),
+    )
+    .await;
+    let ack = stream.next().await;
+    assert_eq!(ack["jsonrpc"], "2.0");
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert!(ack.get("id").is_none());
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
+    assert_eq!(tag(&ack), &id);
+}
+
+#[tokio::test]
+async fn a_tool_added_at_run_time_is_announced_to_streams_that_asked() {
+    let server = server();
+    let mut tools = listen(&server, &json!(1), &json!({"toolsListChanged": true})).await;
+    let mut prompts = listen(&server, &json!(2), &json!({"promptsListChanged": true})).await;
+    let _ = tools.next().await;
+    let _ = prompts.next().await;
+    server.catalog().add_tool(tool("second")).unwrap();
+    let change = tools.next().await;
+    assert_eq!(
+        change,
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+               "params": {"_meta": {SUBSCRIPTION_ID: 1}}})
+    );
+    // Filtered to prompts: the tool change never arrives.
+    assert!(
+        prompts
+            .next_within(Duration::from_millis(200))
+            .await
+            .is_none()
+    );
+    server.catalog().remove_prompt("p");
+    let change = prompts.next().await;
+    assert_eq!(change["method"], "notifications/prompts/list_changed");
+    assert_eq!(tag(&change), &json!(2));
+    assert!(
+        tools
+            .next_within(Duration::from_millis(200))
+            .await
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn a_watched_resource_gets_updated_notifications() {
+    let server = server();
+    let mut stream = listen(
+        &server,
+        &json!("w"),
+        &json!({"resourceSubscriptions": ["test://watched-resource"]}),
+    )
+    .await;
+    let ack = stream.next().await;
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"resourceSubscriptions": ["test://watched-resource"]})
+    );
+    server.notify_resource_updated("test://other");
+    server.notify_resource_updated("test://watched-resource");
+    let updated = stream.next().await;
+    assert_eq!(
+        updated,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+               "params": {"uri": "test://watched-resource", "_meta": {SUBSCRIPTION_ID: "w"}}})
+    );
+}
+
+#[tokio::test]
+async fn closing_subscriptions_ends_each_stream_with_a_complete_result() {
+    let server = server();
+    let id = json!(77);
+    let mut stream = listen(&server, &id, &json!({"toolsListChanged": true})).await;
+    let _ = stream.next().await;
+    server.close_subscriptions();
+    let last = stream.next().await;
+    assert_eq!(last["id"], id);
+    assert_eq!(last["result"]["resultType"], "complete");
+    assert_eq!(last["result"]["_meta"][SUBSCRIPTION_ID], id);
+    assert!(stream.ended().await);
+}
+
+#[tokio::test]
+async fn a_listen_without_a_filter_object_is_invalid_params() {
+    let server = server();
+    let app = router(server.clone());
+    let id = json!(5);
+    let params = json!({"_meta": meta(json!({}), json!({})), "notifications": [true]});
+    let reply = send(&app, request(&id, "subscriptions/listen", &params, None)).await;
+    reply.error(StatusCode::BAD_REQUEST, -32602, &id);
+}
+
+#[tokio::test]
+async fn no_log_messages_ever_reach_a_listen_stream() {
+    let server = server();
+    let app = router(server.clone());
+    let params = json!({
+        "_meta": meta(json!({}), json!({"io.modelcontextprotocol/logLevel": "debug"})),
+        "notifications": {"toolsListChanged": true},
+    });
+    let mut stream = Stream::open(
+        &app,
+        request(&json!(1), "subscriptions/listen", &params, None),
+    )
+    .await;
+    let _ = stream.next().await;
+    server.catalog().add_tool(tool("third")).unwrap();
+    let change = stream.next().await;
+    assert_eq!(change["method"], "notifications/tools/list_changed");
+    assert!(
+        stream
+            .next_within(Duration::from_millis(200))
+            .await
+            .is_none()
+    );
+}
