@@ -1,0 +1,682 @@
+//! The order of the default chain, end to end: requests each wrong at two
+//! adjacent stages, through `wymcp::chain::post::router`, proving the earlier
+//! stage answers — for every adjacent pair of the chain.
+//!
+//! Each row of [`PAIRS`] names the pair, a defect the earlier stage refuses
+//! and a defect the later stage refuses, and what each stage answers. The
+//! test sends three requests per row, built from one valid `tools/call`:
+//! with both defects (the earlier stage's answer), with the later defect
+//! only (the later stage's answer, so the row is not vacuous: the later
+//! stage really would have refused it), and with the earlier defect only.
+//! Every answer pins status, JSON-RPC code, id, the error data that names
+//! the stage, and the full set of response headers.
+//!
+//! Classification answers nothing, so its two pairs are shown differently:
+//! the parse step answers with a null id whatever id the body holds (nothing
+//! is classified yet), and auth, the first stage after classification, reads
+//! classification's tag: its 401 echoes a request's id and no other kind's,
+//! and it answers an unknown body before Validate would.
+
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+use wymcp::auth::{AuthConfig, StaticTokens};
+use wymcp::{Principal, Role, Server, StageInfo, Tool, ToolResult};
+
+const TOKEN: &str = "good-token";
+const V: &str = "io.modelcontextprotocol/protocolVersion";
+const C: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// A server with one tool, `echo`, and bearer auth with one token.
+fn server() -> Arc<Server> {
+    let tokens = StaticTokens::new().token(
+        TOKEN,
+        Principal {
+            subject: "tester".to_owned(),
+            scopes: Vec::new(),
+        },
+    );
+    let server = Server::builder()
+        .auth(tokens, AuthConfig::new())
+        .tool(
+            Tool::new("echo").raw_handler(|arguments: Value, _| async move {
+                Ok(ToolResult::text(arguments.to_string()))
+            }),
+        )
+        .build()
+        .unwrap();
+    Arc::new(server)
+}
+
+/// One request under construction: a JSON body (or raw text) and headers
+/// in order (a name may repeat).
+#[derive(Debug, Clone)]
+struct Req {
+    body: Value,
+    raw: Option<&'static str>,
+    headers: Vec<(&'static str, &'static str)>,
+}
+
+impl Req {
+    /// A valid 2026-07-28 `tools/call` of `echo`, id 7, with every header
+    /// the wire checks want and a good token.
+    fn valid() -> Self {
+        Req {
+            body: json!({
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "tools/call",
+                "params": {"_meta": {V: "2026-07-28", C: {}}, "name": "echo", "arguments": {"x": 1}}
+            }),
+            raw: None,
+            headers: vec![
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+                ("authorization", "Bearer good-token"),
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "echo"),
+            ],
+        }
+    }
+
+    fn set_header(&mut self, name: &'static str, value: &'static str) {
+        self.headers.retain(|(n, _)| *n != name);
+        self.headers.push((name, value));
+    }
+
+    fn repeat_header(&mut self, name: &'static str) {
+        let value = self
+            .headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| *v)
+            .unwrap();
+        self.headers.push((name, value));
+    }
+
+    fn request(&self) -> Request<Body> {
+        let body = match self.raw {
+            Some(raw) => raw.to_owned(),
+            None => self.body.to_string(),
+        };
+        let mut request = Request::post("/mcp");
+        for (name, value) in &self.headers {
+            request = request.header(*name, *value);
+        }
+        request.body(Body::from(body)).unwrap()
+    }
+}
+
+/// What came back.
+#[derive(Debug)]
+struct Answer {
+    status: StatusCode,
+    /// Header names and values, `content-length` left out, sorted.
+    headers: Vec<(String, String)>,
+    body: Value,
+}
+
+async fn send(server: &Arc<Server>, req: &Req) -> Answer {
+    let response = wymcp::chain::post::router(server.clone())
+        .oneshot(req.request())
+        .await
+        .unwrap();
+    let (parts, body) = response.into_parts();
+    let bytes = body.collect().await.unwrap().to_bytes();
+    let body = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes).unwrap()
+    };
+    let mut headers: Vec<(String, String)> = parts
+        .headers
+        .iter()
+        .filter(|(name, _)| *name != http::header::CONTENT_LENGTH)
+        .map(|(name, value)| (name.to_string(), value.to_str().unwrap().to_owned()))
+        .collect();
+    headers.sort();
+    Answer {
+        status: parts.status,
+        headers,
+        body,
+    }
+}
+
+/// What a stage answers: status, code, id, one value of the error that
+/// names the stage (a JSON pointer into the error object and its value),
+/// and the response headers beyond `Content-Type: application/json`.
+#[derive(Debug, Clone, Copy)]
+struct Expect {
+    status: u16,
+    code: i64,
+    id: Id,
+    names_stage: (&'static str, Says),
+    headers: &'static [(&'static str, &'static str)],
+}
+
+/// What a string in the error says.
+#[derive(Debug, Clone, Copy)]
+enum Says {
+    Exactly(&'static str),
+    StartsWith(&'static str),
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Id {
+    Null,
+    Seven,
+}
+
+impl Expect {
+    /// Whether `answer` is this stage's answer; what differs, if not.
+    fn check(&self, answer: &Answer) -> Result<(), String> {
+        let Answer {
+            status,
+            headers,
+            body,
+        } = answer;
+        let id = match self.id {
+            Id::Null => Value::Null,
+            Id::Seven => json!(7),
+        };
+        let (pointer, says) = self.names_stage;
+        let text = body["error"].pointer(pointer).and_then(Value::as_str);
+        let says_it = match (says, text) {
+            (Says::Exactly(expected), Some(text)) => text == expected,
+            (Says::StartsWith(expected), Some(text)) => text.starts_with(expected),
+            (_, None) => false,
+        };
+        let mut expected_headers: Vec<(String, String)> = self
+            .headers
+            .iter()
+            .chain(&[("content-type", "application/json")])
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .collect();
+        expected_headers.sort();
+        let mut wrong = Vec::new();
+        if status.as_u16() != self.status {
+            wrong.push(format!("status {status}, not {}", self.status));
+        }
+        if body["jsonrpc"] != "2.0" || body["id"] != id {
+            wrong.push(format!("id {}, not {id}", body["id"]));
+        }
+        if body["error"]["code"] != self.code {
+            wrong.push(format!("code {}, not {}", body["error"]["code"], self.code));
+        }
+        if !says_it {
+            wrong.push(format!("error{pointer} is not {says:?}"));
+        }
+        if *headers != expected_headers {
+            wrong.push(format!("headers {headers:?}, not {expected_headers:?}"));
+        }
+        if wrong.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{}; body {body}", wrong.join(", ")))
+        }
+    }
+
+    #[track_caller]
+    fn assert(&self, answer: &Answer, what: &str) {
+        if let Err(wrong) = self.check(answer) {
+            panic!("{what}: {wrong}");
+        }
+    }
+}
+
+/// One adjacent pair of the chain.
+struct Pair {
+    earlier: &'static str,
+    later: &'static str,
+    /// The defect the earlier stage refuses.
+    earlier_defect: fn(&mut Req),
+    /// The defect the later stage refuses.
+    later_defect: fn(&mut Req),
+    earlier_answer: Expect,
+    later_answer: Expect,
+}
+
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const INVALID_PARAMS: i64 = -32602;
+const METHOD_NOT_FOUND: i64 = -32601;
+const HEADER_MISMATCH: i64 = -32020;
+
+fn disallowed_origin(req: &mut Req) {
+    req.set_header("origin", "https://evil.example");
+}
+fn text_plain(req: &mut Req) {
+    req.set_header("content-type", "text/plain");
+}
+fn malformed_json(req: &mut Req) {
+    req.raw = Some(r#"{"jsonrpc": "2.0", "id": 7, "method": "tools/call""#);
+}
+fn bad_token(req: &mut Req) {
+    req.set_header("authorization", "Bearer wrong-token");
+}
+fn repeated_protocol_version(req: &mut Req) {
+    req.repeat_header("mcp-protocol-version");
+}
+fn repeated_mcp_method(req: &mut Req) {
+    req.repeat_header("mcp-method");
+}
+fn no_client_capabilities(req: &mut Req) {
+    req.body["params"]["_meta"]
+        .as_object_mut()
+        .unwrap()
+        .remove(C);
+}
+fn mcp_name_mismatch(req: &mut Req) {
+    req.set_header("mcp-name", "other");
+}
+fn jsonrpc_1_0(req: &mut Req) {
+    req.body["jsonrpc"] = json!("1.0");
+}
+fn arguments_not_an_object(req: &mut Req) {
+    req.body["params"]["arguments"] = json!([1]);
+}
+fn unknown_method(req: &mut Req) {
+    req.body["method"] = json!("foo/bar");
+    req.set_header("mcp-method", "foo/bar");
+}
+fn unknown_tool(req: &mut Req) {
+    req.body["params"]["name"] = json!("nope");
+    req.set_header("mcp-name", "nope");
+}
+
+const ORIGIN_403: Expect = Expect {
+    status: 403,
+    code: INVALID_REQUEST,
+    id: Id::Null,
+    names_stage: (
+        "/message",
+        Says::Exactly("the Origin header names an origin this server does not allow"),
+    ),
+    headers: &[],
+};
+const AUTH_401: Expect = Expect {
+    status: 401,
+    code: INVALID_REQUEST,
+    id: Id::Seven,
+    names_stage: (
+        "/message",
+        Says::Exactly(
+            "unauthorized: this server needs a valid bearer token in one `Authorization` header",
+        ),
+    ),
+    headers: &[("www-authenticate", "Bearer")],
+};
+const SINGLETON_PROTOCOL_VERSION: Expect = Expect {
+    status: 400,
+    code: INVALID_REQUEST,
+    id: Id::Seven,
+    names_stage: ("/data/header", Says::Exactly("MCP-Protocol-Version")),
+    headers: &[],
+};
+const SINGLETON_MCP_METHOD: Expect = Expect {
+    status: 400,
+    code: INVALID_REQUEST,
+    id: Id::Seven,
+    names_stage: ("/data/header", Says::Exactly("Mcp-Method")),
+    headers: &[],
+};
+const PROTOCOL_FIELDS_32602: Expect = Expect {
+    status: 400,
+    code: INVALID_PARAMS,
+    id: Id::Seven,
+    names_stage: ("/data/field", Says::Exactly("params._meta")),
+    headers: &[],
+};
+const BINDING_MCP_NAME: Expect = Expect {
+    status: 400,
+    code: HEADER_MISMATCH,
+    id: Id::Seven,
+    names_stage: ("/data/header", Says::Exactly("Mcp-Name")),
+    headers: &[],
+};
+const VALIDATE_JSONRPC: Expect = Expect {
+    status: 400,
+    code: INVALID_REQUEST,
+    id: Id::Seven,
+    names_stage: ("/data/pointer", Says::Exactly("/jsonrpc")),
+    headers: &[],
+};
+const VALIDATE_ARGUMENTS: Expect = Expect {
+    status: 400,
+    code: INVALID_PARAMS,
+    id: Id::Seven,
+    names_stage: ("/data/pointer", Says::Exactly("/params/arguments")),
+    headers: &[],
+};
+const DISPATCH_404: Expect = Expect {
+    status: 404,
+    code: METHOD_NOT_FOUND,
+    id: Id::Seven,
+    names_stage: ("/data/method", Says::Exactly("foo/bar")),
+    headers: &[],
+};
+const DISPATCH_UNKNOWN_TOOL: Expect = Expect {
+    status: 400,
+    code: INVALID_PARAMS,
+    id: Id::Seven,
+    names_stage: ("/message", Says::Exactly("unknown tool `nope`")),
+    headers: &[],
+};
+
+const PAIRS: &[Pair] = &[
+    Pair {
+        earlier: "OriginCheck",
+        later: "parse_body",
+        earlier_defect: disallowed_origin,
+        later_defect: text_plain,
+        earlier_answer: ORIGIN_403,
+        later_answer: Expect {
+            status: 415,
+            code: INVALID_REQUEST,
+            id: Id::Null,
+            names_stage: (
+                "/message",
+                Says::Exactly(
+                    "nothing declares the body JSON: the Content-Type must be application/json",
+                ),
+            ),
+            headers: &[],
+        },
+    },
+    Pair {
+        earlier: "OriginCheck",
+        later: "parse_body",
+        earlier_defect: disallowed_origin,
+        later_defect: malformed_json,
+        // Refused before the body is read: no `Connection: close`.
+        earlier_answer: ORIGIN_403,
+        later_answer: Expect {
+            status: 400,
+            code: PARSE_ERROR,
+            id: Id::Null,
+            names_stage: ("/message", Says::StartsWith("the body is not valid JSON: ")),
+            headers: &[("connection", "close")],
+        },
+    },
+    Pair {
+        earlier: "Auth",
+        later: "SingletonHeaders",
+        earlier_defect: bad_token,
+        later_defect: repeated_protocol_version,
+        earlier_answer: AUTH_401,
+        later_answer: SINGLETON_PROTOCOL_VERSION,
+    },
+    Pair {
+        earlier: "SingletonHeaders",
+        later: "ProtocolFields",
+        earlier_defect: repeated_mcp_method,
+        later_defect: no_client_capabilities,
+        earlier_answer: SINGLETON_MCP_METHOD,
+        later_answer: PROTOCOL_FIELDS_32602,
+    },
+    Pair {
+        earlier: "ProtocolFields",
+        later: "HeaderBinding",
+        earlier_defect: no_client_capabilities,
+        later_defect: mcp_name_mismatch,
+        earlier_answer: PROTOCOL_FIELDS_32602,
+        later_answer: BINDING_MCP_NAME,
+    },
+    Pair {
+        earlier: "HeaderBinding",
+        later: "Validate",
+        earlier_defect: mcp_name_mismatch,
+        later_defect: jsonrpc_1_0,
+        earlier_answer: BINDING_MCP_NAME,
+        later_answer: VALIDATE_JSONRPC,
+    },
+    Pair {
+        earlier: "Validate",
+        later: "Dispatch",
+        earlier_defect: jsonrpc_1_0,
+        later_defect: unknown_method,
+        earlier_answer: VALIDATE_JSONRPC,
+        later_answer: DISPATCH_404,
+    },
+    Pair {
+        earlier: "Validate",
+        later: "Dispatch",
+        earlier_defect: arguments_not_an_object,
+        later_defect: unknown_tool,
+        earlier_answer: VALIDATE_ARGUMENTS,
+        later_answer: DISPATCH_UNKNOWN_TOOL,
+    },
+];
+
+#[tokio::test]
+async fn the_valid_request_the_rows_start_from_is_answered_200() {
+    let answer = send(&server(), &Req::valid()).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(answer.body["id"], 7);
+    assert!(answer.body["result"].is_object(), "{}", answer.body);
+}
+
+#[tokio::test]
+async fn of_two_adjacent_stages_that_would_refuse_a_request_the_earlier_answers() {
+    let server = server();
+    let mut failures = Vec::new();
+    for pair in PAIRS {
+        let Pair {
+            earlier,
+            later,
+            earlier_defect,
+            later_defect,
+            earlier_answer,
+            later_answer,
+        } = pair;
+
+        let cases = [
+            ("both defects", true, true, earlier_answer),
+            ("the later defect only", false, true, later_answer),
+            ("the earlier defect only", true, false, earlier_answer),
+        ];
+        for (case, with_earlier, with_later, expected) in cases {
+            let mut req = Req::valid();
+            if with_later {
+                later_defect(&mut req);
+            }
+            if with_earlier {
+                earlier_defect(&mut req);
+            }
+            if let Err(wrong) = expected.check(&send(&server, &req).await) {
+                failures.push(format!("{earlier}/{later}, {case}: {wrong}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+/// Every adjacent pair of the chain has a row here or a test of its own
+/// below (the two pairs around classification, which answers nothing).
+#[test]
+fn every_adjacent_pair_of_the_chain_is_covered() {
+    let chain = wymcp::chain::post::CHAIN;
+    let covered_apart = [("parse_body", "Classify"), ("Classify", "Auth")];
+    for window in chain.windows(2) {
+        let (earlier, later) = (window[0].name, window[1].name);
+        let in_table = PAIRS
+            .iter()
+            .any(|pair| pair.earlier == earlier && pair.later == later);
+        assert!(
+            in_table || covered_apart.contains(&(earlier, later)),
+            "no row for {earlier}/{later}"
+        );
+    }
+    for pair in PAIRS {
+        assert!(
+            chain
+                .windows(2)
+                .any(|w| w[0].name == pair.earlier && w[1].name == pair.later),
+            "{}/{} is not an adjacent pair of the chain",
+            pair.earlier,
+            pair.later
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Classification answers nothing: the stages around it show its tag.
+
+#[tokio::test]
+async fn the_parse_step_answers_before_classification_so_its_id_is_null() {
+    let server = server();
+    // A request with id 7 the parse step refuses: its envelope carries null.
+    let mut req = Req::valid();
+    text_plain(&mut req);
+    let answer = send(&server, &req).await;
+    assert_eq!(answer.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert_eq!(answer.body["id"], Value::Null);
+    assert_eq!(answer.body["error"]["code"], INVALID_REQUEST);
+
+    let mut req = Req::valid();
+    malformed_json(&mut req);
+    let answer = send(&server, &req).await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
+    assert_eq!(answer.body["id"], Value::Null);
+    assert_eq!(answer.body["error"]["code"], PARSE_ERROR);
+    assert!(
+        answer
+            .headers
+            .contains(&("connection".to_owned(), "close".to_owned()))
+    );
+
+    // The same request, refused by the first stage after classification:
+    // the id is echoed, because classification tagged it a request.
+    let mut req = Req::valid();
+    bad_token(&mut req);
+    AUTH_401.assert(&send(&server, &req).await, "after classification");
+}
+
+#[tokio::test]
+async fn auth_reads_the_kind_classification_tagged() {
+    let server = server();
+    let rows: &[(Value, Value)] = &[
+        // A request: its id is echoed.
+        (
+            json!({"jsonrpc": "2.0", "id": "s", "method": "tools/list", "params": {"_meta": {V: "2026-07-28", C: {}}}}),
+            json!("s"),
+        ),
+        // An unidentified request, a notification, a response, a batch: null.
+        (
+            json!({"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}),
+            Value::Null,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}),
+            Value::Null,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 7, "result": {}}),
+            Value::Null,
+        ),
+        (
+            json!([{"jsonrpc": "2.0", "id": 7, "method": "tools/list"}]),
+            Value::Null,
+        ),
+    ];
+    for (body, id) in rows {
+        let req = Req {
+            body: body.clone(),
+            raw: None,
+            headers: vec![
+                ("content-type", "application/json"),
+                ("authorization", "Bearer wrong-token"),
+            ],
+        };
+        let answer = send(&server, &req).await;
+        // Auth answers, even for the kinds Validate would refuse.
+        assert_eq!(
+            answer.status,
+            StatusCode::UNAUTHORIZED,
+            "{body}: {}",
+            answer.body
+        );
+        assert_eq!(answer.body["id"], *id, "{body}");
+        assert_eq!(answer.body["error"]["code"], INVALID_REQUEST, "{body}");
+        assert!(
+            answer
+                .headers
+                .contains(&("www-authenticate".to_owned(), "Bearer".to_owned())),
+            "{body}: {:?}",
+            answer.headers
+        );
+    }
+}
+
+#[tokio::test]
+async fn with_a_good_token_the_unknown_kinds_meet_validate() {
+    let server = server();
+    for body in [
+        json!({"jsonrpc": "2.0", "id": 7, "result": {}}),
+        json!([{"jsonrpc": "2.0", "id": 7, "method": "tools/list"}]),
+        json!({"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}),
+    ] {
+        let req = Req {
+            body: body.clone(),
+            raw: None,
+            headers: vec![
+                ("content-type", "application/json"),
+                ("authorization", "Bearer good-token"),
+            ],
+        };
+        let answer = send(&server, &req).await;
+        assert_eq!(
+            answer.status,
+            StatusCode::BAD_REQUEST,
+            "{body}: {}",
+            answer.body
+        );
+        assert_eq!(answer.body["id"], Value::Null, "{body}");
+        assert_eq!(answer.body["error"]["code"], INVALID_REQUEST, "{body}");
+        assert_eq!(
+            answer.headers,
+            [("content-type".to_owned(), "application/json".to_owned())],
+            "{body}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The chain's table.
+
+#[test]
+fn the_default_chain_is_design_md_section_3s_table() {
+    let rows: Vec<(&str, &str)> = wymcp::chain::post::CHAIN
+        .iter()
+        .map(|StageInfo { name, role, .. }| {
+            let role = match role {
+                Role::WireCheck => "wire check",
+                Role::BodyBound { .. } => "body-bound",
+                Role::Validate => "validate",
+                Role::After => "after",
+            };
+            (*name, role)
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("OriginCheck", "wire check"),
+            ("parse_body", "body-bound"),
+            ("Classify", "body-bound"),
+            ("Auth", "wire check"),
+            ("SingletonHeaders", "wire check"),
+            ("ProtocolFields", "wire check"),
+            ("HeaderBinding", "wire check"),
+            ("Validate", "validate"),
+            ("Dispatch", "after"),
+        ]
+    );
+}
