@@ -19,6 +19,19 @@
 
 #![allow(clippy::unwrap_used)]
 
+// The macro's own passes, compiled in by path (as `expand.rs` does), to
+// snapshot what `#[pipeline]` makes of the default chain.
+#[path = "../../wymcp-macros/src/ast.rs"]
+mod ast;
+#[path = "../../wymcp-macros/src/attr.rs"]
+mod attr;
+#[path = "../../wymcp-macros/src/check.rs"]
+mod check;
+#[path = "../../wymcp-macros/src/ctxt.rs"]
+mod ctxt;
+#[path = "../../wymcp-macros/src/expand.rs"]
+mod expand;
+
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -679,4 +692,60 @@ fn the_default_chain_is_design_md_section_3s_table() {
             ("Dispatch", "after"),
         ]
     );
+}
+
+/// The default chain's expansion, read from `wymcp/src/chain.rs` as it is
+/// now: `mod post` without its `#[crate::pipeline]` attribute and doc
+/// comments, through the macro's own passes, pretty-printed. A change to the chain or to what the
+/// macro generates for it shows here as a snapshot diff to review.
+#[test]
+fn the_default_chain_expands_to_straight_line_stages_in_its_order() {
+    let file = syn::parse_file(include_str!("../../wymcp/src/chain.rs")).unwrap();
+    let mut post = file
+        .items
+        .into_iter()
+        .find_map(|item| match item {
+            syn::Item::Mod(module) if module.ident == "post" => Some(module),
+            _ => None,
+        })
+        .unwrap();
+    let before = post.attrs.len();
+    post.attrs
+        .retain(|attr| !attr.path().segments.iter().any(|s| s.ident == "pipeline"));
+    assert_eq!(post.attrs.len() + 1, before, "one #[pipeline] attribute");
+    // Doc comments are prose, not expansion: leave them out, so editing
+    // them changes no snapshot.
+    let not_doc = |attr: &syn::Attribute| !attr.path().is_ident("doc");
+    post.attrs.retain(not_doc);
+    for item in &mut post.content.as_mut().unwrap().1 {
+        match item {
+            syn::Item::Type(item) => item.attrs.retain(not_doc),
+            syn::Item::Fn(item) => item.attrs.retain(not_doc),
+            _ => {}
+        }
+    }
+    let expanded = expand::pipeline(
+        proc_macro2::TokenStream::new(),
+        quote::ToTokens::into_token_stream(post),
+    );
+    let expanded = prettyplease::unparse(&syn::parse2(expanded).unwrap());
+    // The stages run in the documented order, each under its own name.
+    let order: Vec<usize> = [
+        "\"OriginCheck\"",
+        "\"parse_body\"",
+        "\"Classify\"",
+        "\"Auth\"",
+        "\"SingletonHeaders\"",
+        "\"ProtocolFields\"",
+        "\"HeaderBinding\"",
+        "\"Validate\"",
+        "\"Dispatch\"",
+    ]
+    .iter()
+    .map(|name| expanded.find(name).unwrap())
+    .collect();
+    assert!(order.is_sorted(), "{order:?}");
+    insta::with_settings!({ omit_expression => true }, {
+        insta::assert_snapshot!(expanded);
+    });
 }
