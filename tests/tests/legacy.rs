@@ -1,0 +1,194 @@
+//! The legacy path for 2025 clients: initialize, ping, logging/setLevel,
+//! notifications/initialized, subscribe acknowledgements, and 2025 results.
+
+#![allow(clippy::unwrap_used)]
+
+mod surface_support;
+
+use http::StatusCode;
+use serde_json::json;
+use surface_support::{assert_schema, dispatch, legacy};
+use wymcp::surface::NoArgs;
+use wymcp::{Era, Resource, Revision, Server, Tool, ToolResult};
+
+fn server() -> Server {
+    Server::builder()
+        .info("legacy-test", "9.9.9")
+        .instructions("Be kind.")
+        .tool(
+            Tool::new("t")
+                .description("t")
+                .handler(|_: NoArgs, _| async { Ok(ToolResult::text("ok")) }),
+        )
+        .resource(Resource::new("test://r", "r").text("r"))
+        .resource_subscriptions()
+        .build()
+        .unwrap()
+}
+
+fn initialize(version: &str) -> serde_json::Value {
+    legacy(
+        json!(1),
+        "initialize",
+        &json!({
+            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}
+        }),
+    )
+}
+
+/// initialize answers the requested version when served, else the latest
+/// 2025 revision served; capabilities, serverInfo, instructions; no session
+/// id; a valid 2025-11-25 InitializeResult.
+#[tokio::test]
+async fn initialize_negotiates_a_2025_version() {
+    let server = server();
+    for (asked, answered) in [
+        ("2025-11-25", "2025-11-25"),
+        ("2025-03-26", "2025-11-25"),
+        ("2026-07-28", "2025-11-25"),
+    ] {
+        let answer = dispatch(&server, Era::Legacy, initialize(asked)).await;
+        let result = answer.ok(&json!(1));
+        assert_eq!(result["protocolVersion"], answered, "asked {asked}");
+        assert_eq!(
+            result["serverInfo"],
+            json!({"name": "legacy-test", "version": "9.9.9"})
+        );
+        assert_eq!(result["instructions"], "Be kind.");
+        assert_eq!(
+            result["capabilities"],
+            json!({
+                "tools": {}, "resources": {"subscribe": true}, "logging": {}
+            })
+        );
+        assert!(result.get("resultType").is_none());
+        assert_schema("2025-11-25", "InitializeResult", result);
+    }
+    let both = Server::builder()
+        .revisions([
+            Revision::V2025_06_18,
+            Revision::V2025_11_25,
+            Revision::V2026_07_28,
+        ])
+        .build()
+        .unwrap();
+    let answer = dispatch(&both, Era::Legacy, initialize("2025-06-18")).await;
+    assert_eq!(answer.ok(&json!(1))["protocolVersion"], "2025-06-18");
+}
+
+/// A server serving no 2025 revision refuses initialize, listing what it
+/// serves.
+#[tokio::test]
+async fn initialize_without_a_legacy_revision_lists_the_supported_ones() {
+    let modern_only = Server::builder()
+        .revisions([Revision::V2026_07_28])
+        .build()
+        .unwrap();
+    let answer = dispatch(&modern_only, Era::Legacy, initialize("2025-11-25")).await;
+    let error = answer.error(StatusCode::OK, -32602, &json!(1));
+    assert_eq!(
+        error["data"],
+        json!({"supported": ["2026-07-28"], "requested": "2025-11-25"})
+    );
+}
+
+/// ping and logging/setLevel answer an empty object, exactly; a bad level
+/// is -32602.
+#[tokio::test]
+async fn ping_and_set_level_answer_empty_objects() {
+    let server = server();
+    let answer = dispatch(&server, Era::Legacy, legacy(json!("p"), "ping", &json!({}))).await;
+    assert_eq!(answer.ok(&json!("p")), &json!({}));
+    let no_params = json!({"jsonrpc": "2.0", "id": "q", "method": "ping"});
+    assert_eq!(
+        dispatch(&server, Era::Legacy, no_params)
+            .await
+            .ok(&json!("q")),
+        &json!({})
+    );
+    let answer = dispatch(
+        &server,
+        Era::Legacy,
+        legacy(json!(2), "logging/setLevel", &json!({"level": "debug"})),
+    )
+    .await;
+    assert_eq!(answer.ok(&json!(2)), &json!({}));
+    let answer = dispatch(
+        &server,
+        Era::Legacy,
+        legacy(json!(3), "logging/setLevel", &json!({"level": "loud"})),
+    )
+    .await;
+    answer.error(StatusCode::OK, -32602, &json!(3));
+}
+
+/// notifications/initialized is accepted: 202, empty body, no session id.
+#[tokio::test]
+async fn initialized_is_accepted() {
+    let message = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let answer = dispatch(&server(), Era::Legacy, message).await;
+    assert_eq!(answer.status, StatusCode::ACCEPTED);
+    assert!(answer.raw.is_empty());
+    assert!(answer.headers.get("mcp-session-id").is_none());
+}
+
+/// resources/subscribe and unsubscribe are acknowledged when the server
+/// advertises subscriptions, and -32601 otherwise.
+#[tokio::test]
+async fn subscriptions_are_acknowledged_only_when_advertised() {
+    for method in ["resources/subscribe", "resources/unsubscribe"] {
+        let message = legacy(json!(4), method, &json!({"uri": "test://r"}));
+        assert_eq!(
+            dispatch(&server(), Era::Legacy, message.clone())
+                .await
+                .ok(&json!(4)),
+            &json!({})
+        );
+        let plain = Server::builder()
+            .resource(Resource::new("test://r", "r").text("r"))
+            .build()
+            .unwrap();
+        dispatch(&plain, Era::Legacy, message)
+            .await
+            .error(StatusCode::OK, -32601, &json!(4));
+    }
+}
+
+/// Tools the 2025 way: no resultType, no serverInfo _meta, no caching hint;
+/// errors in a 200.
+#[tokio::test]
+async fn legacy_tools_are_2025_results() {
+    let server = server();
+    let answer = dispatch(
+        &server,
+        Era::Legacy,
+        legacy(json!(5), "tools/list", &json!({})),
+    )
+    .await;
+    let result = answer.ok(&json!(5));
+    assert_schema("2025-11-25", "ListToolsResult", result);
+    assert!(
+        result.get("resultType").is_none()
+            && result.get("ttlMs").is_none()
+            && result.get("_meta").is_none()
+    );
+    let answer = dispatch(
+        &server,
+        Era::Legacy,
+        legacy(json!(6), "tools/call", &json!({"name": "t"})),
+    )
+    .await;
+    let result = answer.ok(&json!(6));
+    assert_schema("2025-11-25", "CallToolResult", result);
+    assert_eq!(
+        result,
+        &json!({"content": [{"type": "text", "text": "ok"}]})
+    );
+    let answer = dispatch(
+        &server,
+        Era::Legacy,
+        legacy(json!(7), "tools/call", &json!({"name": "x"})),
+    )
+    .await;
+    answer.error(StatusCode::OK, -32602, &json!(7));
+}
