@@ -129,6 +129,7 @@ async fn unknown_resources_are_not_found() {
         (6, "test://nope"),
         (7, "test://template//data"),
         (8, "test://empty"),
+        (10, "test://template/1/2/data"),
     ] {
         let answer = read(&server, Era::Modern, id, uri).await;
         let error = answer.error(StatusCode::BAD_REQUEST, -32602, &json!(id));
