@@ -1,7 +1,7 @@
 //! The legacy path for 2025 clients: initialize, ping, logging/setLevel,
 //! notifications/initialized, subscribe acknowledgements, and 2025 results.
 
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::needless_pass_by_value)]
 
 mod surface_support;
 

@@ -1,6 +1,6 @@
 //! Prompts (listing, arguments, missing arguments) and completion.
 
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::needless_pass_by_value)]
 
 mod surface_support;
 

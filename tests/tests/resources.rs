@@ -1,7 +1,7 @@
 //! Resources: static and template reads, listing, not found (-32602 with
 //! `data.uri` on 2026, -32002 on 2025), caching hints, pagination cursors.
 
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::needless_pass_by_value)]
 
 mod surface_support;
 

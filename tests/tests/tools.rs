@@ -2,7 +2,7 @@
 //! outputSchema check, MRTR rounds, and the `x-mcp-header` rules checked at
 //! registration.
 
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::needless_pass_by_value)]
 
 mod surface_support;
 
