@@ -190,3 +190,79 @@ async fn no_log_messages_ever_reach_a_listen_stream() {
             .is_none()
     );
 }
+
+/// Over a real socket, through a graceful shutdown: the listen stream ends
+/// with its complete result and the end of the chunked body, and the server
+/// stops instead of waiting forever on the open stream.
+#[tokio::test]
+async fn a_graceful_shutdown_ends_open_listen_streams_cleanly() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let server = server();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let closer = server.clone();
+    let serving = tokio::spawn(
+        wymcp::serve(listener, router(server.clone()))
+            .with_graceful_shutdown(async move {
+                let _ = stopped.await;
+                closer.close_subscriptions();
+            })
+            .into_future(),
+    );
+
+    let params = listen_params(&json!({"toolsListChanged": true}));
+    let body =
+        json!({"jsonrpc": "2.0", "id": "bye", "method": "subscriptions/listen", "params": params})
+            .to_string();
+    let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    socket.write_all(head.as_bytes()).await.unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("subscriptions/acknowledged") {
+        let n = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(n > 0);
+        seen.extend_from_slice(&buf[..n]);
+    }
+    stop.send(()).unwrap();
+    // Read to the end of the connection.
+    loop {
+        let n = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut buf))
+            .await
+            .expect("the stream ended in time")
+            .unwrap();
+        if n == 0 {
+            break;
+        }
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&seen);
+    let result = text
+        .find(r#""result":"#)
+        .map(|at| &text[at..])
+        .unwrap_or_else(|| panic!("no result in {text:?}"));
+    assert!(result.contains(r#""resultType":"complete""#), "{text}");
+    assert!(
+        result.contains(r#""io.modelcontextprotocol/subscriptionId":"bye""#),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("0\r\n\r\n"),
+        "the chunked body was ended: {text:?}"
+    );
+    tokio::time::timeout(Duration::from_secs(5), serving)
+        .await
+        .expect("the server shut down")
+        .unwrap()
+        .unwrap();
+}
