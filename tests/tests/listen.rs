@@ -247,10 +247,8 @@ async fn a_graceful_shutdown_ends_open_listen_streams_cleanly() {
         seen.extend_from_slice(&buf[..n]);
     }
     let text = String::from_utf8_lossy(&seen);
-    let result = text
-        .find(r#""result":"#)
-        .map(|at| &text[at..])
-        .unwrap_or_else(|| panic!("no result in {text:?}"));
+    let at = text.find(r#""result":"#).expect("a result on the stream");
+    let result = &text[at..];
     assert!(result.contains(r#""resultType":"complete""#), "{text}");
     assert!(
         result.contains(r#""io.modelcontextprotocol/subscriptionId":"bye""#),
