@@ -17,19 +17,93 @@ mod expand;
 #[cfg(test)]
 mod tests;
 
-/// Declares a POST chain in a module. See the `wymcp` crate's documentation.
+/// Declares a POST chain: the stages of a module, in the order written.
+///
+/// ```ignore
+/// #[wymcp::pipeline]
+/// pub mod post {
+///     use wymcp::stages;
+///
+///     #[wire_check]
+///     pub type OriginCheck = stages::OriginCheck;
+///     #[body_bound(reason = "the parse step is what reads the body")]
+///     pub async fn parse_body(ex: &mut stages::Exchange<'_>) -> stages::Flow {
+///         stages::parse_body(ex).await
+///     }
+///     pub type Validate = stages::Validate;
+///     pub type Dispatch = stages::Dispatch;
+/// }
+/// ```
+///
+/// (The README's example of a chain is compiled as a doctest of `wymcp`.)
+///
+/// # Stages
+///
+/// Every `type` item of the module is a stage: it names a unit type that
+/// implements `wymcp::Stage`. Every `async fn` is an inline stage, with the
+/// signature `async fn(&mut Exchange<'_>) -> Flow`. Everything else (`use`,
+/// `const`, `struct`, `impl`, a plain `fn`, …) is a helper item, passed
+/// through untouched.
+///
+/// # The rules
+///
+/// The chain holds the wire-check invariant: every stage before `Validate`
+/// is tagged `#[wire_check]` (a transport-level check that answers before
+/// the body is trusted) or `#[body_bound(reason = "…")]` (it reads the body,
+/// for that reason). A build fails, with every mistake of the module reported
+/// at once and each pointing at its tag or stage, when:
+///
+/// 1. a `#[wire_check]` stage comes after `Validate`;
+/// 2. a stage before `Validate` has no tag;
+/// 3. the chain has no `Validate`, or two. `Validate` is wymcp's own
+///    `wymcp::stages::Validate`, recognised by the type system whatever the
+///    stage is called (`pub type Schema = wymcp::stages::Validate;` is it) and
+///    nothing else can pose as it (a type of your own named `Validate` is not);
+/// 4. `#[body_bound]` has no `reason`, an empty one, or a key other than
+///    `reason`; a stage carries both tags, or one twice; a tag sits on a helper
+///    item. Tags mean something only before `Validate`: `Validate` itself takes
+///    none, and `#[body_bound]` after it is refused;
+/// 5. the module has no inline body (`mod post;`), or a stage carries `cfg` or
+///    `cfg_attr` (the macro sees the chain before `cfg` is applied);
+/// 6. `#[wire_check]` or `#[body_bound]` is used outside a `#[pipeline]`
+///    module;
+///
+/// and when an item of the module is named `handle`, `CHAIN` or `router`.
+///
+/// # What it generates, inside the module
+///
+/// * `pub async fn handle(server: &Server, request: Request) -> Response`:
+///   the stages called in declared order, as straight-line code, each in its
+///   own `tracing` span, stopping at the first that answers;
+/// * `pub const CHAIN: &[StageInfo]`: each stage's name, role (wire check,
+///   body-bound with its reason, validate, after) and source line;
+/// * `pub fn router(server: impl Into<Arc<Server>>) -> axum::Router`: POST on
+///   the server's endpoint runs `handle`; every other verb is answered 405
+///   with `Allow: POST` and runs no stage.
+///
+/// Generated code names its dependencies only through `::wymcp::__private`.
 #[proc_macro_attribute]
 pub fn pipeline(args: TokenStream, input: TokenStream) -> TokenStream {
     expand::pipeline(args.into(), input.into()).into()
 }
 
-/// Tags a stage before `Validate` as a wire check; only valid inside `#[pipeline]`.
+/// Tags a stage before `Validate` as a wire check: a transport-level check
+/// that answers before the body is trusted.
+///
+/// Read by `#[pipeline]`, which removes it; only valid on a stage inside a
+/// `#[pipeline]` module, before `Validate`. Anywhere else it is a compile
+/// error.
 #[proc_macro_attribute]
 pub fn wire_check(_args: TokenStream, input: TokenStream) -> TokenStream {
     outside_pipeline(attr::WIRE_CHECK, input)
 }
 
-/// Tags a stage before `Validate` as body-bound; only valid inside `#[pipeline]`.
+/// Tags a stage before `Validate` as body-bound, with the reason it reads the
+/// body: `#[body_bound(reason = "…")]`.
+///
+/// Read by `#[pipeline]`, which removes it; only valid on a stage inside a
+/// `#[pipeline]` module, before `Validate`. Anywhere else it is a compile
+/// error.
 #[proc_macro_attribute]
 pub fn body_bound(_args: TokenStream, input: TokenStream) -> TokenStream {
     outside_pipeline(attr::BODY_BOUND, input)
