@@ -3,7 +3,14 @@
 //! era, maybe a revision), and each row pins what Validate answers — status,
 //! JSON-RPC code, the echoed id, data and headers — or that it lets the
 //! message through to Dispatch.
+//!
+//! The last section sends whole requests through the default chain
+//! (`wymcp::chain::post::router`), with every wire check satisfied, and pins
+//! that Validate answers them with exactly one rejection event.
 
+mod checks_support;
+
+use checks_support::{conforming, post, post_text, send_to};
 use http::{HeaderMap, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
@@ -448,4 +455,90 @@ async fn a_modern_message_without_an_established_revision_uses_the_2026_schema()
         .run()
         .await;
     assert_rejected(&outcome, INVALID_PARAMS, &Value::Null, "/params/requestId");
+}
+
+// ---------------------------------------------------------------------------
+// Through the default chain: every wire check passes, Validate answers, and
+// it records exactly one rejection event (stage, status, code).
+
+async fn through_chain(request: http::Request<wymcp::axum::body::Body>) -> checks_support::Reply {
+    let server = checks_support::server();
+    send_to(wymcp::chain::post::router(server), request).await
+}
+
+#[tokio::test]
+async fn end_to_end_unknown_and_unidentified_kinds_meet_validate_in_either_era() {
+    let bodies = [
+        json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
+        json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -1, "message": "x"}}),
+        json!([{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}]),
+        json!(42),
+        json!({"jsonrpc": "2.0", "id": 1}),
+        json!({"jsonrpc": "2.0", "id": 1.5, "method": "tools/list", "params": {"_meta": checks_support::meta()}}),
+        json!({"jsonrpc": "2.0", "id": null, "method": "tools/list", "params": {"_meta": checks_support::meta()}}),
+        json!({"jsonrpc": "2.0", "id": false, "method": "tools/list", "params": {"_meta": checks_support::meta()}}),
+    ];
+    for body in &bodies {
+        // No protocol header: the legacy era.
+        let reply = through_chain(post(body, &[])).await;
+        reply.rejected("Validate", 400, INVALID_REQUEST, &Value::Null);
+        // With the 2026 header: the modern era.
+        let reply = through_chain(post(body, &[("MCP-Protocol-Version", "2026-07-28")])).await;
+        reply.rejected("Validate", 400, INVALID_REQUEST, &Value::Null);
+    }
+    // An integer beyond u64 is no request id.
+    let text = r#"{"jsonrpc": "2.0", "id": 18446744073709551616, "method": "ping"}"#;
+    let reply = through_chain(post_text(text, [])).await;
+    reply.rejected("Validate", 400, INVALID_REQUEST, &Value::Null);
+    assert_eq!(reply.body["error"]["data"]["pointer"], "/id");
+}
+
+#[tokio::test]
+async fn end_to_end_jsonrpc_1_0_keeps_its_string_id() {
+    let body = json!({"jsonrpc": "1.0", "id": "abc", "method": "tools/list", "params": {"_meta": checks_support::meta()}});
+    let reply = through_chain(conforming(&body, &[])).await;
+    reply.rejected("Validate", 400, INVALID_REQUEST, &json!("abc"));
+    assert_eq!(reply.body["error"]["data"]["pointer"], "/jsonrpc");
+}
+
+#[tokio::test]
+async fn end_to_end_a_params_failure_is_invalid_params_naming_the_pointer() {
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"_meta": checks_support::meta()}});
+    let reply = through_chain(conforming(&body, &[])).await;
+    reply.rejected("Validate", 400, INVALID_PARAMS, &json!(9));
+    assert_eq!(reply.body["error"]["data"]["pointer"], "/params/name");
+    assert_eq!(reply.body["error"]["data"]["keyword"], "required");
+}
+
+#[tokio::test]
+async fn end_to_end_a_header_less_initialize_is_held_to_the_2025_11_25_schema() {
+    let invalid = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}
+    }});
+    let reply = through_chain(post(&invalid, &[])).await;
+    reply.rejected("Validate", 400, INVALID_PARAMS, &json!(1));
+    assert_eq!(reply.body["error"]["data"]["pointer"], "/params/clientInfo");
+
+    let valid = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}
+    }});
+    let reply = through_chain(post(&valid, &[])).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert!(reply.body["result"].is_object(), "{}", reply.body);
+    assert!(reply.events.is_empty(), "{:?}", reply.events);
+}
+
+#[tokio::test]
+async fn end_to_end_valid_messages_reach_dispatch() {
+    // A notification: Validate passes it, Dispatch accepts it.
+    let body =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
+    let reply = through_chain(post(&body, &[("MCP-Protocol-Version", "2026-07-28")])).await;
+    assert_eq!(reply.status, StatusCode::ACCEPTED, "{}", reply.body);
+    assert_eq!(reply.body, Value::Null);
+    assert!(reply.events.is_empty(), "{:?}", reply.events);
+    // A removed method: Validate passes it, Dispatch answers 404/-32601.
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"_meta": checks_support::meta()}});
+    let reply = through_chain(conforming(&body, &[])).await;
+    reply.rejected("Dispatch", 404, -32601, &json!(3));
 }
