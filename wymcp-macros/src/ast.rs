@@ -41,6 +41,8 @@ pub struct Stage {
     /// Whether it carries `cfg`/`cfg_attr` (already refused): its tag may be
     /// hidden in a `cfg_attr`, so the order is not checked for it.
     pub has_cfg: bool,
+    /// Its position among the module's items, to report errors in order.
+    pub index: usize,
 }
 
 /// What kind of item a stage is.
@@ -98,8 +100,9 @@ impl Pipeline {
         let items = std::mem::take(items);
         let mut stages = Vec::new();
         let mut kept = Vec::with_capacity(items.len());
-        for mut item in items {
-            if let Some(stage) = stage_of(cx, &mut item) {
+        for (index, mut item) in items.into_iter().enumerate() {
+            cx.at(index);
+            if let Some(stage) = stage_of(cx, &mut item, index) {
                 stages.push(stage);
             } else {
                 helper(cx, &mut item);
@@ -115,7 +118,7 @@ impl Pipeline {
 }
 
 /// Reads `item` as a stage, stripping its tags, or returns `None` for a helper.
-fn stage_of(cx: &Ctxt, item: &mut Item) -> Option<Stage> {
+fn stage_of(cx: &Ctxt, item: &mut Item, index: usize) -> Option<Stage> {
     let (ident, form, decl, attrs) = match item {
         Item::Type(t) => {
             let (vis, token, ident) = (&t.vis, &t.type_token, &t.ident);
@@ -162,6 +165,7 @@ fn stage_of(cx: &Ctxt, item: &mut Item) -> Option<Stage> {
         tag,
         decl,
         has_cfg,
+        index,
     })
 }
 
@@ -218,9 +222,11 @@ fn describe(item: &Item) -> &'static str {
     }
 }
 
-fn item_ident(item: &Item) -> Option<&Ident> {
+/// The name an item defines in the module's value or type namespace, if any.
+pub fn item_ident(item: &Item) -> Option<&Ident> {
     match item {
         Item::Const(i) => Some(&i.ident),
+        Item::Type(i) => Some(&i.ident),
         Item::Enum(i) => Some(&i.ident),
         Item::Fn(i) => Some(&i.sig.ident),
         Item::Mod(i) => Some(&i.ident),

@@ -29,6 +29,7 @@ pub fn check(cx: &Ctxt, pipeline: &Pipeline) -> Option<usize> {
 
     for &index in others {
         let stage = &stages[index];
+        cx.at(stage.index);
         cx.error_spanned_by(
             &stage.decl,
             format!(
@@ -40,6 +41,7 @@ pub fn check(cx: &Ctxt, pipeline: &Pipeline) -> Option<usize> {
     }
 
     if let Some(tag) = &stages[validate].tag {
+        cx.at(stages[validate].index);
         cx.error_spanned_by(
             tag.attr(),
             format!(
@@ -55,6 +57,7 @@ pub fn check(cx: &Ctxt, pipeline: &Pipeline) -> Option<usize> {
         if believed.contains(&index) || stage.has_cfg {
             continue;
         }
+        cx.at(stage.index);
         if index < validate {
             if stage.tag.is_none() {
                 cx.error_spanned_by(&stage.decl, untagged_before(stage));

@@ -1,7 +1,11 @@
 //! The error collector: every pass records what it finds here, so one build
 //! reports every mistake in a pipeline module instead of the first.
+//!
+//! Errors are reported in the order of the items they are about, whichever
+//! pass found them: a pass says which item it is looking at with
+//! [`Ctxt::at`], and [`Ctxt::check`] sorts by that, stably.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt::Display;
 
 use quote::ToTokens;
@@ -11,14 +15,21 @@ use quote::ToTokens;
 /// panic in debug builds.
 #[derive(Debug)]
 pub struct Ctxt {
-    errors: RefCell<Option<Vec<syn::Error>>>,
+    errors: RefCell<Option<Vec<(usize, syn::Error)>>>,
+    item: Cell<usize>,
 }
 
 impl Ctxt {
     pub fn new() -> Self {
         Ctxt {
             errors: RefCell::new(Some(Vec::new())),
+            item: Cell::new(0),
         }
+    }
+
+    /// The errors recorded from now on are about the module's item `index`.
+    pub fn at(&self, index: usize) {
+        self.item.set(index);
     }
 
     /// Records an error spanned on `tokens` (first to last token).
@@ -32,7 +43,7 @@ impl Ctxt {
             .borrow_mut()
             .as_mut()
             .expect("Ctxt used after check")
-            .push(error);
+            .push((self.item.get(), error));
     }
 
     /// Whether any error has been recorded so far.
@@ -42,8 +53,9 @@ impl Ctxt {
 
     /// Ends the collection: all errors combined into one, if there were any.
     pub fn check(self) -> Result<(), syn::Error> {
-        let errors = self.errors.borrow_mut().take().expect("Ctxt checked twice");
-        let mut errors = errors.into_iter();
+        let mut errors = self.errors.borrow_mut().take().expect("Ctxt checked twice");
+        errors.sort_by_key(|(item, _)| *item);
+        let mut errors = errors.into_iter().map(|(_, error)| error);
         let Some(mut combined) = errors.next() else {
             return Ok(());
         };

@@ -13,7 +13,7 @@ use proc_macro2::{Ident, Span, TokenStream};
 use quote::{ToTokens, quote, quote_spanned};
 use syn::{Item, ItemMod};
 
-use crate::ast::{Form, GENERATED, Pipeline, Stage};
+use crate::ast::{Form, GENERATED, Pipeline, Stage, item_ident};
 use crate::attr::Tag;
 use crate::check;
 use crate::ctxt::Ctxt;
@@ -357,8 +357,8 @@ fn assertions(pipeline: &Pipeline, validate: Option<usize>) -> TokenStream {
 /// The module after an error: items with tags stripped, stubs for whatever
 /// the module does not already define.
 fn stubbed(pipeline: &Pipeline) -> TokenStream {
-    let taken: Vec<String> = pipeline.items.iter().filter_map(item_name).collect();
-    rebuild(pipeline, stubs(|name| taken.iter().any(|t| t == name)))
+    let taken: Vec<&Ident> = pipeline.items.iter().filter_map(item_ident).collect();
+    rebuild(pipeline, stubs(|name| taken.iter().any(|t| *t == name)))
 }
 
 /// `mod post;` refused: an inline module of stubs, so uses of it still resolve.
@@ -399,18 +399,4 @@ fn stubs(taken: impl Fn(&str) -> bool) -> TokenStream {
         });
     }
     out
-}
-
-fn item_name(item: &Item) -> Option<String> {
-    let ident = match item {
-        Item::Const(i) => &i.ident,
-        Item::Fn(i) => &i.sig.ident,
-        Item::Static(i) => &i.ident,
-        Item::Type(i) => &i.ident,
-        Item::Struct(i) => &i.ident,
-        Item::Enum(i) => &i.ident,
-        Item::Mod(i) => &i.ident,
-        _ => return None,
-    };
-    Some(ident.to_string())
 }

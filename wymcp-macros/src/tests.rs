@@ -286,7 +286,7 @@ fn the_generated_names_cannot_be_taken() {
 }
 
 #[test]
-fn every_mistake_of_a_module_is_reported_in_order() {
+fn every_mistake_of_a_module_is_reported_in_the_order_of_its_items() {
     let errors = errors(quote! {
         mod post {
             pub type OriginCheck = O;
@@ -298,10 +298,10 @@ fn every_mistake_of_a_module_is_reported_in_order() {
         }
     });
     let expected = [
+        "stage `OriginCheck` runs before `Validate` but is not declared",
         "empty `reason`",
         "`#[wire_check]` is repeated",
         "`#[wire_check]` tags a stage, and a `const` is not one",
-        "stage `OriginCheck` runs before `Validate` but is not declared",
         "`#[wire_check]` stage `HeaderBinding` runs after `Validate`",
     ];
     assert_eq!(errors.len(), expected.len(), "{errors:#?}");

@@ -4,6 +4,9 @@
 /// The chain, documented.
 #[wymcp::pipeline]
 pub(crate) mod post {
+    //! Inner attributes of the module stay inside it.
+    #![allow(clippy::module_inception)]
+
     use wymcp::stages;
 
     /// Checks the origin.
