@@ -181,3 +181,46 @@ async fn discover_is_not_a_legacy_method() {
     .await;
     answer.error(StatusCode::OK, -32601, &json!(3));
 }
+
+/// Through the default chain: removed and unknown methods with valid 2026
+/// protocol fields reach Dispatch and are 404/-32601 with the id.
+#[tokio::test]
+async fn removed_methods_are_404_through_the_chain() {
+    for (i, method) in [
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "unknown/method",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let id = json!(600 + i);
+        let answer = surface_support::through_chain(
+            with_tool(),
+            Era::Modern,
+            modern(id.clone(), method, &json!({})),
+        )
+        .await;
+        answer.error(StatusCode::NOT_FOUND, -32601, &id);
+    }
+}
+
+/// Through the default chain: a notification is 202 with an empty body; a
+/// discover is a schema-valid result.
+#[tokio::test]
+async fn notifications_and_discover_through_the_chain() {
+    let notification = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 1}});
+    let answer = surface_support::through_chain(with_tool(), Era::Modern, notification).await;
+    assert_eq!(answer.status, StatusCode::ACCEPTED);
+    assert!(answer.raw.is_empty());
+    let answer = surface_support::through_chain(
+        with_tool(),
+        Era::Modern,
+        modern(json!("d"), "server/discover", &json!({})),
+    )
+    .await;
+    assert_schema("2026-07-28", "DiscoverResult", answer.ok(&json!("d")));
+}

@@ -192,3 +192,29 @@ async fn legacy_tools_are_2025_results() {
     .await;
     answer.error(StatusCode::OK, -32602, &json!(7));
 }
+
+/// Through the default chain, as a 2025 client does it: initialize without
+/// any MCP header, then initialized, ping and a tool call with
+/// `MCP-Protocol-Version: 2025-11-25`; never a session id.
+#[tokio::test]
+async fn a_2025_session_through_the_chain() {
+    let chain = |message| surface_support::through_chain(server(), Era::Legacy, message);
+    let answer = chain(initialize("2025-11-25")).await;
+    assert_eq!(answer.ok(&json!(1))["protocolVersion"], "2025-11-25");
+    let answer = chain(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    assert_eq!(answer.status, StatusCode::ACCEPTED);
+    assert!(answer.raw.is_empty() && answer.headers.get("mcp-session-id").is_none());
+    assert_eq!(
+        chain(legacy(json!(2), "ping", &json!({})))
+            .await
+            .ok(&json!(2)),
+        &json!({})
+    );
+    let answer = chain(legacy(
+        json!(3),
+        "tools/call",
+        &json!({"name": "t", "arguments": {}}),
+    ))
+    .await;
+    assert_eq!(answer.ok(&json!(3))["content"][0]["text"], "ok");
+}

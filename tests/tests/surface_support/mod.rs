@@ -157,3 +157,53 @@ pub fn assert_schema(revision: &str, definition: &str, value: &Value) {
         "{value} is not a valid {definition} of {revision}: {errors:?}"
     );
 }
+
+/// Sends `message` through the default chain, with the headers a client of
+/// `era` sends (a 2026 request's standard headers bound to its body; a 2025
+/// one only `MCP-Protocol-Version` after `initialize`).
+pub async fn through_chain(server: Server, era: Era, message: Value) -> Answer {
+    use tower::ServiceExt;
+    let method = message["method"].as_str().unwrap_or_default().to_owned();
+    let mut builder = http::Request::post("/mcp")
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    match era {
+        Era::Modern => {
+            builder = builder
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", method.as_str());
+            let params = &message["params"];
+            let name = match method.as_str() {
+                "tools/call" | "prompts/get" => params["name"].as_str(),
+                "resources/read" => params["uri"].as_str(),
+                _ => None,
+            };
+            if let Some(name) = name {
+                builder = builder.header("mcp-name", name);
+            }
+        }
+        Era::Legacy if method != "initialize" => {
+            builder = builder.header("mcp-protocol-version", "2025-11-25");
+        }
+        Era::Legacy => {}
+    }
+    let request = builder
+        .body(wymcp::axum::body::Body::from(
+            serde_json::to_vec(&message).unwrap(),
+        ))
+        .unwrap();
+    let response = wymcp::chain::post::router(server)
+        .oneshot(request)
+        .await
+        .unwrap();
+    let (parts, body) = response.into_parts();
+    let raw = body.collect().await.unwrap().to_bytes().to_vec();
+    let body = serde_json::from_slice(&raw).ok();
+    Answer {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+        raw,
+    }
+}
