@@ -6,7 +6,8 @@
 //   SCORED-LIST: a file with one scored scenario name a line (the
 //   `conformance list --server --requirements REV` output); when given, prints
 //   `scored: P/N` where P counts scored scenarios that ran with no FAILURE
-//   check, and lists scored scenarios that did not run at all.
+//   check, lists scored scenarios that did not run at all, and prints
+//   `failing-scored: a b …` (the scored scenarios that did not pass).
 // Exits 0; the caller decides what the numbers mean.
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -40,5 +41,7 @@ if (scoredFile) {
     const missing = scored.filter((s) => !runs.has(s));
     const passed = scored.filter((s) => runs.has(s) && !failedScenarios.has(s));
     for (const s of missing) console.log(`  ${s}: did not run (no checks.json)`);
+    const failing = scored.filter((s) => !passed.includes(s));
+    console.log(`failing-scored: ${failing.join(' ')}`);
     console.log(`scored: ${passed.length}/${scored.length}`);
 }

@@ -38,11 +38,11 @@ check() {
     shift 2
     n=$((n + 1))
     local out=$scratch/out-$n.json err=$scratch/err-$n.txt
-    timeout 60 mcp-inspector --cli --server everything --format json "$@" >"$out" 2>"$err"
+    timeout 60 mcp-inspector --cli -q --server everything --format json "$@" >"$out" 2>"$err"
     local rc=$?
     if ((rc != 0)); then
         failed=$((failed + 1))
-        echo "FAIL inspector[modern] $name: exit $rc — $(cat "$out" "$err" | tr '\n' ' ' | cut -c1-400)"
+        echo "FAIL inspector[modern] $name: exit $rc — $(cat "$out" "$err" | grep -v '^\[mcp-inspector\]' | tr '\n' ' ' | cut -c1-400)"
         return
     fi
     local why

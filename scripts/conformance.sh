@@ -11,10 +11,12 @@
 #   * the TypeScript client (2026-07-28, legacy), the Python client
 #     (2026-07-28, legacy, auto) and the Inspector CLI (modern).
 # Every check prints one PASS / FAIL / GAP line with its reason; details and
-# logs are under target/conformance/. A GAP is a check that fails and is
-# declared a known gap (an expected-failures entry marked `KNOWN GAP`, or a
-# line in conformance/interop-gaps.txt): reported, counted as skipped, and a
-# declared gap that passes is a FAIL (stale). Exits non-zero on any FAIL.
+# logs are under target/conformance/. The baselines passed to the suite
+# (conformance/2026-07-28.yaml, conformance/2025-11-25.yaml) hold deliberate
+# choices only; a stale entry there is a FAIL. A failure the server should
+# not have but still has, while it is being fixed, is declared with its reason
+# in conformance/known-gaps.txt: it is reported as a GAP and counted as
+# skipped, never as passed. Exits non-zero on any FAIL.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -28,7 +30,7 @@ mkdir -p "$work"
 passed=0
 failed=0
 gaps=0
-interop_gaps=conformance/interop-gaps.txt
+known_gaps_file=conformance/known-gaps.txt
 
 now() { date +%s; }
 elapsed() { echo "$(($(now) - $1))s"; }
@@ -44,14 +46,26 @@ record() {
     echo "$status $label${reason:+: $reason}"
 }
 
-# interop_gap LABEL: the reason LABEL is a declared known gap, or nothing.
-interop_gap() {
-    [[ -f $interop_gaps ]] || return 0
-    awk -v label="$1" -F ' # ' '!/^#/ && $1 == label { print $2; exit }' "$interop_gaps"
+# known_gap RUN ITEM: the reason ITEM (a scenario, scenario:check-id or an
+# interop check label) is declared a known gap of RUN in
+# conformance/known-gaps.txt, or nothing. An entry names a scenario, a
+# scenario:check-id, a label, or `*` for everything in that run.
+known_gap() {
+    [[ -f $known_gaps_file ]] || return 0
+    awk -v run="$1" -v item="$2" '
+        /^#/ || NF < 2 { next }
+        {
+            line = $0; reason = ""
+            i = index(line, " # "); if (i > 0) { reason = substr(line, i + 3); line = substr(line, 1, i - 1) }
+            split(line, f, " "); entry = substr(line, index(line, f[2]))
+            sub(/[ \t]+$/, "", entry)
+            scenario = item; sub(/:.*/, "", scenario)
+            if (f[1] == run && (entry == "*" || entry == item || entry == scenario)) { print (reason == "" ? "no reason given" : reason); exit }
+        }' "$known_gaps_file"
 }
 
 # record_client_lines FILE: turns a client script's PASS/FAIL lines into
-# verdicts, applying conformance/interop-gaps.txt.
+# verdicts, applying conformance/known-gaps.txt (run `interop`).
 record_client_lines() {
     local line status label reason gap
     while IFS= read -r line; do
@@ -65,9 +79,9 @@ record_client_lines() {
                 ;;
             *) continue ;;
         esac
-        gap=$(interop_gap "$label")
+        gap=$(known_gap interop "$label")
         if [[ -n $gap && $status == PASS ]]; then
-            record FAIL "$label" "passes but is listed in $interop_gaps as a known gap; remove the line"
+            record PASS "$label" "(declared a known gap in $known_gaps_file, but passes: remove the line)"
         elif [[ -n $gap ]]; then
             record GAP "$label" "$reason (known gap: $gap)"
         else
@@ -196,78 +210,104 @@ echo "== examples/everything listening on $url"
 
 # --- the conformance suite --------------------------------------------------
 
-# entries FILE: expected-failures entries; known_gaps FILE: those marked KNOWN GAP.
+# entries FILE: how many expected-failures entries a baseline YAML has.
 entries() { local n; n=$(grep -csE '^\s*-\s' "$1"); echo "${n:-0}"; }
-known_gaps() { local n; n=$(grep -csE '^\s*-\s.*KNOWN GAP' "$1"); echo "${n:-0}"; }
 
-# suite NAME ARGS...: runs the suite into $work/NAME, prints its report.
+# suite NAME ARGS...: runs the suite into $work/NAME; sets suite_rc, and
+# unexpected / stale to what the suite says about the baseline.
 suite() {
     local name=$1
     shift
     local t
     t=$(now)
-    conformance server --url "$url" -o "$work/$name" "$@" >"$work/$name.log" 2>&1
+    conformance server --url "$url" -o "$work/${suite_out:-$name}" "$@" >"$work/$name.log" 2>&1
     suite_rc=$?
     echo "== conformance $name: exit $suite_rc ($(elapsed "$t")); $(grep -E '^Total:' "$work/$name.log" | tail -n 1)"
-    # What the suite itself says about the baseline: unexpected and stale.
-    sed -e 's/\x1b\[[0-9;]*m//g' "$work/$name.log" |
-        awk '/^(Unexpected failures|Stale baseline entries)/ { on = 1 } on && /^$/ { on = 0 } on { print "   " $0 }'
+    local plain
+    plain=$(sed -e 's/\x1b\[[0-9;]*m//g' "$work/$name.log")
+    unexpected=$(awk '/^Unexpected failures \(not in baseline\)/ { on = 1; next } on && /^$/ { exit } on { print $2 }' <<<"$plain")
+    stale=$(awk '/^Stale baseline entries/ { on = 1; next } on && /^$/ { exit } on { print $2 }' <<<"$plain")
 }
 
-# 1. The 2026-07-28 requirement set, scored: every scored scenario must pass,
-#    with no expected failures. Until it does, conformance/2026-07-28-scored-gaps.yaml
-#    may declare the remaining failures, each marked KNOWN GAP; it must end empty.
-ensure_server "conformance --requirements 2026-07-28" && {
-    conformance list --server --requirements 2026-07-28 |
-        awk '/^Server scenarios/ { on = 1; next } /^$/ { if (on) exit } on && /^  - / { print $2 }' >"$work/scored-2026-07-28.txt"
-    scored_gaps=conformance/2026-07-28-scored-gaps.yaml
-    args=(--requirements 2026-07-28)
-    if (($(entries "$scored_gaps") > 0)); then args+=(--expected-failures "$scored_gaps"); fi
-    suite requirements-2026-07-28 "${args[@]}"
-    score=$(node conformance/report.mjs "$work/requirements-2026-07-28" "$work/scored-2026-07-28.txt" | tee "$work/requirements-2026-07-28.report" | sed -n 's/^scored: //p')
-    grep -v '^scored:' "$work/requirements-2026-07-28.report"
-    label="conformance --requirements 2026-07-28 (scored $score, no expected failures)"
-    total=$(wc -l <"$work/scored-2026-07-28.txt")
-    if ((suite_rc == 0)) && [[ $score == "$total/$total" ]] && (($(entries "$scored_gaps") == 0)); then
-        record PASS "$label"
-    elif ((suite_rc == 0)) && (($(entries "$scored_gaps") > 0)); then
-        record GAP "$label" "$(entries "$scored_gaps") scored failures declared in $scored_gaps"
+# judge RUN LABEL FAILURES...: one verdict for a suite run from the failures
+# the official baseline does not cover. Those all declared in
+# conformance/known-gaps.txt make a GAP; any other makes a FAIL.
+judge() {
+    local run=$1 label=$2
+    shift 2
+    local item undeclared=() declared=()
+    for item in "$@"; do
+        if [[ -n $(known_gap "$run" "$item") ]]; then declared+=("$item"); else undeclared+=("$item"); fi
+    done
+    if ((${#undeclared[@]} > 0)); then
+        record FAIL "$label" "not in the baseline: ${undeclared[*]}"
+    elif ((${#declared[@]} > 0)); then
+        record GAP "$label" "known gaps: ${declared[*]}"
+    elif ((suite_rc != 0)); then
+        record FAIL "$label" "suite exit $suite_rc; see $work/$run.log"
     else
-        record FAIL "$label" "suite exit $suite_rc; failing checks listed above"
+        record PASS "$label"
     fi
 }
+
+# 1. The 2026-07-28 requirement set, scored: every scored scenario passes,
+#    with no expected-failures file at all.
+if ensure_server "conformance --requirements 2026-07-28"; then
+    conformance list --server --requirements 2026-07-28 |
+        awk '/^Server scenarios/ { on = 1; next } /^$/ { if (on) exit } on && /^  - / { print $2 }' \
+            >"$work/scored-2026-07-28.txt"
+    suite requirements-2026-07-28 --requirements 2026-07-28
+    node conformance/report.mjs "$work/requirements-2026-07-28" "$work/scored-2026-07-28.txt" \
+        >"$work/requirements-2026-07-28.report"
+    grep -vE '^(scored|failing-scored):' "$work/requirements-2026-07-28.report"
+    score=$(sed -n 's/^scored: //p' "$work/requirements-2026-07-28.report")
+    read -ra failing <<<"$(sed -n 's/^failing-scored: //p' "$work/requirements-2026-07-28.report")"
+    judge requirements-2026-07-28 \
+        "conformance --requirements 2026-07-28 (scored $score, no expected failures)" "${failing[@]}"
+fi
 
 # 2. Everything applicable at 2026-07-28, scored or not: only the tasks-*
-#    extension may be listed in conformance/2026-07-28.yaml.
-ensure_server "conformance --suite all" && {
+#    extension is listed in conformance/2026-07-28.yaml. `--suite all` does
+#    not run extension scenarios, so each extension scenario of the 2026-07-28
+#    requirement set runs on its own (`--scenario`) against the same baseline:
+#    an entry there is exercised, and one that starts passing is stale.
+if ensure_server "conformance --suite all"; then
     baseline=conformance/2026-07-28.yaml
     suite all-2026-07-28 --suite all --spec-version 2026-07-28 --expected-failures "$baseline"
+    all_unexpected=$unexpected
+    all_stale=$stale
+    conformance list --server --requirements 2026-07-28 |
+        awk '/^  extension/ { on = 1; next } /^  [a-z]/ { on = 0 } on && /\[server\]$/ { print $2 }' \
+            >"$work/extensions-2026-07-28.txt"
+    suite_out=extensions-2026-07-28
+    for scenario in $(cat "$work/extensions-2026-07-28.txt"); do
+        ensure_server "conformance --scenario $scenario" || break
+        suite "extension-$scenario" --scenario "$scenario" --expected-failures "$baseline"
+        all_unexpected+=" $unexpected"
+        all_stale+=" $stale"
+    done
+    suite_out=
     node conformance/report.mjs "$work/all-2026-07-28"
-    label="conformance --suite all --spec-version 2026-07-28 (expected failures: $baseline)"
-    if ((suite_rc != 0)); then
-        record FAIL "$label" "suite exit $suite_rc; unexpected or stale entries listed above"
-    elif (($(known_gaps "$baseline") > 0)); then
-        record GAP "$label" "$(known_gaps "$baseline") entries beyond tasks-* marked KNOWN GAP in $baseline"
-    else
-        record PASS "$label"
-    fi
-}
+    node conformance/report.mjs "$work/extensions-2026-07-28"
+    for item in $all_stale; do record FAIL "stale entry in $baseline: $item" "now passes; remove it"; done
+    read -ra failing <<<"$(echo $all_unexpected)"
+    judge all-2026-07-28 \
+        "conformance --suite all --spec-version 2026-07-28 and the $(wc -l <"$work/extensions-2026-07-28.txt") extension scenarios ($(entries "$baseline") expected failures in $baseline)" \
+        "${failing[@]}"
+fi
 
-# 3. The 2025-11-25 requirement set: what needs a server-to-client request is
-#    listed, with the reason, in conformance/2025-11-25.yaml.
-ensure_server "conformance --requirements 2025-11-25" && {
+# 3. The 2025-11-25 requirement set: what needs a server-to-client request (or
+#    a session) is listed, each with the reason, in conformance/2025-11-25.yaml.
+if ensure_server "conformance --requirements 2025-11-25"; then
     baseline=conformance/2025-11-25.yaml
     suite requirements-2025-11-25 --requirements 2025-11-25 --expected-failures "$baseline"
     node conformance/report.mjs "$work/requirements-2025-11-25"
-    label="conformance --requirements 2025-11-25 (expected failures: $baseline)"
-    if ((suite_rc != 0)); then
-        record FAIL "$label" "suite exit $suite_rc; unexpected or stale entries listed above"
-    elif (($(known_gaps "$baseline") > 0)); then
-        record GAP "$label" "$(known_gaps "$baseline") entries marked KNOWN GAP in $baseline"
-    else
-        record PASS "$label"
-    fi
-}
+    for item in $stale; do record FAIL "stale entry in $baseline: $item" "now passes; remove it"; done
+    read -ra failing <<<"$(echo $unexpected)"
+    judge requirements-2025-11-25 \
+        "conformance --requirements 2025-11-25 ($(entries "$baseline") expected failures in $baseline)" \
+        "${failing[@]}"
+fi
 
 # --- real clients -----------------------------------------------------------
 

@@ -20,6 +20,14 @@ from mcp import Client, types
 MODES = ("2026-07-28", "legacy", "auto")
 
 
+def describe(err: BaseException) -> str:
+    """The innermost cause of an exception, unwrapping anyio's task groups."""
+    while isinstance(err, BaseExceptionGroup) and len(err.exceptions) == 1:
+        err = err.exceptions[0]
+    code = getattr(getattr(err, "error", None), "code", None)
+    return f"{type(err).__name__}: {err}" + (f" (code {code})" if code is not None else "")
+
+
 class Run:
     def __init__(self, mode: str) -> None:
         self.tag = f"py[{mode}]"
@@ -29,8 +37,7 @@ class Run:
         try:
             why = await body()
         except Exception as err:  # noqa: BLE001 - every failure is reported, none raised
-            code = getattr(getattr(err, "error", None), "code", None)
-            why = f"{type(err).__name__}: {err}" + (f" (code {code})" if code is not None else "")
+            why = describe(err)
         if why:
             self.failed += 1
             print(f"FAIL {self.tag} {name}: {why}", flush=True)
@@ -120,7 +127,7 @@ async def main(url: str, mode: str) -> int:
                 await run.check("MRTR round (elicitation) tools/call test_input_required_result_elicitation", mrtr)
     except Exception as err:  # noqa: BLE001 - a failed connect or close is one more FAIL line
         run.failed += 1
-        print(f"FAIL {run.tag} session: {type(err).__name__}: {err}", flush=True)
+        print(f"FAIL {run.tag} session: {describe(err)}", flush=True)
     return 0 if run.failed == 0 else 1
 
 
