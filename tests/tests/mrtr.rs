@@ -60,9 +60,26 @@ fn asks_sampling() -> Tool {
     })
 }
 
+/// Asks for a URL-mode elicitation.
+fn asks_url() -> Tool {
+    Tool::new("asks_url").raw_handler(|_args: Value, cx: Context| async move {
+        let ask = cx.input_required().request(
+            "consent",
+            InputRequest::elicitation(json!({
+                "mode": "url",
+                "message": "Sign in",
+                "url": "https://example.com/consent",
+                "elicitationId": "e-1",
+            })),
+        )?;
+        Err(HandlerError::from(ask))
+    })
+}
+
 fn builder() -> ServerBuilder {
     Server::builder()
         .tool(greet())
+        .tool(asks_url())
         .tool(needs_sampling())
         .tool(asks_sampling())
         .prompt(
@@ -360,4 +377,25 @@ async fn an_undeclared_kind_is_never_requested() {
         error["data"]["requiredCapabilities"],
         json!({"elicitation": {}})
     );
+}
+
+#[tokio::test]
+async fn a_mode_the_client_did_not_declare_is_never_requested() {
+    let app = router(Arc::new(builder().build().unwrap()));
+    // Form-only elicitation: a URL elicitation is refused, naming `url`.
+    let id = json!(50);
+    let params = json!({"name": "asks_url", "arguments": {}, "_meta": meta(json!({"elicitation": {"form": {}}}), json!({}))});
+    let reply = send(&app, request(&id, "tools/call", &params, None)).await;
+    let error = reply.error(StatusCode::BAD_REQUEST, -32021, &id);
+    assert_eq!(
+        error["data"]["requiredCapabilities"],
+        json!({"elicitation": {"url": {}}})
+    );
+    // Declared, the client is asked.
+    let id = json!(51);
+    let params = json!({"name": "asks_url", "arguments": {}, "_meta": meta(json!({"elicitation": {"url": {}}}), json!({}))});
+    let reply = send(&app, request(&id, "tools/call", &params, None)).await;
+    let result = reply.result(&id);
+    assert_eq!(result["resultType"], "input_required");
+    assert_eq!(result["inputRequests"]["consent"]["params"]["mode"], "url");
 }

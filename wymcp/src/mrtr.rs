@@ -39,8 +39,13 @@
 //!   ready for [`Exchange::reject`](crate::Exchange::reject)), checks that
 //!   `inputResponses` is an object, and reads the declared client
 //!   capabilities from `_meta["io.modelcontextprotocol/clientCapabilities"]`.
-//! * [`InputRequired::request`] refuses (with [`UndeclaredInput`]) an input
-//!   kind the client did not declare, so a handler can never send one;
+//! * [`InputRequired::request`] refuses (with [`UndeclaredInput`]) input the
+//!   client did not declare it can give, so a handler can never send it: the
+//!   kind (`elicitation`, `sampling`, `roots`), and the mode or option used
+//!   (a URL elicitation needs `elicitation.url`, a form one `elicitation.form`
+//!   or an empty `elicitation`; sampling with `tools`/`toolChoice` needs
+//!   `sampling.tools`, with `includeContext` other than `"none"`
+//!   `sampling.context`). [`Inputs::allows`] asks first;
 //!   [`Inputs::require`] turns a capability a handler cannot do without into
 //!   the 400/-32021 rejection with `data.requiredCapabilities`.
 //! * [`InputRequired::into_result`] renders the result object
@@ -651,6 +656,73 @@ impl InputRequest {
         self.kind
     }
 
+    /// The client capabilities this request needs, as a `ClientCapabilities`
+    /// object: `{"elicitation": {}}` for a form elicitation,
+    /// `{"elicitation": {"url": {}}}` for a URL one, `{"sampling": {}}` plus
+    /// `tools` when it passes `tools` or `toolChoice` and `context` when it
+    /// asks for `includeContext` other than `"none"`, `{"roots": {}}`.
+    #[must_use]
+    pub fn required_capabilities(&self) -> Value {
+        let mut needs = Map::new();
+        for sub in self.sub_capabilities() {
+            needs.insert(sub.to_owned(), json!({}));
+        }
+        let mut required = Map::new();
+        required.insert(self.kind.capability().to_owned(), Value::Object(needs));
+        Value::Object(required)
+    }
+
+    /// Whether a client that declared `capabilities` can answer this request.
+    #[must_use]
+    pub fn allowed_by(&self, capabilities: &Value) -> bool {
+        let Some(declared) = capabilities
+            .get(self.kind.capability())
+            .and_then(Value::as_object)
+        else {
+            return false;
+        };
+        let has = |name: &str| declared.get(name).is_some_and(Value::is_object);
+        match self.kind {
+            InputKind::Elicitation if self.elicitation_mode() == "url" => has("url"),
+            // Form mode: `form` declared, or an empty declaration, which
+            // means form only (the pre-URL-mode spelling).
+            InputKind::Elicitation => {
+                has("form") || !(declared.contains_key("form") || declared.contains_key("url"))
+            }
+            _ => self.sub_capabilities().into_iter().all(has),
+        }
+    }
+
+    fn elicitation_mode(&self) -> &str {
+        self.params
+            .get("mode")
+            .and_then(Value::as_str)
+            .unwrap_or("form")
+    }
+
+    /// The members of the kind's capability this request needs.
+    fn sub_capabilities(&self) -> Vec<&'static str> {
+        match self.kind {
+            InputKind::Elicitation if self.elicitation_mode() == "url" => vec!["url"],
+            InputKind::Elicitation | InputKind::Roots => Vec::new(),
+            InputKind::Sampling => {
+                let mut needs = Vec::new();
+                if self.params.get("tools").is_some() || self.params.get("toolChoice").is_some() {
+                    needs.push("tools");
+                }
+                if self
+                    .params
+                    .get("includeContext")
+                    .and_then(Value::as_str)
+                    .is_some_and(|c| c != "none")
+                {
+                    needs.push("context");
+                }
+                needs
+            }
+        }
+    }
+
     /// The request's params.
     #[must_use]
     pub fn params(&self) -> &Value {
@@ -658,17 +730,33 @@ impl InputRequest {
     }
 }
 
-/// A handler asked for an input kind the client did not declare. Converts to
-/// the 400/-32021 rejection when the handler cannot do without it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the client did not declare the `{}` capability", .0.capability())]
-pub struct UndeclaredInput(pub InputKind);
+/// A handler asked for input the client did not declare it can give (a kind,
+/// or a mode or option of one, such as URL elicitation or sampling with
+/// tools). Converts to the 400/-32021 rejection when the handler cannot do
+/// without it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the client did not declare the capability this input needs: {1}")]
+pub struct UndeclaredInput(pub InputKind, Value);
 
 impl UndeclaredInput {
-    /// 400/-32021 with `data.requiredCapabilities` naming the kind.
+    /// The `ClientCapabilities` the refused request needs.
+    #[must_use]
+    pub fn required(&self) -> &Value {
+        &self.1
+    }
+
+    /// 400/-32021 with `data.requiredCapabilities` naming what is needed.
     #[must_use]
     pub fn rejection(self) -> Rejection {
-        missing_capabilities(&[self.0])
+        Rejection::new(
+            StatusCode::BAD_REQUEST,
+            code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            format!(
+                "this request needs client capabilities the client did not declare: {}",
+                self.1
+            ),
+        )
+        .data(json!({ "requiredCapabilities": self.1 }))
     }
 }
 
@@ -714,15 +802,18 @@ impl InputRequired {
         }
     }
 
-    /// Adds the input request `key`, unless its kind is one the client did
-    /// not declare.
+    /// Adds the input request `key`, unless the client did not declare what
+    /// it needs ([`InputRequest::allowed_by`]).
     pub fn request(
         mut self,
         key: impl Into<String>,
         request: InputRequest,
     ) -> Result<Self, UndeclaredInput> {
-        if !request.kind.declared_in(&self.declared) {
-            return Err(UndeclaredInput(request.kind));
+        if !request.allowed_by(&self.declared) {
+            return Err(UndeclaredInput(
+                request.kind,
+                request.required_capabilities(),
+            ));
         }
         self.requests.insert(key.into(), request);
         Ok(self)
@@ -841,6 +932,13 @@ impl Inputs {
     #[must_use]
     pub fn declares(&self, kind: InputKind) -> bool {
         kind.declared_in(&self.capabilities)
+    }
+
+    /// Whether the client can answer `request` (its kind, and the mode or
+    /// options it uses, declared).
+    #[must_use]
+    pub fn allows(&self, request: &InputRequest) -> bool {
+        request.allowed_by(&self.capabilities)
     }
 
     /// `Ok` when every kind in `kinds` is declared, otherwise the 400/-32021
@@ -1298,7 +1396,8 @@ mod tests {
             .input_required()
             .request("s", InputRequest::sample_text("hi", 10))
             .unwrap_err();
-        assert_eq!(err, UndeclaredInput(InputKind::Sampling));
+        assert_eq!(err.0, InputKind::Sampling);
+        assert_eq!(err.required(), &json!({"sampling": {}}));
         let rejection = err.rejection();
         assert_eq!(rejection.status(), StatusCode::BAD_REQUEST);
         assert_eq!(rejection.code(), code::MISSING_REQUIRED_CLIENT_CAPABILITY);
@@ -1346,6 +1445,73 @@ mod tests {
             body["error"]["data"]["requiredCapabilities"],
             json!({"sampling": {}, "elicitation": {}})
         );
+    }
+
+    #[test]
+    fn modes_and_options_need_their_sub_capabilities() {
+        let url =
+            InputRequest::elicitation(json!({"mode": "url", "message": "m", "url": "https://x"}));
+        let form = InputRequest::elicit("m", json!({"type": "object", "properties": {}}));
+        assert_eq!(
+            url.required_capabilities(),
+            json!({"elicitation": {"url": {}}})
+        );
+        assert_eq!(form.required_capabilities(), json!({"elicitation": {}}));
+        // An empty declaration means form only.
+        assert!(form.allowed_by(&json!({"elicitation": {}})));
+        assert!(!url.allowed_by(&json!({"elicitation": {}})));
+        assert!(form.allowed_by(&json!({"elicitation": {"form": {}}})));
+        assert!(!url.allowed_by(&json!({"elicitation": {"form": {}}})));
+        assert!(url.allowed_by(&json!({"elicitation": {"url": {}}})));
+        assert!(!form.allowed_by(&json!({"elicitation": {"url": {}}})));
+        assert!(form.allowed_by(&json!({"elicitation": {"form": {}, "url": {}}})));
+
+        let plain = InputRequest::sample_text("hi", 5);
+        let with_tools =
+            InputRequest::sampling(json!({"messages": [], "maxTokens": 5, "tools": []}));
+        let choosing = InputRequest::sampling(
+            json!({"messages": [], "maxTokens": 5, "toolChoice": {"mode": "auto"}}),
+        );
+        let context = InputRequest::sampling(
+            json!({"messages": [], "maxTokens": 5, "includeContext": "thisServer"}),
+        );
+        let no_context = InputRequest::sampling(
+            json!({"messages": [], "maxTokens": 5, "includeContext": "none"}),
+        );
+        let sampling = json!({"sampling": {}});
+        assert!(plain.allowed_by(&sampling) && no_context.allowed_by(&sampling));
+        for needy in [&with_tools, &choosing, &context] {
+            assert!(!needy.allowed_by(&sampling), "{needy:?}");
+        }
+        assert!(with_tools.allowed_by(&json!({"sampling": {"tools": {}}})));
+        assert!(context.allowed_by(&json!({"sampling": {"context": {}}})));
+        assert_eq!(
+            with_tools.required_capabilities(),
+            json!({"sampling": {"tools": {}}})
+        );
+        assert_eq!(
+            context.required_capabilities(),
+            json!({"sampling": {"context": {}}})
+        );
+        assert!(InputRequest::list_roots().allowed_by(&json!({"roots": {"listChanged": true}})));
+
+        // Asking anyway is refused, naming exactly what is missing.
+        let err = InputRequired::new(json!({"elicitation": {"form": {}}}))
+            .request("u", url)
+            .unwrap_err();
+        assert_eq!(err.required(), &json!({"elicitation": {"url": {}}}));
+        assert_eq!(
+            err.rejection().code(),
+            code::MISSING_REQUIRED_CLIENT_CAPABILITY
+        );
+        let inputs = Inputs::from_request(
+            &sealer(),
+            "",
+            "tools/call",
+            Some(&json!({"_meta": {CLIENT_CAPABILITIES: {"sampling": {}}}})),
+        )
+        .unwrap();
+        assert!(inputs.allows(&plain) && !inputs.allows(&with_tools));
     }
 
     #[test]

@@ -94,7 +94,8 @@ impl From<InputRequired> for HandlerError {
 
 impl From<UndeclaredInput> for HandlerError {
     fn from(undeclared: UndeclaredInput) -> Self {
-        HandlerError::missing_capability(undeclared.0.capability())
+        // The precise need (e.g. `{"elicitation": {"url": {}}}`), as -32021.
+        HandlerError::Rejected(undeclared.rejection())
     }
 }
 
