@@ -30,6 +30,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()?;
     let listener = tokio::net::TcpListener::bind(&bind).await?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
-    wymcp::axum::serve(listener, chain::post::router(server)).await?;
+    wymcp::serve(listener, chain::post::router(server)).await?;
     Ok(())
 }
