@@ -29,15 +29,19 @@
 //!   `_meta["io.modelcontextprotocol/logLevel"]` (2026-07-28: no `logLevel`,
 //!   no `notifications/message`, ever). [`Emitter::for_legacy_params`] is the
 //!   2025-11-25 flavour: that revision sets the level with
-//!   `logging/setLevel`, which a stateless server cannot remember, so every
-//!   level is sent.
+//!   `logging/setLevel`, which a stateless server cannot remember, so the
+//!   server's own default applies: `info` and above.
 //! * [`respond`] runs the handler future. The answer stays plain JSON (the
 //!   handler's own [`Response`], status and headers included) unless the
 //!   handler emits before it finishes; then it is `200`,
 //!   `Content-Type: text/event-stream`, `X-Accel-Buffering: no`,
 //!   `Cache-Control: no-cache`, one `data:` line per JSON-RPC message, the
 //!   handler's response as the last event, and the end of the stream. A
-//!   comment line (`: keep-alive`) goes out every 15 s of silence.
+//!   comment line (`: keep-alive`) goes out every 15 s of silence. Once
+//!   streaming, the status is committed: an error the handler ends with
+//!   travels as the last event of the `200` stream (its own status and
+//!   headers are not sent), so check what can refuse the request (client
+//!   capabilities, arguments) before emitting.
 //! * A client that closes the stream cancels the handler: the handler future
 //!   lives inside the response body, and dropping the body (what hyper does
 //!   when the connection goes away) drops the future. Before the first emit
@@ -64,6 +68,10 @@ use crate::response::Response;
 
 /// The `_meta` key of a request's log level (2026-07-28).
 pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+
+/// The log level a 2025-11-25 request gets (its `logging/setLevel` is not
+/// remembered): `info` and above, as a server with no instruction chooses.
+pub const LEGACY_LOG_LEVEL: LogLevel = LogLevel::Info;
 
 /// How long a stream may stay silent before a keep-alive comment is sent.
 pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -171,13 +179,14 @@ impl Emitter {
         Self::new(progress_token(meta), level)
     }
 
-    /// The emitter of a 2025-11-25 request: progress as above, and every log
-    /// level, since the level that revision sets with `logging/setLevel`
-    /// cannot be remembered by a stateless server.
+    /// The emitter of a 2025-11-25 request: progress as above, and log
+    /// messages at [`LEGACY_LOG_LEVEL`] and above, since the level that
+    /// revision sets with `logging/setLevel` cannot be remembered by a
+    /// stateless server.
     #[must_use]
     pub fn for_legacy_params(params: Option<&Value>) -> (Emitter, Notifications) {
         let meta = params.and_then(|p| p.get("_meta"));
-        Self::new(progress_token(meta), Some(LogLevel::Debug))
+        Self::new(progress_token(meta), Some(LEGACY_LOG_LEVEL))
     }
 
     /// An emitter that sends nothing (for handlers run outside a request).
@@ -533,7 +542,7 @@ mod tests {
         assert_eq!(second["params"]["level"], "error");
         assert!(n.rx.try_recv().is_err());
         let (legacy, _n) = Emitter::for_legacy_params(None);
-        assert!(legacy.logs(LogLevel::Debug));
+        assert!(legacy.logs(LogLevel::Info) && !legacy.logs(LogLevel::Debug));
         assert!(!Emitter::silent().log(LogLevel::Emergency, None, json!(1)));
     }
 
