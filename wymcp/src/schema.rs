@@ -556,5 +556,19 @@ mod tests {
         let per = started.elapsed() / rounds;
         assert_eq!(valid, rounds);
         println!("is_valid, small tools/call: {per:?} per validation");
+        // What Validate does per message: the lookup by revision and method,
+        // then the fast path.
+        let started = Instant::now();
+        let mut valid = 0u32;
+        for _ in 0..rounds {
+            let method = std::hint::black_box(&message)["method"]
+                .as_str()
+                .unwrap_or_default();
+            let def = compiled.definition(Revision::V2026_07_28, method);
+            valid += u32::from(def.is_some_and(|def| def.is_valid(&message)));
+        }
+        let per = started.elapsed() / rounds;
+        assert_eq!(valid, rounds);
+        println!("lookup + is_valid, small tools/call: {per:?} per validation");
     }
 }
