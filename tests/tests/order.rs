@@ -11,6 +11,9 @@
 //! Every answer pins status, JSON-RPC code, id, the error data that names
 //! the stage, and the full set of response headers.
 //!
+//! Three rows repeat pairs in the legacy (2025-11-25) era, from a `ping` as a
+//! 2025 client sends it after `initialize`.
+//!
 //! Classification answers nothing, so its two pairs are shown differently:
 //! the parse step answers with a null id whatever id the body holds (nothing
 //! is classified yet), and auth, the first stage after classification, reads
@@ -95,6 +98,21 @@ impl Req {
                 ("mcp-protocol-version", "2026-07-28"),
                 ("mcp-method", "tools/call"),
                 ("mcp-name", "echo"),
+            ],
+        }
+    }
+
+    /// A valid 2025-11-25 `ping`, id 7, as a 2025 client sends it after
+    /// `initialize`: the protocol header, no `_meta`, a good token.
+    fn legacy() -> Self {
+        Req {
+            body: json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}),
+            raw: None,
+            headers: vec![
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+                ("authorization", "Bearer good-token"),
+                ("mcp-protocol-version", "2025-11-25"),
             ],
         }
     }
@@ -246,6 +264,8 @@ impl Expect {
 
 /// One adjacent pair of the chain.
 struct Pair {
+    /// The valid request the defects are applied to.
+    base: fn() -> Req,
     earlier: &'static str,
     later: &'static str,
     /// The defect the earlier stage refuses.
@@ -302,6 +322,13 @@ fn unknown_method(req: &mut Req) {
 fn unknown_tool(req: &mut Req) {
     req.body["params"]["name"] = json!("nope");
     req.set_header("mcp-name", "nope");
+}
+
+fn unserved_legacy_version(req: &mut Req) {
+    req.set_header("mcp-protocol-version", "2025-03-26");
+}
+fn params_not_an_object(req: &mut Req) {
+    req.body["params"] = json!(5);
 }
 
 const ORIGIN_403: Expect = Expect {
@@ -385,6 +412,7 @@ const DISPATCH_UNKNOWN_TOOL: Expect = Expect {
 
 const PAIRS: &[Pair] = &[
     Pair {
+        base: Req::valid,
         earlier: "OriginCheck",
         later: "parse_body",
         earlier_defect: disallowed_origin,
@@ -404,6 +432,7 @@ const PAIRS: &[Pair] = &[
         },
     },
     Pair {
+        base: Req::valid,
         earlier: "OriginCheck",
         later: "parse_body",
         earlier_defect: disallowed_origin,
@@ -419,6 +448,7 @@ const PAIRS: &[Pair] = &[
         },
     },
     Pair {
+        base: Req::valid,
         earlier: "Auth",
         later: "SingletonHeaders",
         earlier_defect: bad_token,
@@ -427,6 +457,7 @@ const PAIRS: &[Pair] = &[
         later_answer: SINGLETON_PROTOCOL_VERSION,
     },
     Pair {
+        base: Req::valid,
         earlier: "SingletonHeaders",
         later: "ProtocolFields",
         earlier_defect: repeated_mcp_method,
@@ -435,6 +466,7 @@ const PAIRS: &[Pair] = &[
         later_answer: PROTOCOL_FIELDS_32602,
     },
     Pair {
+        base: Req::valid,
         earlier: "ProtocolFields",
         later: "HeaderBinding",
         earlier_defect: no_client_capabilities,
@@ -443,6 +475,7 @@ const PAIRS: &[Pair] = &[
         later_answer: BINDING_MCP_NAME,
     },
     Pair {
+        base: Req::valid,
         earlier: "HeaderBinding",
         later: "Validate",
         earlier_defect: mcp_name_mismatch,
@@ -451,6 +484,7 @@ const PAIRS: &[Pair] = &[
         later_answer: VALIDATE_JSONRPC,
     },
     Pair {
+        base: Req::valid,
         earlier: "Validate",
         later: "Dispatch",
         earlier_defect: jsonrpc_1_0,
@@ -459,6 +493,7 @@ const PAIRS: &[Pair] = &[
         later_answer: DISPATCH_404,
     },
     Pair {
+        base: Req::valid,
         earlier: "Validate",
         later: "Dispatch",
         earlier_defect: arguments_not_an_object,
@@ -466,14 +501,61 @@ const PAIRS: &[Pair] = &[
         earlier_answer: VALIDATE_ARGUMENTS,
         later_answer: DISPATCH_UNKNOWN_TOOL,
     },
+    // The legacy era (2025-11-25): the 2026 rows of the wire checks do not
+    // apply, but the order does.
+    Pair {
+        base: Req::legacy,
+        earlier: "Auth",
+        later: "SingletonHeaders",
+        earlier_defect: bad_token,
+        later_defect: repeated_protocol_version,
+        earlier_answer: AUTH_401,
+        later_answer: SINGLETON_PROTOCOL_VERSION,
+    },
+    Pair {
+        base: Req::legacy,
+        earlier: "HeaderBinding",
+        later: "Validate",
+        earlier_defect: unserved_legacy_version,
+        later_defect: params_not_an_object,
+        earlier_answer: Expect {
+            status: 400,
+            code: INVALID_REQUEST,
+            id: Id::Seven,
+            names_stage: ("/data/requested", Says::Exactly("2025-03-26")),
+            headers: &[],
+        },
+        later_answer: Expect {
+            status: 400,
+            code: INVALID_PARAMS,
+            id: Id::Seven,
+            names_stage: ("/data/pointer", Says::Exactly("/params")),
+            headers: &[],
+        },
+    },
+    Pair {
+        base: Req::legacy,
+        earlier: "Validate",
+        later: "Dispatch",
+        earlier_defect: jsonrpc_1_0,
+        later_defect: unknown_method,
+        earlier_answer: VALIDATE_JSONRPC,
+        // A 2025 client reads a JSON-RPC error from a 200.
+        later_answer: Expect {
+            status: 200,
+            ..DISPATCH_404
+        },
+    },
 ];
 
 #[tokio::test]
 async fn the_valid_request_the_rows_start_from_is_answered_200() {
-    let answer = send(&server(), &Req::valid()).await;
-    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
-    assert_eq!(answer.body["id"], 7);
-    assert!(answer.body["result"].is_object(), "{}", answer.body);
+    for base in [Req::valid(), Req::legacy()] {
+        let answer = send(&server(), &base).await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+        assert_eq!(answer.body["id"], 7);
+        assert!(answer.body["result"].is_object(), "{}", answer.body);
+    }
 }
 
 #[tokio::test]
@@ -482,6 +564,7 @@ async fn of_two_adjacent_stages_that_would_refuse_a_request_the_earlier_answers(
     let mut failures = Vec::new();
     for pair in PAIRS {
         let Pair {
+            base,
             earlier,
             later,
             earlier_defect,
@@ -496,7 +579,7 @@ async fn of_two_adjacent_stages_that_would_refuse_a_request_the_earlier_answers(
             ("the earlier defect only", true, false, earlier_answer),
         ];
         for (case, with_earlier, with_later, expected) in cases {
-            let mut req = Req::valid();
+            let mut req = base();
             if with_later {
                 later_defect(&mut req);
             }
@@ -504,7 +587,8 @@ async fn of_two_adjacent_stages_that_would_refuse_a_request_the_earlier_answers(
                 earlier_defect(&mut req);
             }
             if let Err(wrong) = expected.check(&send(&server, &req).await) {
-                failures.push(format!("{earlier}/{later}, {case}: {wrong}"));
+                let method = &base().body["method"];
+                failures.push(format!("{earlier}/{later} ({method}), {case}: {wrong}"));
             }
         }
     }
