@@ -4,7 +4,7 @@
 //!
 //! What a stateless server cannot give a 2025 client: a level set with
 //! `logging/setLevel` is not remembered (it is acknowledged, and log
-//! messages of every level are sent on a tool call's own stream);
+//! messages at `info` and above are sent on a tool call's own stream);
 //! `resources/subscribe` is acknowledged but no update can be delivered
 //! without the GET stream this server does not open; and no
 //! server-to-client request (sampling, elicitation, roots) can be made,
