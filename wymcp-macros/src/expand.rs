@@ -41,7 +41,7 @@ pub fn pipeline(args: TokenStream, input: TokenStream) -> TokenStream {
     };
     let validate = check::check(&cx, &pipeline);
     if cx.has_errors() {
-        return with_errors(&stubbed(&pipeline), cx);
+        return with_errors(&stubbed(&pipeline, validate), cx);
     }
     let _ = cx.check();
     generate(&pipeline, validate)
@@ -81,7 +81,7 @@ fn generate(pipeline: &Pipeline, validate: Option<usize>) -> TokenStream {
     let handle = handle(pipeline, &locals);
     let chain = chain(pipeline, validate);
     let router = router(&locals);
-    let assertions = assertions(pipeline, validate);
+    let assertions = assertions(pipeline, validate, true);
     let generated = quote! {
         #handle
         #chain
@@ -180,7 +180,7 @@ fn tag_role(stage: &Stage) -> TokenStream {
 fn any_validate<'a>(stages: impl IntoIterator<Item = &'a Stage>) -> TokenStream {
     let terms: Vec<TokenStream> = stages
         .into_iter()
-        .filter(|stage| stage.is_type())
+        .filter(|stage| stage.is_type() && !stage.has_cfg)
         .map(|stage| {
             let name = &stage.ident;
             quote!(::wymcp::__private::is_validate::<#name>())
@@ -258,9 +258,12 @@ fn router(locals: &Locals) -> TokenStream {
 }
 
 /// Const assertions: where the spelling found `Validate`, that it is the real
-/// one and the only one; where it did not, the whole ordering, decided by the
-/// type system.
-fn assertions(pipeline: &Pipeline, validate: Option<usize>) -> TokenStream {
+/// one and the only one; where it did not, that there is exactly one, and
+/// (with `ordering`) the whole order, decided by the type system.
+///
+/// After other errors, `ordering` is off and stages under `cfg` are left out:
+/// what is asserted then cannot follow from a mistake already reported.
+fn assertions(pipeline: &Pipeline, validate: Option<usize>, ordering: bool) -> TokenStream {
     let stages = &pipeline.stages;
     let mut out = TokenStream::new();
     let assert_at = |at: Span, condition: TokenStream, message: String| {
@@ -270,7 +273,8 @@ fn assertions(pipeline: &Pipeline, validate: Option<usize>) -> TokenStream {
     };
     if let Some(v) = validate {
         for (index, stage) in stages.iter().enumerate() {
-            if !stage.is_type() {
+            // A second stage spelled `Validate` is already reported.
+            if !stage.is_type() || stage.has_cfg || (index != v && stage.looks_like_validate()) {
                 continue;
             }
             let name = &stage.ident;
@@ -301,7 +305,7 @@ fn assertions(pipeline: &Pipeline, validate: Option<usize>) -> TokenStream {
     }
 
     let all = any_validate(stages);
-    for (index, stage) in stages.iter().enumerate() {
+    for (index, stage) in stages.iter().enumerate().filter(|_| ordering) {
         let name = &stage.ident;
         let upto = any_validate(&stages[..=index]);
         out.extend(match &stage.tag {
@@ -325,7 +329,7 @@ fn assertions(pipeline: &Pipeline, validate: Option<usize>) -> TokenStream {
     }
     let count: Vec<TokenStream> = stages
         .iter()
-        .filter(|stage| stage.is_type())
+        .filter(|stage| stage.is_type() && !stage.has_cfg)
         .map(|stage| {
             let name = &stage.ident;
             quote!(::wymcp::__private::is_validate::<#name>() as usize)
@@ -355,10 +359,13 @@ fn assertions(pipeline: &Pipeline, validate: Option<usize>) -> TokenStream {
 }
 
 /// The module after an error: items with tags stripped, stubs for whatever
-/// the module does not already define.
-fn stubbed(pipeline: &Pipeline) -> TokenStream {
+/// the module does not already define, and the assertions on `Validate`'s
+/// identity, so a missing or false `Validate` is reported in the same build.
+fn stubbed(pipeline: &Pipeline, validate: Option<usize>) -> TokenStream {
     let taken: Vec<&Ident> = pipeline.items.iter().filter_map(item_ident).collect();
-    rebuild(pipeline, stubs(|name| taken.iter().any(|t| *t == name)))
+    let mut extra = stubs(|name| taken.iter().any(|t| *t == name));
+    extra.extend(assertions(pipeline, validate, false));
+    rebuild(pipeline, extra)
 }
 
 /// `mod post;` refused: an inline module of stubs, so uses of it still resolve.
