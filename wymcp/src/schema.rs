@@ -17,6 +17,13 @@
 //! only the wrappers are compiled, and they are compiled offline: nothing is
 //! ever fetched.
 //!
+//! `format` (`uri`, `uri-template`, `byte`) is an annotation, never an
+//! assertion, in every revision: that is 2020-12's default, and draft-07's
+//! would otherwise differ, so 2025-06-18 is held to the same rule. The
+//! official SDKs do not enforce these formats either; whether a URI names
+//! something is the handler's to say (a resource not found), not the
+//! schema's.
+//!
 //! The whole set is compiled once per process (the first
 //! [`ServerBuilder::build`](crate::ServerBuilder::build) pays for it) and
 //! shared by every [`Server`](crate::Server) through an [`Arc`].
@@ -295,6 +302,7 @@ fn compile_revision(revision: Revision) -> Result<RevisionSchemas, SchemaError> 
         let wrapper = json!({ "$schema": dialect, "$ref": format!("{base}{pointer}") });
         let validator = jsonschema::options()
             .offline()
+            .should_validate_formats(false)
             .with_registry(&registry)
             .build(&wrapper)
             .map_err(|e| fail(&format_args!("`{name}`: {e}")))?;
@@ -524,6 +532,27 @@ mod tests {
             .expect_err("name is a string");
         assert!(failure.message.len() <= REPORT_LIMIT + '…'.len_utf8());
         assert!(!failure.message.contains("xxxxxxxxxx"));
+    }
+
+    #[test]
+    fn formats_are_annotations_in_every_revision() {
+        let schemas = schemas();
+        for revision in Revision::ALL {
+            let def = schemas
+                .definition(revision, "resources/read")
+                .expect("resources/read is defined");
+            let mut params = json!({"uri": "::not a uri::"});
+            if revision == Revision::V2026_07_28 {
+                params["_meta"] = meta();
+            }
+            let message =
+                json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": params});
+            assert!(
+                def.is_valid(&message),
+                "{revision}: {:?}",
+                def.validate(&message)
+            );
+        }
     }
 
     #[test]
