@@ -32,7 +32,7 @@ pub mod __private;
 pub use exchange::{Exchange, MessageKind, Principal};
 pub use response::{Rejection, Response};
 pub use revision::{Era, Revision};
-pub use serve::serve;
+pub use serve::{ServeConfig, serve, serve_with};
 pub use server::{BuildError, Limits, Server, ServerBuilder};
 pub use stage::{Flow, Role, Stage, StageInfo, StageKind};
 pub use surface::{
