@@ -170,7 +170,7 @@ async fn a_query_string_not_utf8_once_percent_decoded_is_400() {
 
 /// Over HTTP/1.1, hyper refuses a request-target longer than 65,534 bytes
 /// (the most `http::Uri` holds) with its own 414, and a request head larger
-/// than its read buffer (8,192 + 100 × 4,096 = 417,792 bytes) with a 431,
+/// than `ServeConfig::max_header_bytes` (131,072 bytes by default) with a 431,
 /// both with an empty body, before any stage runs. So with the default
 /// query ceiling of 1,000,000 bytes, a query string anywhere near the ceiling
 /// meets hyper's answer first, and our 414 is reached only over HTTP/2 or

@@ -47,8 +47,9 @@
 //!
 //! **What the HTTP layer answers first.** Over HTTP/1.1, hyper refuses a
 //! request-target longer than 65,534 bytes (the most `http::Uri` holds) with
-//! its own 414, and a request head larger than its read buffer (417,792 bytes
-//! by default) with a 431, both with an empty body and before any stage runs:
+//! its own 414, and a request head larger than
+//! [`ServeConfig::max_header_bytes`](crate::ServeConfig::max_header_bytes)
+//! (131,072 bytes by default) with a 431, both with an empty body and before any stage runs:
 //! with the default query ceiling, a query string anywhere near it never
 //! reaches this step over HTTP/1.1. The ceiling still holds for any other
 //! transport and for a configured ceiling below hyper's limit, and it names
@@ -233,7 +234,14 @@ enum ReadFailure {
 ///
 /// A body that arrives in one piece (the common case for a small request) is
 /// kept as that piece, without a copy; otherwise the pieces are gathered into
-/// one allocation sized from the declared length.
+/// one allocation sized from the declared length, up to [`PREALLOCATION`]
+/// (a declared length is a client's claim: trusting it whole would let a
+/// client that sends two small pieces and stalls hold the server to the
+/// whole declared size; past it the buffer grows as bytes arrive).
+/// The most the gathered body is sized from its declared length before the
+/// bytes are there.
+const PREALLOCATION: usize = 64 * 1024;
+
 async fn read(mut body: Body, ceiling: usize, timeout: Duration) -> Result<Bytes, ReadFailure> {
     let hint = body.size_hint();
     let ceiling_u64 = u64::try_from(ceiling).unwrap_or(u64::MAX);
@@ -269,7 +277,7 @@ async fn read(mut body: Body, ceiling: usize, timeout: Duration) -> Result<Bytes
             None if gathered.is_empty() => first = Some(data),
             None => gathered.extend_from_slice(&data),
             Some(held) => {
-                gathered.reserve_exact(declared.max(total));
+                gathered.reserve_exact(declared.min(PREALLOCATION).max(total));
                 gathered.extend_from_slice(&held);
                 gathered.extend_from_slice(&data);
             }
