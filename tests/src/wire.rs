@@ -68,6 +68,25 @@ impl TestServer {
         TestServer { addr, task }
     }
 
+    /// Serves `router` with [`wymcp::serve_with`] and `config`.
+    pub async fn start_with(router: Router, config: wymcp::ServeConfig) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
+        let addr = listener.local_addr().expect("the bound address");
+        let task = tokio::spawn(async move {
+            wymcp::serve_with(listener, router, config)
+                .await
+                .expect("serve");
+        });
+        TestServer { addr, task }
+    }
+
+    /// A new raw HTTP/2 connection (prior knowledge), frames written by hand.
+    pub async fn raw_h2(&self) -> RawH2 {
+        RawH2::connect(self.addr).await
+    }
+
     /// Serves `router` with plain [`axum::serve`](wymcp::axum::serve()), which
     /// does not tell the chain the bound address: the origin check then
     /// falls back to `ServerBuilder::bound_to`, or fails closed.
@@ -724,4 +743,267 @@ fn probe_answer(ex: &wymcp::Exchange<'_>) -> wymcp::Response {
 /// [`front`]'s router for `server`.
 pub fn front_router(server: wymcp::Server) -> Router {
     front::router(server)
+}
+
+/// An HTTP/2 frame as read off the wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct H2Frame {
+    /// The frame type (`0x1` HEADERS, `0x3` RST_STREAM, `0x7` GOAWAY, …).
+    pub kind: u8,
+    /// The flags.
+    pub flags: u8,
+    /// The stream id.
+    pub stream: u32,
+    /// The payload.
+    pub payload: Vec<u8>,
+}
+
+impl H2Frame {
+    /// The frame type HEADERS.
+    pub const HEADERS: u8 = 0x1;
+    /// The frame type RST_STREAM.
+    pub const RST_STREAM: u8 = 0x3;
+    /// The frame type SETTINGS.
+    pub const SETTINGS: u8 = 0x4;
+    /// The frame type GOAWAY.
+    pub const GOAWAY: u8 = 0x7;
+
+    /// The error code of a RST_STREAM or GOAWAY frame.
+    pub fn error_code(&self) -> Option<u32> {
+        let at = match self.kind {
+            Self::RST_STREAM => 0,
+            Self::GOAWAY => 4,
+            _ => return None,
+        };
+        let bytes: [u8; 4] = self.payload.get(at..at + 4)?.try_into().ok()?;
+        Some(u32::from_be_bytes(bytes))
+    }
+
+    /// The `:status` of a HEADERS frame whose first field is an indexed
+    /// `:status` (how hyper and h2 encode it) or a literal one.
+    pub fn status(&self) -> Option<u16> {
+        if self.kind != Self::HEADERS {
+            return None;
+        }
+        // Static table indexes 8..=14: 200 204 206 304 400 404 500.
+        let first = *self.payload.first()?;
+        if first & 0x80 != 0 {
+            return match first & 0x7f {
+                8 => Some(200),
+                9 => Some(204),
+                10 => Some(206),
+                11 => Some(304),
+                12 => Some(400),
+                13 => Some(404),
+                14 => Some(500),
+                _ => None,
+            };
+        }
+        // A literal with the name indexed (8), the value plain or Huffman-coded.
+        let len_byte = *self.payload.get(1)?;
+        let len = usize::from(len_byte & 0x7f);
+        let value = self.payload.get(2..2 + len)?;
+        let digits = if len_byte & 0x80 == 0 {
+            std::str::from_utf8(value).ok()?.to_owned()
+        } else {
+            huffman_digits(value)
+        };
+        digits.parse().ok()
+    }
+}
+
+/// Decodes an HPACK Huffman string made of digits (RFC 7541 Appendix B:
+/// `0`–`2` are 5-bit codes `00000`–`00010`, `3`–`9` 6-bit codes
+/// `011001`–`011111`); stops at the padding.
+fn huffman_digits(bytes: &[u8]) -> String {
+    let bits: Vec<u8> = bytes
+        .iter()
+        .flat_map(|b| (0..8).rev().map(move |i| (b >> i) & 1))
+        .collect();
+    let mut out = String::new();
+    let mut at = 0;
+    while at + 5 <= bits.len() {
+        let five = bits[at..at + 5].iter().fold(0u8, |v, b| v << 1 | b);
+        if five <= 2 {
+            out.push(char::from(b'0' + five));
+            at += 5;
+            continue;
+        }
+        let Some(&sixth) = bits.get(at + 5) else {
+            break;
+        };
+        let six = five << 1 | sixth;
+        if (0x19..=0x1f).contains(&six) {
+            out.push(char::from(b'3' + (six - 0x19)));
+            at += 6;
+        } else {
+            break;
+        }
+    }
+    out
+}
+
+/// A hand-written HTTP/2 client: frames exactly as described, ignoring the
+/// server's settings (to exceed them on purpose). Header blocks are HPACK
+/// literals without indexing or Huffman coding.
+#[derive(Debug)]
+pub struct RawH2 {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl RawH2 {
+    /// Connects and sends the preface and an empty SETTINGS frame.
+    pub async fn connect(addr: SocketAddr) -> Self {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        stream.set_nodelay(true).expect("nodelay");
+        let mut conn = RawH2 {
+            stream,
+            buf: Vec::new(),
+        };
+        let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        hello.extend(frame(H2Frame::SETTINGS, 0, 0, &[]));
+        conn.send(&hello).await.expect("the preface");
+        conn
+    }
+
+    /// Writes bytes as they are (several frames at once, say).
+    pub async fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes).await?;
+        self.stream.flush().await
+    }
+
+    /// Reads the next frame; `None` when the connection ended.
+    pub async fn frame(&mut self) -> Option<H2Frame> {
+        tokio::time::timeout(PATIENCE, self.read_frame())
+            .await
+            .expect("a frame within the patience")
+    }
+
+    /// Reads frames until one matches `want`, or the connection ends
+    /// (`None`). Answers the server's SETTINGS and PINGs meanwhile.
+    pub async fn until(&mut self, want: impl Fn(&H2Frame) -> bool) -> Option<H2Frame> {
+        loop {
+            let f = self.frame().await?;
+            if want(&f) {
+                return Some(f);
+            }
+            if f.kind == H2Frame::SETTINGS && f.flags & 0x1 == 0 {
+                let _ = self.send(&frame(H2Frame::SETTINGS, 0x1, 0, &[])).await;
+            }
+        }
+    }
+
+    async fn read_frame(&mut self) -> Option<H2Frame> {
+        loop {
+            if self.buf.len() >= 9 {
+                let len = usize::from(self.buf[0]) << 16
+                    | usize::from(self.buf[1]) << 8
+                    | usize::from(self.buf[2]);
+                if self.buf.len() >= 9 + len {
+                    let head: Vec<u8> = self.buf.drain(..9).collect();
+                    let payload = self.buf.drain(..len).collect();
+                    return Some(H2Frame {
+                        kind: head[3],
+                        flags: head[4],
+                        stream: u32::from_be_bytes([head[5], head[6], head[7], head[8]])
+                            & 0x7fff_ffff,
+                        payload,
+                    });
+                }
+            }
+            self.buf.reserve(64 * 1024);
+            match self.stream.read_buf(&mut self.buf).await {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => {}
+            }
+        }
+    }
+}
+
+/// One HTTP/2 frame's bytes.
+pub fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = u32::try_from(payload.len()).expect("a frame under 16 MiB");
+    let mut out = Vec::with_capacity(9 + payload.len());
+    out.extend_from_slice(&len.to_be_bytes()[1..]);
+    out.push(kind);
+    out.push(flags);
+    out.extend_from_slice(&(stream & 0x7fff_ffff).to_be_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// A HEADERS frame (with END_HEADERS) opening `stream` with `fields`,
+/// ending the stream when `end_stream`.
+pub fn headers_frame(stream: u32, end_stream: bool, fields: &[(&str, &[u8])]) -> Vec<u8> {
+    let block = hpack(fields);
+    frame(H2Frame::HEADERS, 0x4 | u8::from(end_stream), stream, &block)
+}
+
+/// A header block split over a HEADERS frame and CONTINUATION frames of at
+/// most 16,384 bytes each (for blocks over the default frame size).
+pub fn headers_continued(stream: u32, end_stream: bool, fields: &[(&str, &[u8])]) -> Vec<u8> {
+    let block = hpack(fields);
+    let mut chunks = block.chunks(16_384).peekable();
+    let mut out = Vec::new();
+    let mut first = true;
+    while let Some(chunk) = chunks.next() {
+        let last = chunks.peek().is_none();
+        let end_headers = if last { 0x4 } else { 0 };
+        if first {
+            let end = u8::from(end_stream);
+            out.extend(frame(H2Frame::HEADERS, end_headers | end, stream, chunk));
+            first = false;
+        } else {
+            out.extend(frame(0x9, end_headers, stream, chunk));
+        }
+    }
+    out
+}
+
+/// A RST_STREAM frame with `code` (`0x8` CANCEL).
+pub fn rst_frame(stream: u32, code: u32) -> Vec<u8> {
+    frame(H2Frame::RST_STREAM, 0, stream, &code.to_be_bytes())
+}
+
+/// A DATA frame.
+pub fn data_frame(stream: u32, end_stream: bool, data: &[u8]) -> Vec<u8> {
+    frame(0x0, u8::from(end_stream), stream, data)
+}
+
+/// HPACK literal header fields without indexing, no Huffman coding.
+fn hpack(fields: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (name, value) in fields {
+        out.push(0x00);
+        hpack_int(&mut out, name.len());
+        out.extend_from_slice(name.as_bytes());
+        hpack_int(&mut out, value.len());
+        out.extend_from_slice(value);
+    }
+    out
+}
+
+/// An HPACK string length with a 7-bit prefix (the H bit clear).
+fn hpack_int(out: &mut Vec<u8>, mut n: usize) {
+    if n < 127 {
+        out.push(u8::try_from(n).unwrap_or(0));
+        return;
+    }
+    out.push(127);
+    n -= 127;
+    while n >= 128 {
+        out.push(u8::try_from(n % 128).unwrap_or(0) | 0x80);
+        n /= 128;
+    }
+    out.push(u8::try_from(n).unwrap_or(0));
+}
+
+/// The resident set size of this process in bytes (`VmRSS` in
+/// `/proc/self/status`); `None` where there is no such file.
+pub fn rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
