@@ -2,10 +2,12 @@
 //! resource the official conformance suite calls, served by wymcp's default
 //! chain. `cargo run -p wymcp-examples --example everything -- --bind 127.0.0.1:3000`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use wymcp::mrtr::{InputKind, InputRequest};
+use wymcp::axum::http::HeaderValue;
+use wymcp::mrtr::{InputKind, InputRequest, SealingKey};
 use wymcp::surface::{CompletionRef, Completions, LogLevel, NoArgs};
 use wymcp::{
     Content, Context, HandlerError, Prompt, PromptResult, Resource, ResourceContents,
@@ -510,7 +512,7 @@ fn completion(request: &wymcp::surface::CompletionRequest) -> Completions {
     }
 }
 
-fn server() -> Result<Server, wymcp::BuildError> {
+fn server(sealing_key: Option<SealingKey>) -> Result<Server, wymcp::BuildError> {
     let mut builder = Server::builder()
         .info("wymcp-everything", env!("CARGO_PKG_VERSION"))
         .instructions("The MCP conformance suite's test server, built with wymcp.")
@@ -557,8 +559,14 @@ fn server() -> Result<Server, wymcp::BuildError> {
     for prompt in prompts() {
         builder = builder.prompt(prompt);
     }
+    if let Some(key) = sealing_key {
+        builder = builder.sealing_key(key);
+    }
     builder.build()
 }
+
+const USAGE: &str = "usage: everything [--bind ADDR] [--replica NAME] \
+    (env WYMCP_SEALING_KEY: a shared requestState secret of at least 32 bytes)";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -567,14 +575,41 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .init();
     let mut args = std::env::args().skip(1);
     let mut bind = "127.0.0.1:3000".to_owned();
+    let mut replica: Option<String> = None;
     while let Some(arg) = args.next() {
         match (arg.as_str(), args.next()) {
             ("--bind", Some(addr)) => bind = addr,
-            _ => return Err(format!("usage: everything [--bind ADDR]; got `{arg}`").into()),
+            ("--replica", Some(name)) => replica = Some(name),
+            _ => return Err(format!("{USAGE}; got `{arg}`").into()),
         }
+    }
+    // Replicas behind one load balancer share the key that seals MRTR
+    // requestState, so a round begun on one finishes on any other.
+    let sealing_key = match std::env::var("WYMCP_SEALING_KEY") {
+        Ok(secret) => Some(SealingKey::new("shared", secret.into_bytes())?),
+        Err(_) => None,
+    };
+    let server = Arc::new(server(sealing_key)?);
+    let mut router = chain::post::router(server.clone());
+    if let Some(name) = replica {
+        // Names the replica that answered, for the multi-replica test.
+        let value = HeaderValue::from_str(&name)?;
+        router = router.layer(wymcp::axum::middleware::map_response(
+            move |mut response: wymcp::axum::response::Response| {
+                let value = value.clone();
+                async move {
+                    response.headers_mut().insert("x-wymcp-replica", value);
+                    response
+                }
+            },
+        ));
     }
     let listener = tokio::net::TcpListener::bind(&bind).await?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
-    wymcp::serve(listener, chain::post::router(server()?)).await?;
+    wymcp::serve(listener, router)
+        .with_graceful_shutdown(wymcp::serve::shutdown_signal())
+        .closing_streams_of(&server)
+        .await?;
+    println!("shut down");
     Ok(())
 }
