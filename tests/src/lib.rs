@@ -1,3 +1,4 @@
 //! Shared helpers of wymcp's test suite.
 
+pub mod child;
 pub mod wire;

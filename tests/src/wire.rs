@@ -328,6 +328,22 @@ impl RawConn {
         }
     }
 
+    /// Reads until the bytes received contain `needle` (true), the
+    /// connection ends or `wait` passes (false). The bytes stay unread for
+    /// [`response`](Self::response).
+    pub async fn read_until(&mut self, needle: &[u8], wait: Duration) -> bool {
+        tokio::time::timeout(wait, async {
+            while find(&self.buf, needle).is_none() {
+                if self.fill().await == 0 {
+                    return false;
+                }
+            }
+            true
+        })
+        .await
+        .unwrap_or(false)
+    }
+
     async fn fill(&mut self) -> usize {
         self.buf.reserve(64 * 1024);
         match self.stream.read_buf(&mut self.buf).await {

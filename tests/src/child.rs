@@ -1,0 +1,152 @@
+//! `examples/everything` as a child process: built with cargo when asked
+//! for, started on a free loopback port, signalled, and killed when dropped.
+//!
+//! Helpers panic on what a test should not meet; they are for tests only.
+
+use std::io::{BufRead as _, BufReader};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// A running `examples/everything`.
+#[derive(Debug)]
+pub struct Everything {
+    child: std::process::Child,
+    addr: SocketAddr,
+    panics: Arc<AtomicUsize>,
+}
+
+/// The workspace's root directory.
+pub fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace root")
+        .to_path_buf()
+}
+
+/// Builds `examples/everything` (a no-op when it is up to date) and returns
+/// its path, next to this test binary's profile directory.
+pub fn everything_binary() -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let status = Command::new(cargo)
+        .args([
+            "build",
+            "-q",
+            "-p",
+            "wymcp-examples",
+            "--example",
+            "everything",
+        ])
+        .current_dir(workspace())
+        .status()
+        .expect("run cargo build");
+    assert!(status.success(), "building examples/everything failed");
+    let exe = std::env::current_exe().expect("the test binary's path");
+    // target/<profile>/deps/<test> → target/<profile>/examples/everything
+    let profile = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("target/<profile>");
+    profile.join("examples").join("everything")
+}
+
+impl Everything {
+    /// Starts `everything --bind 127.0.0.1:0` with `args` and `env`, and
+    /// waits for the address it prints.
+    pub fn start(args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut child = Command::new(everything_binary())
+            .args(["--bind", "127.0.0.1:0"])
+            .args(args)
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start examples/everything");
+        let stdout = child.stdout.take().expect("its stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let first = lines
+            .next()
+            .expect("a first line")
+            .expect("a readable first line");
+        let addr = first
+            .strip_prefix("listening on http://")
+            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("`listening on http://ADDR/mcp`, got {first:?}"));
+        // Keep draining stdout so the child never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        // Forward stderr, counting panics.
+        let panics = Arc::new(AtomicUsize::new(0));
+        let stderr = child.stderr.take().expect("its stderr");
+        let counter = panics.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line.contains("panicked at") {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                }
+                eprintln!("[everything] {line}");
+            }
+        });
+        Everything {
+            child,
+            addr,
+            panics,
+        }
+    }
+
+    /// The address served on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// How many panics the process reported on stderr so far.
+    pub fn panics(&self) -> usize {
+        self.panics.load(Ordering::Relaxed)
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends SIGTERM.
+    pub fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -TERM failed");
+    }
+
+    /// Waits up to `wait` for the process to exit.
+    pub fn exited_within(&mut self, wait: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + wait;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// This process's resident set size in bytes (`VmRSS`).
+    pub fn rss_bytes(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+        let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kb * 1024)
+    }
+}
+
+impl Drop for Everything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
