@@ -222,7 +222,11 @@ suite() {
     t=$(now)
     conformance server --url "$url" -o "$work/${suite_out:-$name}" "$@" >"$work/$name.log" 2>&1
     suite_rc=$?
-    echo "== conformance $name: exit $suite_rc ($(elapsed "$t")); $(grep -E '^Total:' "$work/$name.log" | tail -n 1)"
+    # The suite's own total counts unscored checks too; reworded so that it
+    # cannot be mistaken for this script's closing line.
+    local total
+    total=$(sed -nE 's/^Total: ([0-9]+) passed, ([0-9]+) failed.*/suite checks: \1 ok, \2 not ok (scored or not)/p' "$work/$name.log" | tail -n 1)
+    echo "== conformance $name: exit $suite_rc ($(elapsed "$t"))${total:+; $total}"
     local plain
     plain=$(sed -e 's/\x1b\[[0-9;]*m//g' "$work/$name.log")
     unexpected=$(awk '/^Unexpected failures \(not in baseline\)/ { on = 1; next } on && /^$/ { exit } on { print $2 }' <<<"$plain")
@@ -261,6 +265,8 @@ if ensure_server "conformance --requirements 2026-07-28"; then
         >"$work/requirements-2026-07-28.report"
     grep -vE '^(scored|failing-scored):' "$work/requirements-2026-07-28.report"
     score=$(sed -n 's/^scored: //p' "$work/requirements-2026-07-28.report")
+    # An empty scored list (a suite that lists nothing) must not pass as 0/0.
+    [[ -s $work/scored-2026-07-28.txt ]] || suite_rc=1
     read -ra failing <<<"$(sed -n 's/^failing-scored: //p' "$work/requirements-2026-07-28.report")"
     judge requirements-2026-07-28 \
         "conformance --requirements 2026-07-28 (scored $score, no expected failures)" "${failing[@]}"
@@ -276,6 +282,7 @@ if ensure_server "conformance --suite all"; then
     suite all-2026-07-28 --suite all --spec-version 2026-07-28 --expected-failures "$baseline"
     all_unexpected=$unexpected
     all_stale=$stale
+    all_rc=$suite_rc
     conformance list --server --requirements 2026-07-28 |
         awk '/^  extension/ { on = 1; next } /^  [a-z]/ { on = 0 } on && /\[server\]$/ { print $2 }' \
             >"$work/extensions-2026-07-28.txt"
@@ -285,8 +292,10 @@ if ensure_server "conformance --suite all"; then
         suite "extension-$scenario" --scenario "$scenario" --expected-failures "$baseline"
         all_unexpected+=" $unexpected"
         all_stale+=" $stale"
+        ((suite_rc == 0)) || all_rc=$suite_rc
     done
     suite_out=
+    suite_rc=$all_rc
     node conformance/report.mjs "$work/all-2026-07-28"
     node conformance/report.mjs "$work/extensions-2026-07-28"
     for item in $all_stale; do record FAIL "stale entry in $baseline: $item" "now passes; remove it"; done

@@ -71,8 +71,8 @@ await check('connect', async () => {
     await client.connect(new StreamableHTTPClientTransport(new URL(url)));
     connected = true;
     const version = client.getNegotiatedProtocolVersion();
-    if (modern ? version !== '2026-07-28' : version?.startsWith('2026')) {
-        return `negotiated ${version}`;
+    if (modern ? version !== '2026-07-28' : !version?.startsWith('2025-')) {
+        return `negotiated ${version}, wanted ${modern ? '2026-07-28' : 'a 2025 revision'}`;
     }
     return undefined;
 });
