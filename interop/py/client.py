@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import sys
+
+import anyio
 from collections.abc import Awaitable, Callable
 
 from mcp import Client, types
+from mcp.shared.subscriptions import ToolsListChanged
 
 MODES = ("2026-07-28", "legacy", "auto")
 
@@ -113,6 +116,19 @@ async def main(url: str, mode: str) -> int:
 
             await run.check("prompts/get test_prompt_with_arguments", get_prompt)
 
+            async def progress() -> str | None:
+                seen: list[float] = []
+
+                async def on_progress(value: float, _total: float | None, _message: str | None) -> None:
+                    seen.append(value)
+
+                result = await client.call_tool("test_tool_with_progress", {}, progress_callback=on_progress)
+                if result.is_error:
+                    return f"isError: {first_text(result.content)}"
+                return None if seen == [0, 50, 100] else f"progress seen: {seen}, wanted [0, 50, 100]"
+
+            await run.check("progress over SSE: tools/call test_tool_with_progress", progress)
+
             if modern:
 
                 async def mrtr() -> str | None:
@@ -126,6 +142,17 @@ async def main(url: str, mode: str) -> int:
                     return None if text else f"no text content after the round: {result!r}"
 
                 await run.check("MRTR round (elicitation) tools/call test_input_required_result_elicitation", mrtr)
+
+                async def listen() -> str | None:
+                    # subscriptions/listen: acknowledged, then a tools list_changed
+                    # once a tool call changes the tool list at run time.
+                    async with client.listen(tools_list_changed=True) as sub:
+                        await client.call_tool("test_trigger_tool_change", {})
+                        with anyio.fail_after(10):
+                            event = await sub.__anext__()
+                    return None if isinstance(event, ToolsListChanged) else f"unexpected event {event!r}"
+
+                await run.check("subscriptions/listen: list_changed after test_trigger_tool_change", listen)
     except Exception as err:  # noqa: BLE001 - a failed connect or close is one more FAIL line
         run.failed += 1
         print(f"FAIL {run.tag} session: {describe(err)}", flush=True)

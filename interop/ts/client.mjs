@@ -110,6 +110,15 @@ if (connected) {
             ? undefined
             : `arguments not in messages ${text}`;
     });
+    await check('progress over SSE: tools/call test_tool_with_progress', async () => {
+        const seen = [];
+        const result = await client.callTool(
+            { name: 'test_tool_with_progress', arguments: {} },
+            { onprogress: (p) => seen.push(p.progress) },
+        );
+        if (result.isError) return `isError: ${firstText(result.content)}`;
+        return seen.join(',') === '0,50,100' ? undefined : `progress seen: [${seen.join(', ')}], wanted [0, 50, 100]`;
+    });
     if (modern) {
         await check('MRTR round (elicitation) tools/call test_input_required_result_elicitation', async () => {
             const before = elicited;
