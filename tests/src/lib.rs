@@ -1,4 +1,6 @@
 //! Shared helpers of wymcp's test suite.
 
 pub mod child;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod wire;

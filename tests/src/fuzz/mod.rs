@@ -1,0 +1,44 @@
+//! The invariants wymcp's fuzz targets check, in one place.
+//!
+//! The libFuzzer targets under `fuzz/` call these functions on every input,
+//! and `tests/tests/fuzz_corpus.rs` replays the committed corpus
+//! (`fuzz/corpus/<target>/*`) through the very same functions in a plain
+//! `cargo test`, with no fuzzing engine and no nightly toolchain. Each check
+//! takes the raw input bytes and returns `Err` describing the broken
+//! invariant; a fuzz target panics with it, so libFuzzer records the input.
+//!
+//! | target | reads | asserts |
+//! |---|---|---|
+//! | [`chain`] | a whole POST, spelled as text: request target, headers, body | every answer is in the chain's table, well formed, with the id the rejection-id rule allows |
+//! | [`dispatch`](chain::check_dispatch) | a body; the standard headers derived from it | the same, for bodies that pass the wire checks and reach Validate and Dispatch |
+//! | [`classify`] | a JSON value (and a protocol-version header) | classification and the era agree with slower reference implementations |
+//! | [`header_value`] | bytes as a header value, a base64 payload, a string to encode | strict base64 accepts exactly the canonical encodings; encode/decode round trips |
+//! | [`request_state`] | bytes as a `requestState`, a state to seal, a mutation, params | nothing unseals unless sealed under the key for that binding; sealed states round-trip |
+
+pub mod capture;
+pub mod chain;
+pub mod classify;
+pub mod header_value;
+pub mod request_state;
+
+/// A check: `Err` names the invariant an input broke.
+pub type Check = fn(&[u8]) -> Result<(), String>;
+
+/// Every fuzz target, by the name of its binary and corpus directory.
+pub const TARGETS: &[(&str, Check)] = &[
+    ("chain", chain::check_chain),
+    ("dispatch", chain::check_dispatch),
+    ("classify", classify::check_classify),
+    ("header_value", header_value::check_header_value),
+    ("request_state", request_state::check_request_state),
+];
+
+/// `Err(format!(..))` unless the condition holds.
+macro_rules! ensure {
+    ($cond:expr, $($fmt:tt)+) => {
+        if !$cond {
+            return Err(format!($($fmt)+));
+        }
+    };
+}
+pub(crate) use ensure;
