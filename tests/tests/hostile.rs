@@ -513,3 +513,70 @@ async fn an_http2_header_list_over_max_header_bytes_is_431() {
         .unwrap();
     assert_eq!(answer.status(), Some(200));
 }
+
+// ---------------------------------------------------------------------------
+// Log injection
+// ---------------------------------------------------------------------------
+
+/// A `MakeWriter` collecting what the fmt subscriber writes.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Captured {
+        self.clone()
+    }
+}
+
+/// Client-controlled text that reaches a log line (a rejection's message
+/// names the unknown tool, the method) cannot start a line of its own: with
+/// the plain fmt subscriber every event is exactly one line, the client's
+/// CR/LF escaped.
+#[tokio::test(flavor = "current_thread")]
+async fn client_text_cannot_forge_a_log_line() {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(captured.clone())
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let server = serve(ServeConfig::default()).await;
+    let forged = "INFO wymcp::rejection: forged";
+    for body in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": format!("x\r\n{forged}"), "arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": format!("nope\n{forged}")}),
+    ] {
+        let mut conn = server.connect().await;
+        let response = conn
+            .request(&RawRequest::post("/mcp").json(serde_json::to_vec(&body).unwrap()))
+            .await;
+        assert_eq!(response.rpc_error().id, body["id"]);
+    }
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.contains("forged"),
+        "the rejections were logged: {logs}"
+    );
+    for line in logs.lines() {
+        assert!(
+            !line
+                .trim_start()
+                .starts_with("INFO wymcp::rejection: forged"),
+            "a forged line: {logs}"
+        );
+        assert!(!line.contains('\r'), "a raw CR: {logs:?}");
+    }
+}

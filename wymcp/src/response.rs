@@ -172,7 +172,9 @@ impl Rejector {
             stage = self.stage,
             status = status.as_u16(),
             code,
-            message = %message,
+            // Debug-formatted: the message may quote client text, whose
+            // CR/LF must not start a log line of its own.
+            message = ?message,
             "request rejected"
         );
         let body = error_envelope(&self.id, code, &message, data.as_ref());
