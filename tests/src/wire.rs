@@ -907,6 +907,9 @@ impl RawH2 {
             if f.kind == H2Frame::SETTINGS && f.flags & 0x1 == 0 {
                 let _ = self.send(&frame(H2Frame::SETTINGS, 0x1, 0, &[])).await;
             }
+            if f.kind == 0x6 && f.flags & 0x1 == 0 {
+                let _ = self.send(&frame(0x6, 0x1, 0, &f.payload)).await;
+            }
         }
     }
 

@@ -2,15 +2,19 @@
 //! while a request is in flight and a listen stream is open. The request
 //! finishes 200, the listen stream gets its clean close (the `complete`
 //! result, then the end of the stream), new connections are refused, and
-//! the process exits 0.
+//! the process exits 0. In process, over HTTP/2: the shutdown's `GOAWAY`,
+//! and an idle connection's.
 
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
 
+use std::future::IntoFuture as _;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use wymcp::ServeConfig;
 use wymcp_tests::child::Everything;
-use wymcp_tests::wire::{RawConn, RawRequest};
+use wymcp_tests::wire::{H2Frame, RawConn, RawH2, RawRequest, data_frame, headers_frame};
 
 const PING: &[u8] = br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#;
 
@@ -108,4 +112,97 @@ async fn sigterm_finishes_in_flight_work_closes_listen_streams_and_exits_0() {
         .exited_within(Duration::from_secs(10))
         .expect("the process exits after draining");
     assert!(status.success(), "exit status {status:?}");
+}
+
+// ---------------------------------------------------------------------------
+// In process, over HTTP/2
+// ---------------------------------------------------------------------------
+
+fn h2_ping_head(authority: &str, stream: u32) -> Vec<u8> {
+    let length = PING.len().to_string();
+    headers_frame(
+        stream,
+        false,
+        &[
+            (":method", b"POST"),
+            (":scheme", b"http"),
+            (":authority", authority.as_bytes()),
+            (":path", b"/mcp"),
+            ("content-type", b"application/json"),
+            ("content-length", length.as_bytes()),
+        ],
+    )
+}
+
+/// Over HTTP/2 a graceful shutdown sends `GOAWAY` (NO_ERROR), lets the
+/// stream in flight finish 200, then closes; the serving future resolves
+/// `Ok` and the port refuses connections.
+#[tokio::test]
+async fn over_http2_a_graceful_shutdown_sends_goaway_and_finishes_the_stream() {
+    let server = Arc::new(wymcp::Server::builder().build().unwrap());
+    let router = wymcp::chain::post::router(server.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(
+        wymcp::serve_with(listener, router, ServeConfig::default())
+            .with_graceful_shutdown(async move {
+                let _ = stopped.await;
+            })
+            .closing_streams_of(&server)
+            .into_future(),
+    );
+    let authority = addr.to_string();
+    let mut h2 = RawH2::connect(addr).await;
+    h2.send(&h2_ping_head(&authority, 1)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    stop.send(()).unwrap();
+    let goaway = h2
+        .until(|f| f.kind == H2Frame::GOAWAY)
+        .await
+        .expect("a GOAWAY");
+    assert_eq!(goaway.error_code(), Some(0), "NO_ERROR");
+
+    h2.send(&data_frame(1, true, PING)).await.unwrap();
+    let answer = h2
+        .until(|f| f.kind == H2Frame::HEADERS && f.stream == 1)
+        .await
+        .expect("the stream's answer");
+    assert_eq!(answer.status(), Some(200));
+    assert_eq!(h2.until(|_| false).await, None, "the connection closed");
+
+    let result = tokio::time::timeout(Duration::from_secs(10), serving)
+        .await
+        .expect("serving ends after the drain")
+        .unwrap();
+    assert!(result.is_ok(), "{result:?}");
+    let refused = tokio::net::TcpStream::connect(addr).await.unwrap_err();
+    assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+}
+
+/// An HTTP/2 connection with no stream and no traffic is told `GOAWAY` at
+/// the idle timeout and closed.
+#[tokio::test]
+async fn an_idle_http2_connection_is_closed_at_the_idle_timeout() {
+    let server = wymcp::Server::builder().build().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let config = ServeConfig::default().idle_timeout(Duration::from_millis(300));
+    tokio::spawn(
+        wymcp::serve_with(listener, wymcp::chain::post::router(server), config).into_future(),
+    );
+    let mut h2 = RawH2::connect(addr).await;
+    let started = Instant::now();
+    let goaway = h2
+        .until(|f| f.kind == H2Frame::GOAWAY)
+        .await
+        .expect("a GOAWAY");
+    assert_eq!(goaway.error_code(), Some(0));
+    assert_eq!(h2.until(|_| false).await, None, "the connection closed");
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(300) && elapsed < Duration::from_secs(3),
+        "{elapsed:?}"
+    );
 }
