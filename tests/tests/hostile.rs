@@ -523,3 +523,45 @@ async fn client_text_cannot_forge_a_log_line() {
         assert!(!line.contains('\r'), "a raw CR: {logs:?}");
     }
 }
+
+/// Streams the server must reset for the client's protocol errors (here a
+/// `connection` header, malformed in HTTP/2, RFC 9113 §8.2.2) each cost a
+/// `RST_STREAM PROTOCOL_ERROR`; past `h2_max_local_error_reset_streams`
+/// the connection gets `GOAWAY ENHANCE_YOUR_CALM` and is closed.
+#[tokio::test]
+async fn http2_protocol_error_resets_past_the_limit_close_the_connection() {
+    let config = ServeConfig::default().h2_max_local_error_reset_streams(3);
+    let server = serve(config).await;
+    let authority = server.host();
+    let malformed = |stream: u32| {
+        headers_frame(
+            stream,
+            true,
+            &[
+                (":method", b"POST"),
+                (":scheme", b"http"),
+                (":authority", authority.as_bytes()),
+                (":path", b"/mcp"),
+                ("connection", b"keep-alive"),
+            ],
+        )
+    };
+    let mut h2 = server.raw_h2().await;
+    h2.send(&malformed(1)).await.unwrap();
+    let reset = h2
+        .until(|f| f.kind == H2Frame::RST_STREAM && f.stream == 1)
+        .await
+        .unwrap();
+    assert_eq!(reset.error_code(), Some(0x1), "PROTOCOL_ERROR");
+    let mut burst = Vec::new();
+    for i in 1..10u32 {
+        burst.extend(malformed(1 + 2 * i));
+    }
+    h2.send(&burst).await.unwrap();
+    let goaway = h2
+        .until(|f| f.kind == H2Frame::GOAWAY)
+        .await
+        .expect("a GOAWAY");
+    assert_eq!(goaway.error_code(), Some(0xb), "ENHANCE_YOUR_CALM");
+    assert_eq!(h2.until(|_| false).await, None, "the connection closed");
+}
