@@ -27,9 +27,28 @@ pub fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
-/// Builds `examples/everything` (a no-op when it is up to date) and returns
-/// its path, next to this test binary's profile directory.
+/// The path of `examples/everything`: `WYMCP_EVERYTHING_BIN` when set;
+/// else the newest one cargo built next to this test binary (`cargo test
+/// --all-targets` builds it as `examples/everything-HASH`, `cargo build` as
+/// `examples/everything`) when it is newer than the sources it is built
+/// from; else one built now with `cargo build` (which, outside a workspace
+/// build, may recompile dependencies with other features: slow, once).
 pub fn everything_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("WYMCP_EVERYTHING_BIN") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    // target/<profile>/deps/<test> → target/<profile>/examples/
+    let examples = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("target/<profile>")
+        .join("examples");
+    if let Some(built) = newest_build(&examples)
+        && modified(&built) >= newest_source()
+    {
+        return built;
+    }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let status = Command::new(cargo)
         .args([
@@ -44,13 +63,49 @@ pub fn everything_binary() -> PathBuf {
         .status()
         .expect("run cargo build");
     assert!(status.success(), "building examples/everything failed");
-    let exe = std::env::current_exe().expect("the test binary's path");
-    // target/<profile>/deps/<test> → target/<profile>/examples/everything
-    let profile = exe
-        .parent()
-        .and_then(std::path::Path::parent)
-        .expect("target/<profile>");
-    profile.join("examples").join("everything")
+    examples.join("everything")
+}
+
+fn modified(path: &std::path::Path) -> std::time::SystemTime {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .unwrap_or(std::time::UNIX_EPOCH)
+}
+
+/// The newest `everything` or `everything-HASH` executable in `dir`.
+fn newest_build(dir: &std::path::Path) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| {
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let hashed = name
+                .strip_prefix("everything-")
+                .is_some_and(|hash| hash.chars().all(|c| c.is_ascii_hexdigit()));
+            (name == "everything" || hashed) && path.is_file()
+        })
+        .max_by_key(|path| modified(path))
+}
+
+/// The newest modification time of the example's and the library's sources.
+fn newest_source() -> std::time::SystemTime {
+    fn walk(dir: &std::path::Path, newest: &mut std::time::SystemTime) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, newest);
+            } else {
+                *newest = (*newest).max(modified(&path));
+            }
+        }
+    }
+    let root = workspace();
+    let mut newest = modified(&root.join("examples/everything.rs"));
+    for dir in ["wymcp/src", "wymcp-macros/src"] {
+        walk(&root.join(dir), &mut newest);
+    }
+    newest
 }
 
 impl Everything {
