@@ -1,0 +1,14 @@
+//! wymcp's benchmark: the three servers it compares (wymcp's default chain,
+//! the bare-axum floor, the rmcp peer), the request bodies of its scenarios,
+//! and the harness that drives them with `oha` and reads the server's CPU
+//! time from `/proc`.
+//!
+//! Run it with `scripts/bench` (see `BENCHMARKS.md`). Nothing here is part of
+//! wymcp's public API; the crate is `publish = false`.
+#![forbid(unsafe_code)]
+
+pub mod payload;
+pub mod procfs;
+pub mod report;
+pub mod runner;
+pub mod servers;

@@ -1,0 +1,139 @@
+//! `wymcp-bench`: `serve` runs one of the benchmark's servers; `run` runs the
+//! benchmark (see `BENCHMARKS.md`; `scripts/bench` is the one command).
+#![forbid(unsafe_code)]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use wymcp_bench::runner::{self, Options};
+use wymcp_bench::servers::{self, Kind};
+
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const ALLOCATOR_NAME: &str = if cfg!(feature = "mimalloc") {
+    "mimalloc (the mimalloc crate, default settings)"
+} else {
+    "system (glibc malloc, default settings)"
+};
+
+const USAGE: &str = "usage:
+  wymcp-bench serve --server floor|wymcp|rmcp [--addr 127.0.0.1:0]
+  wymcp-bench run [--quick] [--json FILE] [--markdown FILE] [--oha PATH]
+                  [--runs N] [--seconds S] [--warmup S] [--connections C]
+                  [--only SCENARIO,…] [--servers floor,wymcp,rmcp] [--no-pin]";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("serve") => serve(&args[1..]),
+        Some("run") => run(&args[1..]),
+        _ => Err(USAGE.to_owned()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("wymcp-bench: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The value after flag `name`, parsed.
+fn value<T: std::str::FromStr>(args: &[String], name: &str) -> Result<Option<T>, String> {
+    let Some(at) = args.iter().position(|a| a == name) else {
+        return Ok(None);
+    };
+    let raw = args
+        .get(at + 1)
+        .ok_or_else(|| format!("{name} needs a value\n{USAGE}"))?;
+    raw.parse()
+        .map(Some)
+        .map_err(|_| format!("{name}: cannot use `{raw}`\n{USAGE}"))
+}
+
+fn check_flags(args: &[String], with_value: &[&str], plain: &[&str]) -> Result<(), String> {
+    let mut i = 0;
+    while i < args.len() {
+        let arg = args[i].as_str();
+        if with_value.contains(&arg) {
+            i += 2;
+        } else if plain.contains(&arg) {
+            i += 1;
+        } else {
+            return Err(format!("unknown argument `{arg}`\n{USAGE}"));
+        }
+    }
+    Ok(())
+}
+
+fn serve(args: &[String]) -> Result<(), String> {
+    check_flags(args, &["--server", "--addr"], &[])?;
+    let kind: Kind = value(args, "--server")?.ok_or_else(|| USAGE.to_owned())?;
+    let addr: SocketAddr = value(args, "--addr")?.unwrap_or_else(|| ([127, 0, 0, 1], 0).into());
+    servers::serve(kind, addr).map_err(|e| format!("serving {}: {e}", kind.name()))
+}
+
+fn list<T: std::str::FromStr>(args: &[String], name: &str) -> Result<Option<Vec<T>>, String> {
+    let Some(raw) = value::<String>(args, name)? else {
+        return Ok(None);
+    };
+    raw.split(',')
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse()
+                .map_err(|_| format!("{name}: cannot use `{s}`\n{USAGE}"))
+        })
+        .collect::<Result<Vec<T>, String>>()
+        .map(Some)
+}
+
+fn run(args: &[String]) -> Result<(), String> {
+    check_flags(
+        args,
+        &[
+            "--json",
+            "--markdown",
+            "--oha",
+            "--runs",
+            "--seconds",
+            "--warmup",
+            "--connections",
+            "--only",
+            "--servers",
+        ],
+        &["--quick", "--no-pin"],
+    )?;
+    let quick = args.iter().any(|a| a == "--quick");
+    let seconds: f64 = value(args, "--seconds")?.unwrap_or(if quick { 1.0 } else { 5.0 });
+    let warmup: f64 = value(args, "--warmup")?.unwrap_or(if quick { 0.5 } else { 2.0 });
+    let options = Options {
+        quick,
+        oha: value(args, "--oha")?.unwrap_or_else(|| PathBuf::from("oha")),
+        runs: value(args, "--runs")?.unwrap_or(if quick { 1 } else { 3 }),
+        duration: Duration::from_secs_f64(seconds),
+        warmup: Duration::from_secs_f64(warmup),
+        connections: value(args, "--connections")?.unwrap_or(50),
+        only: list(args, "--only")?.unwrap_or_default(),
+        servers: list(args, "--servers")?.unwrap_or_else(|| Kind::ALL.to_vec()),
+        cores: (!args.iter().any(|a| a == "--no-pin")).then_some((0, 1)),
+        scratch: std::env::temp_dir().join(format!("wymcp-bench-{}", std::process::id())),
+        allocator: ALLOCATOR_NAME.to_owned(),
+    };
+    let report = runner::run(&options);
+    let _ = std::fs::remove_dir_all(&options.scratch);
+    let report = report.map_err(|e| e.to_string())?;
+    let markdown = report.markdown();
+    println!("{markdown}");
+    if let Some(path) = value::<PathBuf>(args, "--markdown")? {
+        std::fs::write(&path, &markdown).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if let Some(path) = value::<PathBuf>(args, "--json")? {
+        let json = serde_json::to_vec_pretty(&report).map_err(|e| e.to_string())?;
+        std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,261 @@
+//! The three servers the benchmark compares, each an `axum::Router` serving
+//! the same `echo` tool on [`ENDPOINT`](crate::payload::ENDPOINT):
+//!
+//! * [`wymcp`]: wymcp's default chain;
+//! * [`floor`]: a bare axum handler that parses the body into a
+//!   `serde_json::Value` and answers a fixed result, the floor of this HTTP
+//!   stack;
+//! * [`rmcp`]: the official Rust SDK, stateless JSON mode.
+//!
+//! [`serve`] runs one of them on a current-thread tokio runtime, the flavour
+//! all three are measured with.
+
+use std::net::SocketAddr;
+use std::str::FromStr;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::DefaultBodyLimit;
+use axum::response::IntoResponse;
+use http::{StatusCode, header};
+use serde::Deserialize;
+
+use crate::payload::{CEILING_CALL_BYTES, ENDPOINT};
+
+/// The echo tool's arguments, the same for every server.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct EchoArgs {
+    /// Echoed back as the one text content of the result.
+    pub text: String,
+    /// Accepted and ignored: it carries the bulk of the large bodies.
+    #[serde(default)]
+    pub attachment: Option<String>,
+}
+
+/// Which server to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// The bare-axum floor.
+    Floor,
+    /// wymcp's default chain.
+    Wymcp,
+    /// rmcp 3.11, stateless JSON mode.
+    Rmcp,
+}
+
+impl Kind {
+    /// All three, in the order a round of measurements runs them.
+    pub const ALL: [Kind; 3] = [Kind::Floor, Kind::Wymcp, Kind::Rmcp];
+
+    /// The name on the command line and in reports.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Floor => "floor",
+            Kind::Wymcp => "wymcp",
+            Kind::Rmcp => "rmcp",
+        }
+    }
+
+    /// The server's router.
+    pub fn router(self) -> Router {
+        match self {
+            Kind::Floor => floor(),
+            Kind::Wymcp => wymcp(),
+            Kind::Rmcp => rmcp(),
+        }
+    }
+}
+
+impl FromStr for Kind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Kind::ALL
+            .into_iter()
+            .find(|kind| kind.name() == s)
+            .ok_or_else(|| format!("unknown server `{s}` (floor, wymcp or rmcp)"))
+    }
+}
+
+/// Serves `kind` on `addr` on a current-thread runtime, printing
+/// `listening on ADDR` once bound; returns when the listener fails.
+pub fn serve(kind: Kind, addr: SocketAddr) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        println!("listening on {}", listener.local_addr()?);
+        axum::serve(listener, kind.router()).await
+    })
+}
+
+// ---------------------------------------------------------------- the floor
+
+/// The fixed answer of the floor.
+const FLOOR_RESULT: &[u8] = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}],"resultType":"complete"}}"#;
+
+/// The floor: parse the body into a `Value`, answer a fixed result.
+pub fn floor() -> Router {
+    Router::new()
+        .route(ENDPOINT, axum::routing::post(floor_handler))
+        .layer(DefaultBodyLimit::max(CEILING_CALL_BYTES))
+}
+
+async fn floor_handler(body: Bytes) -> axum::response::Response {
+    match serde_json::from_slice::<serde_json::Value>(&body) {
+        Ok(value) => {
+            std::hint::black_box(&value);
+            (
+                [(header::CONTENT_TYPE, "application/json")],
+                Bytes::from_static(FLOOR_RESULT),
+            )
+                .into_response()
+        }
+        Err(_) => StatusCode::BAD_REQUEST.into_response(),
+    }
+}
+
+// ---------------------------------------------------------------- wymcp
+
+/// wymcp's default chain with the echo tool.
+pub fn wymcp() -> Router {
+    provisional::router()
+}
+
+/// Until `wymcp::chain::post` lands: the nine stages run in the chain's
+/// order the way `#[pipeline]`'s generated `handle` runs them, and, if none
+/// answers (they are stubs), the bench answers the echo itself.
+mod provisional {
+    use std::sync::Arc;
+
+    use axum::Router;
+    use wymcp::__private::{self as private, Exchange, Flow, Instrument, Request, Response};
+    use wymcp::stages;
+    use wymcp::{Server, Stage};
+
+    macro_rules! run_stage {
+        ($ex:ident, $name:literal, $call:expr) => {{
+            let span = private::enter(&mut $ex, $name);
+            if let Flow::Answer(response) = $call.instrument(span).await {
+                return response;
+            }
+        }};
+    }
+
+    async fn handle(server: Arc<Server>, request: Request) -> Response {
+        let mut ex = Exchange::new(&server, request);
+        run_stage!(ex, "OriginCheck", stages::OriginCheck::run(&mut ex));
+        run_stage!(ex, "parse_body", stages::parse_body(&mut ex));
+        run_stage!(ex, "Classify", stages::Classify::run(&mut ex));
+        run_stage!(ex, "Auth", stages::Auth::run(&mut ex));
+        run_stage!(
+            ex,
+            "SingletonHeaders",
+            stages::SingletonHeaders::run(&mut ex)
+        );
+        run_stage!(ex, "ProtocolFields", stages::ProtocolFields::run(&mut ex));
+        run_stage!(ex, "HeaderBinding", stages::HeaderBinding::run(&mut ex));
+        run_stage!(ex, "Validate", stages::Validate::run(&mut ex));
+        run_stage!(ex, "Dispatch", stages::Dispatch::run(&mut ex));
+        echo(ex).await
+    }
+
+    async fn echo(mut ex: Exchange<'_>) -> Response {
+        let Some(body) = ex.body.take() else {
+            return private::unanswered(&ex);
+        };
+        let Ok(bytes) = axum::body::to_bytes(body, super::CEILING_CALL_BYTES).await else {
+            return private::unanswered(&ex);
+        };
+        let Ok(message) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+            return private::unanswered(&ex);
+        };
+        let id = message.get("id").cloned().unwrap_or_default();
+        let text = message
+            .pointer("/params/arguments/text")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default();
+        wymcp::response::result(
+            &id,
+            &serde_json::json!({
+                "content": [{"type": "text", "text": text}],
+                "resultType": "complete",
+            }),
+        )
+    }
+
+    pub(super) fn router() -> Router {
+        let server = match Server::builder().build() {
+            Ok(server) => Arc::new(server),
+            Err(error) => panic!("the default server builds: {error}"),
+        };
+        private::router(server, |server, request| async move {
+            handle(server, request).await
+        })
+    }
+}
+
+// ---------------------------------------------------------------- rmcp
+
+mod peer {
+    use rmcp::handler::server::router::tool::ToolRouter;
+    use rmcp::handler::server::wrapper::Parameters;
+    use rmcp::model::{ServerCapabilities, ServerConfig};
+    use rmcp::{ServerHandler, tool, tool_handler, tool_router};
+
+    use super::EchoArgs;
+
+    /// The echo tool, written the way rmcp's documentation writes tools.
+    #[derive(Debug, Clone)]
+    pub(super) struct Echo {
+        tool_router: ToolRouter<Self>,
+    }
+
+    impl Echo {
+        pub(super) fn new() -> Self {
+            Echo {
+                tool_router: Self::tool_router(),
+            }
+        }
+    }
+
+    #[tool_router]
+    impl Echo {
+        #[tool(description = "Echoes its text")]
+        #[allow(clippy::unused_self)]
+        fn echo(&self, Parameters(args): Parameters<EchoArgs>) -> String {
+            args.text
+        }
+    }
+
+    #[tool_handler(router = self.tool_router)]
+    impl ServerHandler for Echo {
+        fn get_info(&self) -> ServerConfig {
+            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        }
+    }
+}
+
+/// rmcp 3.11 in stateless JSON mode, with the echo tool, the same body
+/// ceiling as wymcp, and Origin validation on (loopback origins allowed), as
+/// wymcp's default has it.
+pub fn rmcp() -> Router {
+    use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_max_request_body_bytes(CEILING_CALL_BYTES)
+        .with_allowed_origins(["http://localhost:*", "http://127.0.0.1:*"]);
+    let service = StreamableHttpService::new(
+        || Ok(peer::Echo::new()),
+        std::sync::Arc::new(NeverSessionManager::default()),
+        config,
+    );
+    Router::new().nest_service(ENDPOINT, service)
+}
