@@ -124,6 +124,21 @@ fn bench_stages(c: &mut Criterion) {
 fn bench_chain(c: &mut Criterion) {
     let server = server();
     let request = payload::small_call();
+    // What is timed must be the served path, not a rejection.
+    let mut ex = parsed(&server, &request);
+    let answered = finish(async {
+        for name in AFTER_PARSE {
+            if let Flow::Answer(response) = run_named(name, &mut ex).await {
+                return Some(response.status());
+            }
+        }
+        None
+    });
+    assert_eq!(
+        answered,
+        Some(http::StatusCode::OK),
+        "the small call is served"
+    );
     c.bench_function("chain/after_parse", |b| {
         b.iter_batched(
             || parsed(&server, &request),

@@ -119,81 +119,91 @@ async fn floor_handler(body: Bytes) -> axum::response::Response {
 
 // ---------------------------------------------------------------- wymcp
 
-/// wymcp's default chain with the echo tool.
-pub fn wymcp() -> Router {
-    provisional::router()
+/// The wymcp server the benchmark measures: the echo tool registered the way
+/// wymcp's documentation registers tools, default settings otherwise.
+#[must_use]
+pub fn wymcp_server() -> wymcp::Server {
+    let echo = wymcp::Tool::new("echo")
+        .description("Echoes its text")
+        .handler(|args: EchoArgs, _cx| async move { Ok(wymcp::ToolResult::text(args.text)) });
+    match wymcp::Server::builder().tool(echo).build() {
+        Ok(server) => server,
+        Err(error) => panic!("the benchmark's wymcp server builds: {error}"),
+    }
 }
 
-/// Until `wymcp::chain::post` lands: the nine stages run in the chain's
-/// order the way `#[pipeline]`'s generated `handle` runs them, and, if none
-/// answers (they are stubs), the bench answers the echo itself.
+/// wymcp's default chain with the echo tool.
+pub fn wymcp() -> Router {
+    provisional::post::router(wymcp_server())
+}
+
+/// Until the real parse step lands (`stages::parse_body` is a stub on main):
+/// the default chain, declared with `#[wymcp::pipeline]` stage for stage as
+/// `wymcp::chain::post` declares it, with a stand-in parse step that reads
+/// and parses the body the plain way. Everything else is wymcp's own.
 mod provisional {
-    use std::sync::Arc;
+    #[wymcp::pipeline]
+    pub mod post {
+        use wymcp::stages;
 
-    use axum::Router;
-    use wymcp::__private::{self as private, Exchange, Flow, Instrument, Request, Response};
-    use wymcp::stages;
-    use wymcp::{Server, Stage};
+        #[wire_check]
+        pub type OriginCheck = stages::OriginCheck;
 
-    macro_rules! run_stage {
-        ($ex:ident, $name:literal, $call:expr) => {{
-            let span = private::enter(&mut $ex, $name);
-            if let Flow::Answer(response) = $call.instrument(span).await {
-                return response;
+        /// A stand-in for the parse step: the body read whole, parsed into
+        /// a `Value`; a body that does not parse is refused -32700.
+        #[body_bound(reason = "the parse step is what reads the body")]
+        pub async fn parse_body(ex: &mut stages::Exchange<'_>) -> stages::Flow {
+            use wymcp::response::code;
+            use wymcp::{Rejection, axum};
+            let limit = ex.server().limits().body_bytes;
+            let Some(body) = ex.body.take() else {
+                return stages::Flow::Continue;
+            };
+            let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
+                return ex.reject(
+                    Rejection::new(
+                        http::StatusCode::PAYLOAD_TOO_LARGE,
+                        code::INVALID_REQUEST,
+                        "body too large",
+                    )
+                    .close(),
+                );
+            };
+            match serde_json::from_slice(&bytes) {
+                Ok(message) => {
+                    ex.message = Some(message);
+                    ex.bytes = bytes;
+                    stages::Flow::Continue
+                }
+                Err(_) => ex.reject(
+                    Rejection::new(
+                        http::StatusCode::BAD_REQUEST,
+                        code::PARSE_ERROR,
+                        "parse error",
+                    )
+                    .close(),
+                ),
             }
-        }};
-    }
+        }
 
-    async fn handle(server: Arc<Server>, request: Request) -> Response {
-        let mut ex = Exchange::new(&server, request);
-        run_stage!(ex, "OriginCheck", stages::OriginCheck::run(&mut ex));
-        run_stage!(ex, "parse_body", stages::parse_body(&mut ex));
-        run_stage!(ex, "Classify", stages::Classify::run(&mut ex));
-        run_stage!(ex, "Auth", stages::Auth::run(&mut ex));
-        run_stage!(
-            ex,
-            "SingletonHeaders",
-            stages::SingletonHeaders::run(&mut ex)
-        );
-        run_stage!(ex, "ProtocolFields", stages::ProtocolFields::run(&mut ex));
-        run_stage!(ex, "HeaderBinding", stages::HeaderBinding::run(&mut ex));
-        run_stage!(ex, "Validate", stages::Validate::run(&mut ex));
-        run_stage!(ex, "Dispatch", stages::Dispatch::run(&mut ex));
-        echo(ex).await
-    }
+        #[body_bound(reason = "tags the message kind and the era")]
+        pub type Classify = stages::Classify;
 
-    async fn echo(mut ex: Exchange<'_>) -> Response {
-        let Some(body) = ex.body.take() else {
-            return private::unanswered(&ex);
-        };
-        let Ok(bytes) = axum::body::to_bytes(body, super::CEILING_CALL_BYTES).await else {
-            return private::unanswered(&ex);
-        };
-        let Ok(message) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
-            return private::unanswered(&ex);
-        };
-        let id = message.get("id").cloned().unwrap_or_default();
-        let text = message
-            .pointer("/params/arguments/text")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or_default();
-        wymcp::response::result(
-            &id,
-            &serde_json::json!({
-                "content": [{"type": "text", "text": text}],
-                "resultType": "complete",
-            }),
-        )
-    }
+        #[wire_check]
+        pub type Auth = stages::Auth;
 
-    pub(super) fn router() -> Router {
-        let server = match Server::builder().build() {
-            Ok(server) => Arc::new(server),
-            Err(error) => panic!("the default server builds: {error}"),
-        };
-        private::router(server, |server, request| async move {
-            handle(server, request).await
-        })
+        #[wire_check]
+        pub type SingletonHeaders = stages::SingletonHeaders;
+
+        #[wire_check]
+        pub type ProtocolFields = stages::ProtocolFields;
+
+        #[wire_check]
+        pub type HeaderBinding = stages::HeaderBinding;
+
+        pub type Validate = stages::Validate;
+
+        pub type Dispatch = stages::Dispatch;
     }
 }
 
