@@ -132,79 +132,9 @@ pub fn wymcp_server() -> wymcp::Server {
     }
 }
 
-/// wymcp's default chain with the echo tool.
+/// wymcp's default chain, `wymcp::chain::post`, with the echo tool.
 pub fn wymcp() -> Router {
-    provisional::post::router(wymcp_server())
-}
-
-/// Until the real parse step lands (`stages::parse_body` is a stub on main):
-/// the default chain, declared with `#[wymcp::pipeline]` stage for stage as
-/// `wymcp::chain::post` declares it, with a stand-in parse step that reads
-/// and parses the body the plain way. Everything else is wymcp's own.
-mod provisional {
-    #[wymcp::pipeline]
-    pub mod post {
-        use wymcp::stages;
-
-        #[wire_check]
-        pub type OriginCheck = stages::OriginCheck;
-
-        /// A stand-in for the parse step: the body read whole, parsed into
-        /// a `Value`; a body that does not parse is refused -32700.
-        #[body_bound(reason = "the parse step is what reads the body")]
-        pub async fn parse_body(ex: &mut stages::Exchange<'_>) -> stages::Flow {
-            use wymcp::response::code;
-            use wymcp::{Rejection, axum};
-            let limit = ex.server().limits().body_bytes;
-            let Some(body) = ex.body.take() else {
-                return stages::Flow::Continue;
-            };
-            let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
-                return ex.reject(
-                    Rejection::new(
-                        http::StatusCode::PAYLOAD_TOO_LARGE,
-                        code::INVALID_REQUEST,
-                        "body too large",
-                    )
-                    .close(),
-                );
-            };
-            match serde_json::from_slice(&bytes) {
-                Ok(message) => {
-                    ex.message = Some(message);
-                    ex.bytes = bytes;
-                    stages::Flow::Continue
-                }
-                Err(_) => ex.reject(
-                    Rejection::new(
-                        http::StatusCode::BAD_REQUEST,
-                        code::PARSE_ERROR,
-                        "parse error",
-                    )
-                    .close(),
-                ),
-            }
-        }
-
-        #[body_bound(reason = "tags the message kind and the era")]
-        pub type Classify = stages::Classify;
-
-        #[wire_check]
-        pub type Auth = stages::Auth;
-
-        #[wire_check]
-        pub type SingletonHeaders = stages::SingletonHeaders;
-
-        #[wire_check]
-        pub type ProtocolFields = stages::ProtocolFields;
-
-        #[wire_check]
-        pub type HeaderBinding = stages::HeaderBinding;
-
-        pub type Validate = stages::Validate;
-
-        pub type Dispatch = stages::Dispatch;
-    }
+    wymcp::chain::post::router(wymcp_server())
 }
 
 // ---------------------------------------------------------------- rmcp
