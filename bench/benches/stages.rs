@@ -94,29 +94,31 @@ fn at_stage<'a>(server: &'a Server, request: &Request, stage: &str) -> Exchange<
 }
 
 fn server() -> Server {
-    Server::builder()
-        .build()
-        .expect("the default server builds")
+    wymcp_bench::servers::wymcp_server()
 }
 
 fn bench_stages(c: &mut Criterion) {
     let server = server();
-    let request = payload::small_call();
-    let mut group = c.benchmark_group("stage");
-    for name in AFTER_PARSE {
-        group.bench_function(name, |b| {
-            b.iter_batched(
-                || at_stage(&server, &request, name),
-                |mut ex| {
-                    let flow = finish(run_named(name, &mut ex));
-                    black_box(flow);
-                    ex
-                },
-                BatchSize::SmallInput,
-            );
-        });
+    for (size, request) in [
+        ("small", payload::small_call()),
+        ("1mb", payload::echo_call_sized(payload::LARGE_CALL_BYTES)),
+    ] {
+        let mut group = c.benchmark_group(format!("stage/{size}"));
+        for name in AFTER_PARSE {
+            group.bench_function(name, |b| {
+                b.iter_batched(
+                    || at_stage(&server, &request, name),
+                    |mut ex| {
+                        let flow = finish(run_named(name, &mut ex));
+                        black_box(flow);
+                        ex
+                    },
+                    BatchSize::LargeInput,
+                );
+            });
+        }
+        group.finish();
     }
-    group.finish();
 }
 
 /// The chain's own work: every stage after the parse step, on a parsed
@@ -129,16 +131,17 @@ fn bench_chain(c: &mut Criterion) {
     let answered = finish(async {
         for name in AFTER_PARSE {
             if let Flow::Answer(response) = run_named(name, &mut ex).await {
-                return Some(response.status());
+                let status = response.status();
+                let body = wymcp::axum::body::to_bytes(response.into_body(), usize::MAX).await;
+                return Some((name, status, body.unwrap_or_default()));
             }
         }
         None
     });
-    assert_eq!(
-        answered,
-        Some(http::StatusCode::OK),
-        "the small call is served"
-    );
+    match answered {
+        Some((_, http::StatusCode::OK, _)) => {}
+        other => panic!("the small call is not served: {other:?}"),
+    }
     c.bench_function("chain/after_parse", |b| {
         b.iter_batched(
             || parsed(&server, &request),

@@ -570,7 +570,7 @@ pub fn run(options: &Options) -> Result<Report, Error> {
     let tick = procfs::clock_tick();
     let mut conditions = conditions(options);
     std::fs::create_dir_all(&options.scratch).map_err(io("creating the scratch folder"))?;
-    let warm_file = options.scratch.join("small_call.json");
+    let warm_file = options.scratch.join("warm-up.json");
     std::fs::write(&warm_file, &payload::small_call().body).map_err(io("writing a body"))?;
 
     let all = scenarios(options);
