@@ -110,7 +110,7 @@ if (connected) {
             ? undefined
             : `arguments not in messages ${text}`;
     });
-    await check('progress over SSE: tools/call test_tool_with_progress', async () => {
+    await check('progress over SSE (tools/call test_tool_with_progress)', async () => {
         const seen = [];
         const result = await client.callTool(
             { name: 'test_tool_with_progress', arguments: {} },
