@@ -496,3 +496,45 @@ fn tools_need_a_handler_and_a_unique_name() {
         }))
     ));
 }
+
+/// Catalog changes at run time are published on the server's change bus,
+/// which `subscriptions/listen` streams hear.
+#[tokio::test]
+async fn catalog_changes_reach_the_change_bus() {
+    use wymcp::listen::Change;
+    let server = server();
+    let mut changes = server.changes().subscribe();
+    let late = Tool::new("late2").handler(|_: NoArgs, _| async { Ok(ToolResult::text("")) });
+    server.catalog().add_tool(late).unwrap();
+    assert_eq!(changes.recv().await.unwrap(), Change::ToolsListChanged);
+    assert!(server.catalog().remove_tool("late2"));
+    assert_eq!(changes.recv().await.unwrap(), Change::ToolsListChanged);
+    assert!(!server.catalog().remove_tool("late2"));
+    server.catalog().resource_updated("test://x");
+    assert_eq!(
+        changes.recv().await.unwrap(),
+        Change::ResourceUpdated("test://x".into())
+    );
+}
+
+/// A handler's context sends progress only with a progressToken and logs
+/// only at or above the requested level.
+#[test]
+fn context_sends_only_what_the_request_asked_for() {
+    use wymcp::Context;
+    use wymcp::surface::LogLevel;
+    let silent = Context::for_test(meta_with(&json!({})));
+    assert!(silent.progress_token().is_none());
+    assert!(!silent.has_client_capability("sampling"));
+    let asked = Context::for_test(json!({
+        "progressToken": "t",
+        "io.modelcontextprotocol/logLevel": "warning",
+        "io.modelcontextprotocol/clientCapabilities": {"sampling": {}}
+    }));
+    assert_eq!(asked.progress_token(), Some(&json!("t")));
+    assert!(asked.has_client_capability("sampling"));
+    assert!(asked.emitter().reports_progress());
+    assert!(asked.emitter().logs(LogLevel::Error));
+    assert!(!asked.emitter().logs(LogLevel::Info));
+    assert!(!silent.emitter().logs(LogLevel::Emergency));
+}

@@ -156,8 +156,8 @@ impl Context {
     }
 
     /// A context for a unit test of a handler: 2026 era, no principal, the
-    /// given `_meta` (client capabilities, log level, progress token); its
-    /// notifications go nowhere.
+    /// given `_meta` (client capabilities, log level, progress token), read
+    /// as a request's; its notifications go nowhere.
     #[must_use]
     pub fn for_test(meta: Value) -> Self {
         let params = json!({"_meta": meta.clone()});
@@ -170,7 +170,8 @@ impl Context {
             meta,
             None,
             inputs,
-            Emitter::silent(),
+            // The request's emitter, its notifications dropped.
+            Emitter::for_params(Some(&params)).0,
         )
     }
 
