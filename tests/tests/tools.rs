@@ -501,20 +501,25 @@ fn tools_need_a_handler_and_a_unique_name() {
 /// which `subscriptions/listen` streams hear.
 #[tokio::test]
 async fn catalog_changes_reach_the_change_bus() {
+    use std::time::Duration;
     use wymcp::listen::Change;
     let server = server();
     let mut changes = server.changes().subscribe();
+    // A change that never comes fails the test instead of hanging it.
+    let mut next = async move || {
+        tokio::time::timeout(Duration::from_secs(5), changes.recv())
+            .await
+            .expect("a change within 5 s")
+            .unwrap()
+    };
     let late = Tool::new("late2").handler(|_: NoArgs, _| async { Ok(ToolResult::text("")) });
     server.catalog().add_tool(late).unwrap();
-    assert_eq!(changes.recv().await.unwrap(), Change::ToolsListChanged);
+    assert_eq!(next().await, Change::ToolsListChanged);
     assert!(server.catalog().remove_tool("late2"));
-    assert_eq!(changes.recv().await.unwrap(), Change::ToolsListChanged);
+    assert_eq!(next().await, Change::ToolsListChanged);
     assert!(!server.catalog().remove_tool("late2"));
     server.catalog().resource_updated("test://x");
-    assert_eq!(
-        changes.recv().await.unwrap(),
-        Change::ResourceUpdated("test://x".into())
-    );
+    assert_eq!(next().await, Change::ResourceUpdated("test://x".into()));
 }
 
 /// A handler's context sends progress only with a progressToken and logs
