@@ -27,12 +27,14 @@ pub fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
-/// The path of `examples/everything`: `WYMCP_EVERYTHING_BIN` when set;
-/// else the newest one cargo built next to this test binary (`cargo test
-/// --all-targets` builds it as `examples/everything-HASH`, `cargo build` as
-/// `examples/everything`) when it is newer than the sources it is built
-/// from; else one built now with `cargo build` (which, outside a workspace
-/// build, may recompile dependencies with other features: slow, once).
+/// The path of `examples/everything`: `WYMCP_EVERYTHING_BIN` when set
+/// (`scripts/test` builds it first and sets it); else the one `cargo build`
+/// left next to this test binary (`examples/everything`) when it is newer
+/// than the sources it is built from; else one built now with `cargo build`
+/// (which, outside a workspace build, may recompile dependencies with other
+/// features: slow, once). The `examples/everything-HASH` that `cargo test
+/// --all-targets` leaves is never taken: it is built with the libtest harness,
+/// which refuses `--bind`.
 pub fn everything_binary() -> PathBuf {
     if let Some(path) = std::env::var_os("WYMCP_EVERYTHING_BIN") {
         return PathBuf::from(path);
@@ -72,20 +74,10 @@ fn modified(path: &std::path::Path) -> std::time::SystemTime {
         .unwrap_or(std::time::UNIX_EPOCH)
 }
 
-/// The newest `everything` or `everything-HASH` executable in `dir`.
+/// The `everything` executable `cargo build` left in `dir`, if any.
 fn newest_build(dir: &std::path::Path) -> Option<PathBuf> {
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| {
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            let hashed = name
-                .strip_prefix("everything-")
-                .is_some_and(|hash| hash.chars().all(|c| c.is_ascii_hexdigit()));
-            (name == "everything" || hashed) && path.is_file()
-        })
-        .max_by_key(|path| modified(path))
+    let path = dir.join("everything");
+    path.is_file().then_some(path)
 }
 
 /// The newest modification time of the example's and the library's sources.
