@@ -192,5 +192,34 @@ fn bench_parse(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench_stages, bench_chain, bench_parse);
+/// Pieces of Dispatch's per-request work on the served path, timed alone so
+/// PERF-FINDINGS.md can say what each costs: the deep copy of `params` it
+/// makes (three times per `tools/call`), and the MRTR params digest it
+/// computes for every request.
+fn bench_dispatch_parts(c: &mut Criterion) {
+    for (size, request) in [
+        ("small", payload::small_call()),
+        ("1mb", payload::echo_call_sized(payload::LARGE_CALL_BYTES)),
+    ] {
+        let message: serde_json::Value =
+            serde_json::from_slice(&request.body).expect("the body parses");
+        let params = message.get("params").expect("params").clone();
+        let mut group = c.benchmark_group(format!("dispatch_parts/{size}"));
+        group.bench_function("params_clone", |b| {
+            b.iter(|| black_box(black_box(&params).clone()));
+        });
+        group.bench_function("params_digest", |b| {
+            b.iter(|| black_box(wymcp::mrtr::params_digest(Some(black_box(&params)))));
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(
+    benches,
+    bench_stages,
+    bench_chain,
+    bench_parse,
+    bench_dispatch_parts
+);
 criterion_main!(benches);
