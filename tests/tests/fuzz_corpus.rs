@@ -124,6 +124,11 @@ fn the_seed_corpus_reaches_every_stage_and_status() {
             .into_iter()
             .map(|(name, data)| (format!("dispatch/{name}"), dispatch_outcome(&data))),
     );
+    if let Some(one) = std::env::var_os("WYMCP_FUZZ_ONE") {
+        let data = std::fs::read(one).unwrap();
+        eprintln!("chain: {:?}", chain_outcome(&data));
+        eprintln!("dispatch: {:?}", dispatch_outcome(&data));
+    }
     if std::env::var_os("WYMCP_FUZZ_OUTCOMES").is_some() {
         for (name, outcome) in &outcomes {
             eprintln!("{name:40} {outcome:?}");
@@ -153,4 +158,56 @@ fn the_seed_corpus_reaches_every_stage_and_status() {
             .any(|(_, o)| o.status == 200 && o.stage.is_none()),
         "no corpus input gets a result"
     );
+}
+
+/// Replays any directory through a target's check and prints how the chain
+/// answered, by stage, status and code: for reading what a campaign's corpus
+/// reaches. `WYMCP_FUZZ_REPLAY=chain:fuzz/campaign/chain cargo test -p
+/// wymcp-tests --test fuzz_corpus replay_a_directory -- --ignored --nocapture`
+#[test]
+#[ignore = "reads a directory named by WYMCP_FUZZ_REPLAY"]
+fn replay_a_directory() {
+    use std::collections::BTreeMap;
+    use wymcp_tests::fuzz::chain::{chain_outcome, dispatch_outcome};
+    let spec = std::env::var("WYMCP_FUZZ_REPLAY").unwrap();
+    let (target, dir) = spec.split_once(':').unwrap();
+    let check = TARGETS.iter().find(|(n, _)| *n == target).unwrap().1;
+    let mut counts: BTreeMap<String, (usize, Vec<PathBuf>)> = BTreeMap::new();
+    let mut failures = Vec::new();
+    let mut files = 0;
+    // Relative to the workspace root, where the command is typed.
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(dir);
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let data = std::fs::read(&path).unwrap();
+        files += 1;
+        if let Err(error) = check(&data) {
+            failures.push(format!("{}: {error}", path.display()));
+        }
+        let outcome = match target {
+            "chain" => Some(chain_outcome(&data)),
+            "dispatch" => Some(dispatch_outcome(&data)),
+            _ => None,
+        };
+        if let Some(o) = outcome {
+            let key = format!(
+                "{} {} {}",
+                o.status,
+                o.stage.unwrap_or_default(),
+                o.code.map_or(String::new(), |c| c.to_string())
+            );
+            let (n, examples) = counts.entry(key).or_default();
+            *n += 1;
+            if examples.len() < 3 {
+                examples.push(path.clone());
+            }
+        }
+    }
+    for (key, (n, examples)) in &counts {
+        eprintln!("{n:6}  {key:32} e.g. {examples:?}");
+    }
+    eprintln!("{files} files, {} failures", failures.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -680,6 +680,8 @@ pub struct Outcome {
     pub stage: Option<String>,
     /// The rejection's JSON-RPC code, if a stage rejected the request.
     pub code: Option<i64>,
+    /// The rejection's message, if a stage rejected the request.
+    pub message: Option<String>,
 }
 
 /// The outcome of a `chain` input.
@@ -702,9 +704,13 @@ pub fn dispatch_outcome(data: &[u8]) -> Outcome {
 
 fn outcome(input: &Input) -> Outcome {
     let answer = run(input);
+    let message = serde_json::from_slice::<Value>(&answer.body)
+        .ok()
+        .and_then(|body| Some(body.pointer("/error/message")?.as_str()?.to_owned()));
     let event = answer.events.into_iter().next();
     Outcome {
         status: answer.status.as_u16(),
+        message,
         code: event.as_ref().map(|e| e.code),
         stage: event.map(|e| e.stage),
     }
