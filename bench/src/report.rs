@@ -305,7 +305,17 @@ impl Report {
             load(c.load_before),
             load(c.load_after)
         );
-        let versions: Vec<String> = c.versions.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let versions: Vec<String> = c
+            .versions
+            .iter()
+            .map(|(k, v)| {
+                if v.starts_with(k.as_str()) {
+                    v.clone()
+                } else {
+                    format!("{k} {v}")
+                }
+            })
+            .collect();
         let _ = writeln!(out, "* versions: {}", versions.join(", "));
         let _ = writeln!(out, "* allocator: {}", c.allocator);
         let settings: Vec<String> = c.settings.iter().map(|(k, v)| format!("{k} {v}")).collect();
