@@ -1,10 +1,10 @@
 //! The `#[pipeline]` attribute of wymcp. Use it through `wymcp`, which
 //! re-exports it; generated code names only `::wymcp::__private`.
 //!
-//! The passes, in order: [`ast`] reads the module into stages and helper
-//! items, [`attr`] reads each stage's tag, [`check`] applies the rules across
-//! stages, and [`expand`] writes the tokens. Every pass records its errors in
-//! one [`ctxt::Ctxt`], so a build reports every mistake at once.
+//! The passes, in order: `ast` reads the module into stages and helper
+//! items, `attr` reads each stage's tag, `check` applies the rules across
+//! stages, and `expand` writes the tokens. Every pass records its errors in
+//! one `ctxt::Ctxt`, so a build reports every mistake at once.
 
 use proc_macro::TokenStream;
 
