@@ -871,7 +871,6 @@ pub struct Inputs {
     capabilities: Value,
     responses: Map<String, Value>,
     state: Option<Vec<u8>>,
-    binding: Binding,
 }
 
 impl Inputs {
@@ -884,7 +883,6 @@ impl Inputs {
         method: &str,
         params: Option<&Value>,
     ) -> Result<Self, Rejection> {
-        let binding = Binding::new(subject, method, params);
         let capabilities = params
             .and_then(|p| p.get("_meta"))
             .and_then(|m| m.get(CLIENT_CAPABILITIES))
@@ -904,20 +902,24 @@ impl Inputs {
         };
         let state = match params.and_then(|p| p.get("requestState")) {
             None => None,
-            Some(Value::String(token)) => match sealer.unseal(&binding, token) {
-                Ok(state) => Some(state),
-                Err(error) => {
-                    tracing::debug!(target: "wymcp::mrtr", %error, method, "requestState refused");
-                    return Err(error.rejection());
+            // The binding (a SHA-256 over the params) is worked out only for a
+            // state to unseal: most requests carry none, and Dispatch binds a
+            // state it seals itself.
+            Some(Value::String(token)) => {
+                match sealer.unseal(&Binding::new(subject, method, params), token) {
+                    Ok(state) => Some(state),
+                    Err(error) => {
+                        tracing::debug!(target: "wymcp::mrtr", %error, method, "requestState refused");
+                        return Err(error.rejection());
+                    }
                 }
-            },
+            }
             Some(_) => return Err(UnsealError::Malformed.rejection()),
         };
         Ok(Inputs {
             capabilities,
             responses,
             state,
-            binding,
         })
     }
 
@@ -991,12 +993,6 @@ impl Inputs {
     #[must_use]
     pub fn input_required(&self) -> InputRequired {
         InputRequired::new(self.capabilities.clone())
-    }
-
-    /// What a state sealed for this request is bound to.
-    #[must_use]
-    pub fn binding(&self) -> &Binding {
-        &self.binding
     }
 }
 
@@ -1341,7 +1337,7 @@ mod tests {
             )
             .unwrap()
             .state(b"r1".to_vec())
-            .into_result(&s, inputs.binding());
+            .into_result(&s, &Binding::new("alice", "tools/call", Some(&first)));
         assert_eq!(result["resultType"], "input_required");
         assert_eq!(
             result["inputRequests"]["user_name"]["method"],
