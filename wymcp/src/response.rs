@@ -156,6 +156,12 @@ pub struct Rejector {
 }
 
 impl Rejector {
+    /// The id an answer to this request carries (the rejection-id rule).
+    #[must_use]
+    pub(crate) fn id(&self) -> &Value {
+        &self.id
+    }
+
     /// Answers with `rejection` and records one rejection event.
     #[must_use]
     pub fn response(&self, rejection: Rejection) -> Response {

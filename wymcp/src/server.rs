@@ -41,7 +41,7 @@ pub struct Server {
     pub(crate) endpoint: String,
     pub(crate) limits: Limits,
     pub(crate) revisions: Vec<Revision>,
-    pub(crate) sealer: Sealer,
+    pub(crate) sealer: Arc<Sealer>,
     pub(crate) schemas: Arc<Schemas>,
     pub(crate) auth: Option<AuthSetup>,
     pub(crate) header_params: HashMap<String, Vec<HeaderParam>>,
@@ -351,13 +351,13 @@ impl ServerBuilder {
             endpoint: self.endpoint,
             limits: self.limits,
             revisions: self.revisions,
-            sealer: {
+            sealer: Arc::new({
                 let sealer = self.sealer.unwrap_or_default();
                 match self.request_state_ttl {
                     Some(ttl) => sealer.ttl(ttl),
                     None => sealer,
                 }
-            },
+            }),
             schemas: Schemas::shared()?,
             auth: self.auth,
             header_params,

@@ -144,7 +144,9 @@ pub struct Emitter {
 /// The receiving side of an [`Emitter`], handed to [`respond`].
 #[derive(Debug)]
 pub struct Notifications {
-    rx: mpsc::UnboundedReceiver<Bytes>,
+    /// `None` when the request asked for nothing an emitter could send: no
+    /// channel is made, and the handler's answer is awaited as it is.
+    rx: Option<mpsc::UnboundedReceiver<Bytes>>,
 }
 
 impl Emitter {
@@ -155,6 +157,10 @@ impl Emitter {
         progress_token: Option<Value>,
         log_level: Option<LogLevel>,
     ) -> (Emitter, Notifications) {
+        if progress_token.is_none() && log_level.is_none() {
+            // Nothing can be sent: no channel (most requests take this path).
+            return (Emitter::silent(), Notifications { rx: None });
+        }
         let (tx, rx) = mpsc::unbounded_channel();
         (
             Emitter {
@@ -162,7 +168,7 @@ impl Emitter {
                 progress_token,
                 log_level,
             },
-            Notifications { rx },
+            Notifications { rx: Some(rx) },
         )
     }
 
@@ -324,8 +330,10 @@ pub async fn respond<F>(notifications: Notifications, handler: F) -> Response
 where
     F: Future<Output = Response> + Send + 'static,
 {
+    let Some(mut rx) = notifications.rx else {
+        return handler.await;
+    };
     let mut handler: Handler = Box::pin(handler);
-    let mut rx = notifications.rx;
     let first = poll_fn(|cx| {
         if let Poll::Ready(response) = handler.as_mut().poll(cx) {
             return Poll::Ready(First::Done(response));
@@ -514,7 +522,8 @@ mod tests {
         }
         let (e, mut n) = Emitter::for_params(Some(&params(json!({"progressToken": 7}))));
         assert!(e.progress(50.0, Some(100.0), Some("half")));
-        let sent: Value = serde_json::from_slice(&n.rx.try_recv().unwrap()).unwrap();
+        let sent: Value =
+            serde_json::from_slice(&n.rx.as_mut().unwrap().try_recv().unwrap()).unwrap();
         assert_eq!(
             sent,
             json!({"jsonrpc": "2.0", "method": "notifications/progress",
@@ -532,15 +541,17 @@ mod tests {
         assert!(!e.log(LogLevel::Info, None, json!("quiet")));
         assert!(e.log(LogLevel::Warning, Some("db"), json!({"k": 1})));
         assert!(e.log(LogLevel::Error, None, json!("loud")));
-        let first: Value = serde_json::from_slice(&n.rx.try_recv().unwrap()).unwrap();
+        let first: Value =
+            serde_json::from_slice(&n.rx.as_mut().unwrap().try_recv().unwrap()).unwrap();
         assert_eq!(
             first,
             json!({"jsonrpc": "2.0", "method": "notifications/message",
                    "params": {"level": "warning", "logger": "db", "data": {"k": 1}}})
         );
-        let second: Value = serde_json::from_slice(&n.rx.try_recv().unwrap()).unwrap();
+        let second: Value =
+            serde_json::from_slice(&n.rx.as_mut().unwrap().try_recv().unwrap()).unwrap();
         assert_eq!(second["params"]["level"], "error");
-        assert!(n.rx.try_recv().is_err());
+        assert!(n.rx.as_mut().unwrap().try_recv().is_err());
         let (legacy, _n) = Emitter::for_legacy_params(None);
         assert!(legacy.logs(LogLevel::Info) && !legacy.logs(LogLevel::Debug));
         assert!(!Emitter::silent().log(LogLevel::Emergency, None, json!(1)));

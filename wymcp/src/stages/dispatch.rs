@@ -28,6 +28,9 @@
 //! answer (see `respond`).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
 
 use http::StatusCode;
 use serde_json::{Map, Value, json};
@@ -40,8 +43,8 @@ use crate::revision::Era;
 use crate::stage::{Flow, Stage};
 use crate::stream::{self, Emitter, Notifications};
 use crate::surface::{
-    Advertised, BoxFuture, CachePolicy, CompletionRequest, Context, HandlerError, ResourceContents,
-    ServerInfo, Surface, ToolResult, discover, legacy, pagination,
+    Advertised, BoxFuture, CompletionRequest, Context, Finishing, HandlerError, ResourceContents,
+    Surface, ToolResult, discover, legacy, pagination,
 };
 
 /// Routes the method to its handler; see the module documentation.
@@ -50,29 +53,92 @@ pub struct Dispatch;
 
 impl Stage for Dispatch {
     async fn run(ex: &mut Exchange<'_>) -> Flow {
-        match ex.kind {
-            Some(MessageKind::Notification) => return Flow::Answer(response::accepted()),
-            Some(MessageKind::Request) => {}
-            _ => {
-                return ex.reject(Rejection::new(
+        // Dispatch is the last stage: it takes `params` out of the message
+        // rather than copying them (`id` and `method` stay, for the
+        // rejection-id rule). Everything up to running the handler is
+        // synchronous; only the handler's future is awaited.
+        let params = take(ex.message.as_mut(), "params");
+        match prepare(ex, params) {
+            Prepared::Answered(flow) => flow,
+            Prepared::Running(running) => running.respond().await,
+        }
+    }
+}
+
+/// Removes the member `key` of `value` when it is an object.
+fn take(value: Option<&mut Value>, key: &str) -> Option<Value> {
+    value?.as_object_mut()?.remove(key)
+}
+
+/// How far Dispatch got without awaiting anything.
+enum Prepared {
+    /// The answer, already made.
+    Answered(Flow),
+    /// A handler to run.
+    Running(Running),
+}
+
+impl From<Flow> for Prepared {
+    fn from(flow: Flow) -> Self {
+        Prepared::Answered(flow)
+    }
+}
+
+/// A handler's future, its notifications, and what turns its outcome into
+/// the answer.
+struct Running {
+    run: BoxFuture<Result<Value, HandlerError>>,
+    notifications: Notifications,
+    finisher: Finisher,
+}
+
+impl Running {
+    /// Runs the handler and answers with its outcome: plain JSON, or an SSE
+    /// stream of its notifications ending with the answer as soon as it
+    /// sends one (see [`stream`]). The handler future lives in the response,
+    /// so a client that closes the stream cancels it.
+    async fn respond(self) -> Flow {
+        let Running {
+            run,
+            notifications,
+            finisher,
+        } = self;
+        let response = stream::respond(notifications, async move {
+            let outcome = run.await;
+            finisher.answer(outcome)
+        })
+        .await;
+        Flow::Answer(response)
+    }
+}
+
+fn prepare(ex: &Exchange<'_>, params: Option<Value>) -> Prepared {
+    match ex.kind {
+        Some(MessageKind::Notification) => return Flow::Answer(response::accepted()).into(),
+        Some(MessageKind::Request) => {}
+        _ => {
+            return ex
+                .reject(Rejection::new(
                     StatusCode::BAD_REQUEST,
                     code::INVALID_REQUEST,
                     "the message is not a JSON-RPC request or notification",
-                ));
-            }
+                ))
+                .into();
         }
-        let Some(method) = ex.method().map(str::to_owned) else {
-            return ex.reject(Rejection::new(
+    }
+    let Some(method) = ex.method() else {
+        return ex
+            .reject(Rejection::new(
                 StatusCode::BAD_REQUEST,
                 code::INVALID_REQUEST,
                 "the request has no method",
-            ));
-        };
-        let Some(route) = Route::of(&method, ex.era, &ex.server().surface) else {
-            return not_found(ex, &method);
-        };
-        route.answer(ex, &method).await
-    }
+            ))
+            .into();
+    };
+    let Some(route) = Route::of(method, ex.era, &ex.server().surface) else {
+        return not_found(ex, method).into();
+    };
+    route.answer(ex, method, params)
 }
 
 /// What answers a method.
@@ -123,15 +189,13 @@ impl Route {
         Some(route)
     }
 
-    async fn answer(self, ex: &mut Exchange<'_>, method: &str) -> Flow {
+    fn answer(self, ex: &Exchange<'_>, method: &str, params: Option<Value>) -> Prepared {
         let server = ex.server();
         let surface = &server.surface;
         let era = ex.era;
-        let params = ex.params().cloned();
-        let params = params.as_ref();
         let size = surface.page_size;
         let listed = |key: &str, items: Vec<Value>| -> Result<Value, HandlerError> {
-            let (page, next) = pagination::page(&items, params, size)?;
+            let (page, next) = pagination::page(&items, params.as_ref(), size)?;
             let mut result = Map::new();
             result.insert(key.to_owned(), Value::Array(page));
             if let Some(next) = next {
@@ -141,9 +205,9 @@ impl Route {
         };
         let immediate = match self {
             Route::Discover => Ok(discover::result(surface, server.revisions())),
-            Route::Initialize => legacy::initialize(surface, server.revisions(), params),
+            Route::Initialize => legacy::initialize(surface, server.revisions(), params.as_ref()),
             Route::Empty => Ok(json!({})),
-            Route::SetLevel => legacy::set_level(params),
+            Route::SetLevel => legacy::set_level(params.as_ref()),
             Route::ToolsList => listed(
                 "tools",
                 surface
@@ -180,13 +244,13 @@ impl Route {
                     .map(|p| p.listing())
                     .collect(),
             ),
-            Route::ToolsCall => return call_tool(ex, method, params).await,
-            Route::ResourcesRead => return read_resource(ex, method, params).await,
-            Route::PromptsGet => return get_prompt(ex, method, params).await,
-            Route::Complete => return complete(ex, method, params).await,
-            Route::Listen => return listen(ex, params),
+            Route::ToolsCall => return call_tool(ex, method, params),
+            Route::ResourcesRead => return read_resource(ex, method, params),
+            Route::PromptsGet => return get_prompt(ex, method, params),
+            Route::Complete => return complete(ex, method, params),
+            Route::Listen => return listen(ex, params.as_ref()).into(),
         };
-        answer(ex, method, immediate)
+        answer(ex, method, immediate).into()
     }
 }
 
@@ -265,30 +329,27 @@ fn subject<'e>(ex: &'e Exchange<'_>) -> &'e str {
     ex.principal.as_ref().map_or("", |p| p.subject.as_str())
 }
 
-/// The handler's context: `_meta`, principal, and the MRTR view (the
-/// retry's `inputResponses` and unsealed `requestState`; one that does not
-/// unseal is 400/-32602).
+/// The handler's context: `_meta` (taken out of `params`), principal, and
+/// the MRTR view (the retry's `inputResponses` and unsealed `requestState`;
+/// one that does not unseal is 400/-32602).
 fn context(
     ex: &Exchange<'_>,
     method: &str,
-    params: Option<&Value>,
+    params: &mut Option<Value>,
 ) -> Result<(Context, Notifications), HandlerError> {
     let server = ex.server();
-    let meta = params
-        .and_then(|p| p.get("_meta"))
-        .cloned()
-        .unwrap_or(Value::Null);
     let (inputs, (emitter, notifications)) = match ex.era {
         Era::Modern => (
-            Inputs::from_request(server.sealer(), subject(ex), method, params)?,
-            Emitter::for_params(params),
+            Inputs::from_request(server.sealer(), subject(ex), method, params.as_ref())?,
+            Emitter::for_params(params.as_ref()),
         ),
         // 2025 has no MRTR: its params carry no MRTR fields to read.
         Era::Legacy => (
             Inputs::from_request(server.sealer(), subject(ex), method, None)?,
-            Emitter::for_legacy_params(params),
+            Emitter::for_legacy_params(params.as_ref()),
         ),
     };
+    let meta = take(params.as_mut(), "_meta").unwrap_or(Value::Null);
     let mut cx = Context::new(
         server.surface.catalog.clone(),
         method,
@@ -302,52 +363,63 @@ fn context(
     Ok((cx, notifications))
 }
 
-/// Runs a handler and answers with its outcome: plain JSON, or an SSE
-/// stream of its notifications ending with the answer as soon as it sends
-/// one (see [`stream`]). The handler future lives in the response, so a
-/// client that closes the stream cancels it.
-async fn respond(
-    ex: &mut Exchange<'_>,
-    method: &str,
-    params: Option<&Value>,
-    run: BoxFuture<Result<Value, HandlerError>>,
-    notifications: Notifications,
-) -> Flow {
-    let finisher = Finisher::new(ex, method, params);
-    let response = stream::respond(notifications, async move {
-        let outcome = run.await;
-        finisher.answer(outcome)
-    })
-    .await;
-    Flow::Answer(response)
+/// The params a sealed `requestState` is bound to, kept without copying
+/// them: a served call moves its params into its handler, and only a
+/// handler that asks for input (an MRTR round, rare) needs them again.
+enum Sent {
+    /// The body as the parse step read it, parsed again when needed. The
+    /// unseal of the retry binds the message's params, which are this body's
+    /// unless a stage of a custom chain rewrote them.
+    Body(Bytes),
+    /// An exchange that never went through the parse step (tests, fuzzing):
+    /// the params themselves.
+    Params(Option<Value>),
+}
+
+impl Sent {
+    fn of(ex: &Exchange<'_>, params: Option<&Value>) -> Self {
+        if ex.bytes.is_empty() {
+            Sent::Params(params.cloned())
+        } else {
+            Sent::Body(ex.bytes.clone())
+        }
+    }
+
+    fn params(&self) -> Option<Value> {
+        match self {
+            Sent::Body(bytes) => {
+                let mut message = serde_json::from_slice::<Value>(bytes).ok();
+                take(message.as_mut(), "params")
+            }
+            Sent::Params(params) => params.clone(),
+        }
+    }
 }
 
 /// What a handler's answer needs of its exchange, owned, so the answer can
 /// be made by the handler's future after the exchange is gone.
 struct Finisher {
     era: Era,
-    method: String,
-    params: Option<Value>,
+    method: &'static str,
+    sent: Sent,
     subject: String,
-    sealer: Sealer,
-    info: ServerInfo,
-    cache: CachePolicy,
-    id: Value,
+    sealer: Arc<Sealer>,
+    finishing: Arc<Finishing>,
     rejector: Rejector,
 }
 
 impl Finisher {
-    fn new(ex: &Exchange<'_>, method: &str, params: Option<&Value>) -> Self {
+    /// `params` are the request's as Dispatch took them, before anything is
+    /// moved out of them.
+    fn new(ex: &Exchange<'_>, method: &'static str, params: Option<&Value>) -> Self {
         let server = ex.server();
         Finisher {
             era: ex.era,
-            method: method.to_owned(),
-            params: params.cloned(),
+            method,
+            sent: Sent::of(ex, params),
             subject: subject(ex).to_owned(),
-            sealer: server.sealer().clone(),
-            info: server.surface.info.clone(),
-            cache: server.surface.cache,
-            id: ex.rejection_id(),
+            sealer: Arc::clone(&server.sealer),
+            finishing: Arc::clone(&server.surface.finishing),
             rejector: ex.rejector(),
         }
     }
@@ -358,10 +430,10 @@ impl Finisher {
             other => other,
         };
         match outcome {
-            Ok(result) => response::result(&self.id, &result),
+            Ok(result) => response::result(self.rejector.id(), &result),
             Err(error) => self
                 .rejector
-                .response(rejection(self.era, &self.method, error)),
+                .response(rejection(self.era, self.method, error)),
         }
     }
 
@@ -369,24 +441,31 @@ impl Finisher {
     /// this request (each input asked is of a kind the client declared:
     /// [`InputRequired::request`] refuses others). A 2025 client has no MRTR.
     fn input_required(&self, input: InputRequired) -> Result<Value, HandlerError> {
-        if self.era == Era::Legacy || !crate::mrtr::MRTR_METHODS.contains(&self.method.as_str()) {
+        if self.era == Era::Legacy || !crate::mrtr::MRTR_METHODS.contains(&self.method) {
             return Err(HandlerError::InputRequired(input));
         }
-        let binding = Binding::new(&self.subject, &self.method, self.params.as_ref());
+        let binding = Binding::new(&self.subject, self.method, self.sent.params().as_ref());
         let result = input.into_result(&self.sealer, &binding);
-        Ok(crate::surface::finish(
-            &self.info,
-            self.cache,
-            Era::Modern,
-            result,
-            false,
-        ))
+        Ok(self.finishing.finish(Era::Modern, result, false))
+    }
+
+    fn running(
+        self,
+        run: BoxFuture<Result<Value, HandlerError>>,
+        notifications: Notifications,
+    ) -> Prepared {
+        Prepared::Running(Running {
+            run,
+            notifications,
+            finisher: self,
+        })
     }
 }
 
-async fn call_tool(ex: &mut Exchange<'_>, method: &str, params: Option<&Value>) -> Flow {
+fn call_tool(ex: &Exchange<'_>, method: &str, mut params: Option<Value>) -> Prepared {
     let surface = &ex.server().surface;
     let name = params
+        .as_ref()
         .and_then(|p| p.get("name"))
         .and_then(Value::as_str)
         .unwrap_or_default();
@@ -398,11 +477,13 @@ async fn call_tool(ex: &mut Exchange<'_>, method: &str, params: Option<&Value>) 
                 message: format!("unknown tool `{name}`"),
                 data: Some(json!({"name": name})),
             }),
-        );
+        )
+        .into();
     };
-    let arguments = match params.and_then(|p| p.get("arguments")) {
-        None | Some(Value::Null) => json!({}),
-        Some(arguments @ Value::Object(_)) => arguments.clone(),
+    let empty = Value::Object(Map::new());
+    let arguments = match params.as_ref().and_then(|p| p.get("arguments")) {
+        None | Some(Value::Null) => &empty,
+        Some(arguments @ Value::Object(_)) => arguments,
         Some(_) => {
             return answer(
                 ex,
@@ -410,24 +491,32 @@ async fn call_tool(ex: &mut Exchange<'_>, method: &str, params: Option<&Value>) 
                 Err(HandlerError::invalid_params(
                     "`arguments` must be an object",
                 )),
-            );
+            )
+            .into();
         }
     };
-    if let Some(problem) = tool.check_arguments(&arguments) {
+    if let Some(problem) = tool.check_arguments(arguments) {
         return answer(
             ex,
             method,
             Err(HandlerError::invalid_params(format!(
                 "invalid arguments for tool `{name}`: {problem}"
             ))),
-        );
+        )
+        .into();
     }
-    let (cx, rx) = match context(ex, method, params) {
+    let finisher = Finisher::new(ex, "tools/call", params.as_ref());
+    let (cx, notifications) = match context(ex, method, &mut params) {
         Ok(pair) => pair,
-        Err(error) => return answer(ex, method, Err(error)),
+        Err(error) => return answer(ex, method, Err(error)).into(),
     };
-    let info = surface.info.clone();
-    let cache = surface.cache;
+    // The handler owns its arguments: moved out of the params, not copied.
+    let arguments = match take(params.as_mut(), "arguments") {
+        Some(arguments @ Value::Object(_)) => arguments,
+        _ => empty,
+    };
+    drop(params);
+    let finishing = Arc::clone(&surface.finishing);
     let era = ex.era;
     let run = Box::pin(async move {
         let result = match (tool.handler)(arguments, cx).await {
@@ -444,9 +533,9 @@ async fn call_tool(ex: &mut Exchange<'_>, method: &str, params: Option<&Value>) 
             });
         }
         let value = serde_json::to_value(&result).unwrap_or(Value::Null);
-        Ok(crate::surface::finish(&info, cache, era, value, false))
+        Ok(finishing.finish(era, value, false))
     });
-    respond(ex, method, params, run, rx).await
+    finisher.running(run, notifications)
 }
 
 fn resource_not_found(era: Era, uri: &str) -> HandlerError {
@@ -461,17 +550,19 @@ fn resource_not_found(era: Era, uri: &str) -> HandlerError {
     }
 }
 
-async fn read_resource(ex: &mut Exchange<'_>, method: &str, params: Option<&Value>) -> Flow {
+fn read_resource(ex: &Exchange<'_>, method: &str, mut params: Option<Value>) -> Prepared {
     let surface = &ex.server().surface;
     let era = ex.era;
     let uri = params
+        .as_ref()
         .and_then(|p| p.get("uri"))
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
-    let (cx, rx) = match context(ex, method, params) {
+    let finisher = Finisher::new(ex, "resources/read", params.as_ref());
+    let (cx, notifications) = match context(ex, method, &mut params) {
         Ok(pair) => pair,
-        Err(error) => return answer(ex, method, Err(error)),
+        Err(error) => return answer(ex, method, Err(error)).into(),
     };
     let run: BoxFuture<Result<Vec<ResourceContents>, HandlerError>> =
         if let Some(resource) = surface.catalog.resource(&uri) {
@@ -495,24 +586,24 @@ async fn read_resource(ex: &mut Exchange<'_>, method: &str, params: Option<&Valu
                 Ok(contents)
             })
         } else {
-            return answer(ex, method, Err(resource_not_found(era, &uri)));
+            return answer(ex, method, Err(resource_not_found(era, &uri))).into();
         };
-    let info = surface.info.clone();
-    let cache = surface.cache;
+    let finishing = Arc::clone(&surface.finishing);
     let run = Box::pin(async move {
         let contents = run.await?;
         if contents.is_empty() {
             return Err(resource_not_found(era, &uri));
         }
         let value = json!({"contents": contents});
-        Ok(crate::surface::finish(&info, cache, era, value, true))
+        Ok(finishing.finish(era, value, true))
     });
-    respond(ex, method, params, run, rx).await
+    finisher.running(run, notifications)
 }
 
-async fn get_prompt(ex: &mut Exchange<'_>, method: &str, params: Option<&Value>) -> Flow {
+fn get_prompt(ex: &Exchange<'_>, method: &str, mut params: Option<Value>) -> Prepared {
     let surface = &ex.server().surface;
     let name = params
+        .as_ref()
         .and_then(|p| p.get("name"))
         .and_then(Value::as_str)
         .unwrap_or_default();
@@ -524,58 +615,61 @@ async fn get_prompt(ex: &mut Exchange<'_>, method: &str, params: Option<&Value>)
                 message: format!("unknown prompt `{name}`"),
                 data: Some(json!({"name": name})),
             }),
-        );
+        )
+        .into();
     };
-    let args: BTreeMap<String, String> = match prompt.arguments_from(params) {
+    let args: BTreeMap<String, String> = match prompt.arguments_from(params.as_ref()) {
         Ok(args) => args,
-        Err(error) => return answer(ex, method, Err(error)),
+        Err(error) => return answer(ex, method, Err(error)).into(),
     };
-    let (cx, rx) = match context(ex, method, params) {
+    let finisher = Finisher::new(ex, "prompts/get", params.as_ref());
+    let (cx, notifications) = match context(ex, method, &mut params) {
         Ok(pair) => pair,
-        Err(error) => return answer(ex, method, Err(error)),
+        Err(error) => return answer(ex, method, Err(error)).into(),
     };
     let Some(handler) = prompt.handler.clone() else {
         return answer(
             ex,
             method,
             Err(HandlerError::Execution(format!(
-                "prompt `{name}` has no handler"
+                "prompt `{}` has no handler",
+                prompt.name
             ))),
-        );
+        )
+        .into();
     };
-    let info = surface.info.clone();
-    let cache = surface.cache;
+    let finishing = Arc::clone(&surface.finishing);
     let era = ex.era;
     let run = Box::pin(async move {
         let result = handler(args, cx).await?;
         let value = serde_json::to_value(&result).unwrap_or(Value::Null);
-        Ok(crate::surface::finish(&info, cache, era, value, false))
+        Ok(finishing.finish(era, value, false))
     });
-    respond(ex, method, params, run, rx).await
+    finisher.running(run, notifications)
 }
 
-async fn complete(ex: &mut Exchange<'_>, method: &str, params: Option<&Value>) -> Flow {
+fn complete(ex: &Exchange<'_>, method: &str, mut params: Option<Value>) -> Prepared {
     let surface = &ex.server().surface;
-    let request = match CompletionRequest::from_params(params) {
+    let request = match CompletionRequest::from_params(params.as_ref()) {
         Ok(request) => request,
-        Err(error) => return answer(ex, method, Err(error)),
+        Err(error) => return answer(ex, method, Err(error)).into(),
     };
     let Some(handler) = surface.completion.clone() else {
-        return not_found(ex, method);
+        return not_found(ex, method).into();
     };
-    let (cx, rx) = match context(ex, method, params) {
+    let finisher = Finisher::new(ex, "completion/complete", params.as_ref());
+    let (cx, notifications) = match context(ex, method, &mut params) {
         Ok(pair) => pair,
-        Err(error) => return answer(ex, method, Err(error)),
+        Err(error) => return answer(ex, method, Err(error)).into(),
     };
-    let info = surface.info.clone();
-    let cache = surface.cache;
+    let finishing = Arc::clone(&surface.finishing);
     let era = ex.era;
     let run = Box::pin(async move {
         let completions = handler(request, cx).await?.capped();
         let value = json!({"completion": completions});
-        Ok(crate::surface::finish(&info, cache, era, value, false))
+        Ok(finishing.finish(era, value, false))
     });
-    respond(ex, method, params, run, rx).await
+    finisher.running(run, notifications)
 }
 
 /// What a listen stream can deliver: the `listChanged` and `subscribe`
@@ -597,10 +691,12 @@ fn listen(ex: &Exchange<'_>, params: Option<&Value>) -> Flow {
         Ok(filter) => filter,
         Err(rejection) => return ex.reject(rejection),
     };
-    let info = serde_json::to_value(&server.surface.info).unwrap_or(Value::Null);
     let response = Listen::new(ex.rejection_id(), filter)
         .support(listen_support(server.surface.advertised))
-        .result_meta(crate::surface::SERVER_INFO_KEY, info)
+        .result_meta(
+            crate::surface::SERVER_INFO_KEY,
+            server.surface.finishing.info().clone(),
+        )
         .respond(server.changes());
     Flow::Answer(response)
 }

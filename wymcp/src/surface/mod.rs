@@ -418,6 +418,8 @@ pub(crate) struct Advertised {
 /// Everything of the server's surface, held by [`Server`](crate::Server).
 pub(crate) struct Surface {
     pub info: ServerInfo,
+    /// What completes every result: built once, shared by handler futures.
+    pub finishing: Arc<Finishing>,
     pub instructions: Option<String>,
     pub cache: CachePolicy,
     pub page_size: usize,
@@ -430,6 +432,7 @@ impl std::fmt::Debug for Surface {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Surface")
             .field("info", &self.info)
+            .field("finishing", &self.finishing)
             .field("instructions", &self.instructions)
             .field("cache", &self.cache)
             .field("page_size", &self.page_size)
@@ -490,49 +493,65 @@ impl Surface {
             .map(|t| (t.name().to_owned(), t.header_params.to_vec()))
     }
 
+    /// Completes a result for the wire; see [`Finishing::finish`].
+    pub(crate) fn finish(&self, era: Era, result: Value, cacheable: bool) -> Value {
+        self.finishing.finish(era, result, cacheable)
+    }
+}
+
+/// What a result needs to be completed for the wire: the server's identity,
+/// serialised once when the server is built (not once per result), and its
+/// caching hint.
+#[derive(Debug)]
+pub(crate) struct Finishing {
+    info: Value,
+    cache: CachePolicy,
+}
+
+impl Finishing {
+    fn new(info: &ServerInfo, cache: CachePolicy) -> Self {
+        Finishing {
+            // A struct of strings always serialises.
+            info: serde_json::to_value(info).unwrap_or(Value::Null),
+            cache,
+        }
+    }
+
     /// Completes a result for the wire: on 2026-07-28, `resultType` (unless
     /// the handler set one), the server's identity in `_meta`, and the
     /// caching hint when `cacheable`; a 2025 result is left as it is.
     pub(crate) fn finish(&self, era: Era, result: Value, cacheable: bool) -> Value {
-        finish(&self.info, self.cache, era, result, cacheable)
-    }
-}
-
-pub(crate) fn finish(
-    info: &ServerInfo,
-    cache: CachePolicy,
-    era: Era,
-    result: Value,
-    cacheable: bool,
-) -> Value {
-    let mut object = match result {
-        Value::Object(object) => object,
-        other => {
-            let mut object = Map::new();
-            object.insert("value".into(), other);
-            object
+        let mut object = match result {
+            Value::Object(object) => object,
+            other => {
+                let mut object = Map::new();
+                object.insert("value".into(), other);
+                object
+            }
+        };
+        if era == Era::Legacy {
+            return Value::Object(object);
         }
-    };
-    if era == Era::Legacy {
-        return Value::Object(object);
+        object
+            .entry("resultType")
+            .or_insert_with(|| Value::String("complete".into()));
+        let meta = object
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta {
+            meta.insert(SERVER_INFO_KEY.into(), self.info.clone());
+        }
+        if cacheable {
+            object.insert("ttlMs".into(), Value::from(self.cache.ttl_ms));
+            object.insert("cacheScope".into(), Value::from(self.cache.scope.as_str()));
+        }
+        Value::Object(object)
     }
-    object
-        .entry("resultType")
-        .or_insert_with(|| Value::String("complete".into()));
-    let meta = object
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(meta) = meta {
-        meta.insert(
-            SERVER_INFO_KEY.into(),
-            serde_json::to_value(info).unwrap_or(Value::Null),
-        );
+
+    /// The server's identity as it appears in results.
+    pub(crate) fn info(&self) -> &Value {
+        &self.info
     }
-    if cacheable {
-        object.insert("ttlMs".into(), Value::from(cache.ttl_ms));
-        object.insert("cacheScope".into(), Value::from(cache.scope.as_str()));
-    }
-    Value::Object(object)
 }
 
 /// What the builder collects for the surface.
@@ -599,6 +618,7 @@ impl SurfaceBuilder {
             catalog.add_resource_template(template)?;
         }
         Ok(Surface {
+            finishing: Arc::new(Finishing::new(&self.info, self.cache)),
             info: self.info,
             instructions: self.instructions,
             cache: self.cache,
