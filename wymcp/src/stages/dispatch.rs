@@ -84,10 +84,17 @@ impl From<Flow> for Prepared {
     }
 }
 
+/// A handler's answer before its envelope: a finished result, or a tool
+/// result serialised straight onto the wire (see [`Finishing::tool`]).
+enum Finished {
+    Value(Value),
+    Tool(ToolResult),
+}
+
 /// A handler's future, its notifications, and what turns its outcome into
 /// the answer.
 struct Running {
-    run: BoxFuture<Result<Value, HandlerError>>,
+    run: BoxFuture<Result<Finished, HandlerError>>,
     notifications: Notifications,
     finisher: Finisher,
 }
@@ -424,13 +431,16 @@ impl Finisher {
         }
     }
 
-    fn answer(self, outcome: Result<Value, HandlerError>) -> response::Response {
+    fn answer(self, outcome: Result<Finished, HandlerError>) -> response::Response {
         let outcome = match outcome {
             Err(HandlerError::InputRequired(input)) => self.input_required(input),
             other => other,
         };
         match outcome {
-            Ok(result) => response::result(self.rejector.id(), &result),
+            Ok(Finished::Value(result)) => response::result(self.rejector.id(), &result),
+            Ok(Finished::Tool(result)) => {
+                response::result(self.rejector.id(), &self.finishing.tool(self.era, &result))
+            }
             Err(error) => self
                 .rejector
                 .response(rejection(self.era, self.method, error)),
@@ -440,18 +450,22 @@ impl Finisher {
     /// The `input_required` result of an MRTR round, its state sealed for
     /// this request (each input asked is of a kind the client declared:
     /// [`InputRequired::request`] refuses others). A 2025 client has no MRTR.
-    fn input_required(&self, input: InputRequired) -> Result<Value, HandlerError> {
+    fn input_required(&self, input: InputRequired) -> Result<Finished, HandlerError> {
         if self.era == Era::Legacy || !crate::mrtr::MRTR_METHODS.contains(&self.method) {
             return Err(HandlerError::InputRequired(input));
         }
         let binding = Binding::new(&self.subject, self.method, self.sent.params().as_ref());
         let result = input.into_result(&self.sealer, &binding);
-        Ok(self.finishing.finish(Era::Modern, result, false))
+        Ok(Finished::Value(self.finishing.finish(
+            Era::Modern,
+            result,
+            false,
+        )))
     }
 
     fn running(
         self,
-        run: BoxFuture<Result<Value, HandlerError>>,
+        run: BoxFuture<Result<Finished, HandlerError>>,
         notifications: Notifications,
     ) -> Prepared {
         Prepared::Running(Running {
@@ -516,8 +530,6 @@ fn call_tool(ex: &Exchange<'_>, method: &str, mut params: Option<Value>) -> Prep
         _ => empty,
     };
     drop(params);
-    let finishing = Arc::clone(&surface.finishing);
-    let era = ex.era;
     let run = Box::pin(async move {
         let result = match (tool.handler)(arguments, cx).await {
             Ok(result) => result,
@@ -532,8 +544,7 @@ fn call_tool(ex: &Exchange<'_>, method: &str, mut params: Option<Value>) -> Prep
                 data: None,
             });
         }
-        let value = serde_json::to_value(&result).unwrap_or(Value::Null);
-        Ok(finishing.finish(era, value, false))
+        Ok(Finished::Tool(result))
     });
     finisher.running(run, notifications)
 }
@@ -595,7 +606,7 @@ fn read_resource(ex: &Exchange<'_>, method: &str, mut params: Option<Value>) -> 
             return Err(resource_not_found(era, &uri));
         }
         let value = json!({"contents": contents});
-        Ok(finishing.finish(era, value, true))
+        Ok(Finished::Value(finishing.finish(era, value, true)))
     });
     finisher.running(run, notifications)
 }
@@ -643,7 +654,7 @@ fn get_prompt(ex: &Exchange<'_>, method: &str, mut params: Option<Value>) -> Pre
     let run = Box::pin(async move {
         let result = handler(args, cx).await?;
         let value = serde_json::to_value(&result).unwrap_or(Value::Null);
-        Ok(finishing.finish(era, value, false))
+        Ok(Finished::Value(finishing.finish(era, value, false)))
     });
     finisher.running(run, notifications)
 }
@@ -667,7 +678,7 @@ fn complete(ex: &Exchange<'_>, method: &str, mut params: Option<Value>) -> Prepa
     let run = Box::pin(async move {
         let completions = handler(request, cx).await?.capped();
         let value = json!({"completion": completions});
-        Ok(finishing.finish(era, value, false))
+        Ok(Finished::Value(finishing.finish(era, value, false)))
     });
     finisher.running(run, notifications)
 }

@@ -45,6 +45,7 @@ pub use content::{Content, ResourceContents};
 pub use context::{CLIENT_CAPABILITIES_KEY, Context, HandlerError};
 pub use prompt::{Prompt, PromptArgument, PromptMessage, PromptResult, Role};
 pub use resource::{Resource, ResourceTemplate, TemplateVars};
+pub(crate) use tool::WireToolResult;
 pub use tool::{NoArgs, Tool, ToolResult};
 
 use crate::headers::HeaderParam;
@@ -552,6 +553,32 @@ impl Finishing {
     pub(crate) fn info(&self) -> &Value {
         &self.info
     }
+
+    /// A tool result completed as [`finish`](Self::finish) completes one,
+    /// ready to serialise (a tool result sets neither `resultType` nor
+    /// `_meta`, and is never cacheable).
+    pub(crate) fn tool<'a>(&'a self, era: Era, result: &'a ToolResult) -> WireToolResult<'a> {
+        let modern = era == Era::Modern;
+        WireToolResult {
+            content: &result.content,
+            structured_content: result.structured_content.as_ref(),
+            is_error: result.is_error,
+            result_type: modern.then_some("complete"),
+            meta: modern.then_some(ServerMeta(&self.info)),
+        }
+    }
+}
+
+/// `_meta` holding only the server's identity.
+pub(crate) struct ServerMeta<'a>(&'a Value);
+
+impl Serialize for ServerMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(1))?;
+        map.serialize_entry(SERVER_INFO_KEY, self.0)?;
+        map.end()
+    }
 }
 
 /// What the builder collects for the surface.
@@ -762,5 +789,44 @@ impl ServerBuilder {
 impl From<SurfaceError> for BuildError {
     fn from(error: SurfaceError) -> Self {
         BuildError::Surface(error)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The tool result serialised straight onto the wire is the result the
+    /// general finish makes of it, in both eras.
+    #[test]
+    fn a_wire_tool_result_is_the_finished_one() {
+        let info = ServerInfo {
+            title: Some("T".into()),
+            ..ServerInfo::default()
+        };
+        let finishing = Finishing::new(
+            &info,
+            CachePolicy {
+                ttl_ms: 5,
+                scope: CacheScope::Public,
+            },
+        );
+        let mut structured = ToolResult::text("s");
+        structured.structured_content = Some(json!({"n": 1, "s": "\u{1F600}\"\\"}));
+        let results = [
+            ToolResult::text("hello"),
+            ToolResult::error("boom"),
+            ToolResult::new([]),
+            structured,
+        ];
+        for era in [Era::Modern, Era::Legacy] {
+            for result in &results {
+                let wire = serde_json::to_value(finishing.tool(era, result)).unwrap();
+                let finished =
+                    finishing.finish(era, serde_json::to_value(result).unwrap(), false);
+                assert_eq!(wire, finished, "{era:?} {result:?}");
+            }
+        }
     }
 }

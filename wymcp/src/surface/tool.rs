@@ -61,6 +61,24 @@ pub struct ToolResult {
     pub is_error: bool,
 }
 
+/// A [`ToolResult`] as it goes on the wire, completed (on 2026-07-28) with
+/// `resultType` and the server's identity in `_meta`: serialised straight
+/// into the response, with no `Value` tree in between. Built by
+/// [`Finishing::tool`](super::Finishing::tool); the members are
+/// [`ToolResult`]'s plus the two the finish adds.
+#[derive(Serialize)]
+pub(crate) struct WireToolResult<'a> {
+    pub(crate) content: &'a [Content],
+    #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
+    pub(crate) structured_content: Option<&'a Value>,
+    #[serde(rename = "isError", skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) is_error: bool,
+    #[serde(rename = "resultType", skip_serializing_if = "Option::is_none")]
+    pub(crate) result_type: Option<&'static str>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub(crate) meta: Option<super::ServerMeta<'a>>,
+}
+
 impl ToolResult {
     /// A result of these content blocks.
     pub fn new(content: impl IntoIterator<Item = Content>) -> Self {
@@ -311,6 +329,10 @@ impl Registered {
 
     /// The first way `arguments` break the `inputSchema`, if any.
     pub(crate) fn check_arguments(&self, arguments: &Value) -> Option<String> {
+        // The served path asks only whether; the error is built when there is one.
+        if self.input_validator.is_valid(arguments) {
+            return None;
+        }
         self.input_validator
             .iter_errors(arguments)
             .next()
