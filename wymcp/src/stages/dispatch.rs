@@ -201,56 +201,57 @@ impl Route {
         let surface = &server.surface;
         let era = ex.era;
         let size = surface.page_size;
-        let listed = |key: &str, items: Vec<Value>| -> Result<Value, HandlerError> {
-            let (page, next) = pagination::page(&items, params.as_ref(), size)?;
-            let mut result = Map::new();
-            result.insert(key.to_owned(), Value::Array(page));
-            if let Some(next) = next {
-                result.insert("nextCursor".into(), next.into());
+        // A list is serialised from the catalog's own values, one page of
+        // them, straight into the answer (no copy of the definitions).
+        let listed = |key: &'static str, items: &[&Value]| -> Prepared {
+            match pagination::page(items, params.as_ref(), size) {
+                Ok((page, next)) => Flow::Answer(response::result(
+                    &ex.rejection_id(),
+                    &surface.finishing.list(era, key, page, next),
+                ))
+                .into(),
+                Err(error) => answer(ex, method, Err(error)).into(),
             }
-            Ok(surface.finish(era, Value::Object(result), true))
         };
         let immediate = match self {
             Route::Discover => Ok(discover::result(surface, server.revisions())),
             Route::Initialize => legacy::initialize(surface, server.revisions(), params.as_ref()),
             Route::Empty => Ok(json!({})),
             Route::SetLevel => legacy::set_level(params.as_ref()),
-            Route::ToolsList => listed(
-                "tools",
-                surface
-                    .catalog
-                    .tools()
-                    .iter()
-                    .map(|t| t.definition.clone())
-                    .collect(),
-            ),
-            Route::ResourcesList => listed(
-                "resources",
-                surface
+            Route::ToolsList => {
+                let tools = surface.catalog.tools();
+                return listed(
+                    "tools",
+                    &tools.iter().map(|t| &t.definition).collect::<Vec<_>>(),
+                );
+            }
+            Route::ResourcesList => {
+                let listings: Vec<Value> = surface
                     .catalog
                     .resources()
                     .iter()
                     .map(|r| r.listing())
-                    .collect(),
-            ),
-            Route::TemplatesList => listed(
-                "resourceTemplates",
-                surface
+                    .collect();
+                return listed("resources", &listings.iter().collect::<Vec<_>>());
+            }
+            Route::TemplatesList => {
+                let listings: Vec<Value> = surface
                     .catalog
                     .templates()
                     .iter()
                     .map(|t| t.listing())
-                    .collect(),
-            ),
-            Route::PromptsList => listed(
-                "prompts",
-                surface
+                    .collect();
+                return listed("resourceTemplates", &listings.iter().collect::<Vec<_>>());
+            }
+            Route::PromptsList => {
+                let listings: Vec<Value> = surface
                     .catalog
                     .prompts()
                     .iter()
                     .map(|p| p.listing())
-                    .collect(),
-            ),
+                    .collect();
+                return listed("prompts", &listings.iter().collect::<Vec<_>>());
+            }
             Route::ToolsCall => return call_tool(ex, method, params),
             Route::ResourcesRead => return read_resource(ex, method, params),
             Route::PromptsGet => return get_prompt(ex, method, params),

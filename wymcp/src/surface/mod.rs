@@ -554,6 +554,23 @@ impl Finishing {
         &self.info
     }
 
+    /// One page of a list, completed as [`finish`](Self::finish) completes a
+    /// cacheable result, ready to serialise.
+    pub(crate) fn list<'a, T>(
+        &'a self,
+        era: Era,
+        key: &'static str,
+        items: &'a [T],
+        next: Option<String>,
+    ) -> WireList<'a, T> {
+        WireList {
+            key,
+            items,
+            next,
+            finishing: (era == Era::Modern).then_some(self),
+        }
+    }
+
     /// A tool result completed as [`finish`](Self::finish) completes one,
     /// ready to serialise (a tool result sets neither `resultType` nor
     /// `_meta`, and is never cacheable).
@@ -566,6 +583,35 @@ impl Finishing {
             result_type: modern.then_some("complete"),
             meta: modern.then_some(ServerMeta(&self.info)),
         }
+    }
+}
+
+/// One page of a list result (`tools/list`, `resources/list`, …) as it goes
+/// on the wire: the items under `key`, `nextCursor` when there is more, and
+/// on 2026-07-28 what [`Finishing::finish`] adds to a cacheable result.
+pub(crate) struct WireList<'a, T> {
+    key: &'static str,
+    items: &'a [T],
+    next: Option<String>,
+    /// `None` for a 2025 result, which is left as it is.
+    finishing: Option<&'a Finishing>,
+}
+
+impl<T: Serialize> Serialize for WireList<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry(self.key, self.items)?;
+        if let Some(next) = &self.next {
+            map.serialize_entry("nextCursor", next)?;
+        }
+        if let Some(finishing) = self.finishing {
+            map.serialize_entry("resultType", "complete")?;
+            map.serialize_entry("_meta", &ServerMeta(&finishing.info))?;
+            map.serialize_entry("ttlMs", &finishing.cache.ttl_ms)?;
+            map.serialize_entry("cacheScope", finishing.cache.scope.as_str())?;
+        }
+        map.end()
     }
 }
 
@@ -823,9 +869,36 @@ mod tests {
         for era in [Era::Modern, Era::Legacy] {
             for result in &results {
                 let wire = serde_json::to_value(finishing.tool(era, result)).unwrap();
-                let finished =
-                    finishing.finish(era, serde_json::to_value(result).unwrap(), false);
+                let finished = finishing.finish(era, serde_json::to_value(result).unwrap(), false);
                 assert_eq!(wire, finished, "{era:?} {result:?}");
+            }
+        }
+    }
+
+    /// A list page serialised straight onto the wire is the cacheable result
+    /// the general finish makes of it, in both eras, with and without a
+    /// next cursor.
+    #[test]
+    fn a_wire_list_is_the_finished_one() {
+        let finishing = Finishing::new(
+            &ServerInfo::default(),
+            CachePolicy {
+                ttl_ms: 60_000,
+                scope: CacheScope::Public,
+            },
+        );
+        let items = [json!({"name": "a"}), json!({"name": "b", "x": [1, 2]})];
+        for era in [Era::Modern, Era::Legacy] {
+            for next in [None, Some("p1.2".to_owned())] {
+                let wire = serde_json::to_value(finishing.list(era, "tools", &items, next.clone()))
+                    .unwrap();
+                let mut plain = Map::new();
+                plain.insert("tools".into(), Value::Array(items.to_vec()));
+                if let Some(next) = &next {
+                    plain.insert("nextCursor".into(), json!(next));
+                }
+                let finished = finishing.finish(era, Value::Object(plain), true);
+                assert_eq!(wire, finished, "{era:?} {next:?}");
             }
         }
     }

@@ -32,11 +32,11 @@ pub(crate) fn decode(cursor: &str, len: usize) -> Option<usize> {
 
 /// One page of `items`: the page and the cursor of the next, if any. A
 /// `cursor` that is not one wymcp minted for this list is -32602.
-pub(crate) fn page<T: Clone>(
-    items: &[T],
+pub(crate) fn page<'a, T>(
+    items: &'a [T],
     params: Option<&Value>,
     size: usize,
-) -> Result<(Vec<T>, Option<String>), HandlerError> {
+) -> Result<(&'a [T], Option<String>), HandlerError> {
     let start = match params.and_then(|p| p.get("cursor")) {
         None | Some(Value::Null) => 0,
         Some(Value::String(cursor)) => {
@@ -49,7 +49,7 @@ pub(crate) fn page<T: Clone>(
     };
     let end = start.saturating_add(size).min(items.len());
     let next = (end < items.len()).then(|| encode(end));
-    Ok((items[start..end].to_vec(), next))
+    Ok((&items[start..end], next))
 }
 
 #[cfg(test)]
@@ -67,7 +67,7 @@ mod tests {
         let (second, next) = page(&items, Some(&json!({"cursor": next})), 2).unwrap();
         assert_eq!(second, [2, 3]);
         let (third, next) = page(&items, Some(&json!({"cursor": next.unwrap()})), 2).unwrap();
-        assert_eq!((third, next), (vec![4], None));
+        assert_eq!((third, next), (&[4][..], None));
         for bad in [
             "",
             "p1.",
