@@ -237,13 +237,23 @@ pub fn error_envelope(id: &Value, code: i64, message: &str, data: Option<&Value>
 /// The bytes of a JSON-RPC result response.
 #[must_use]
 pub fn result_envelope<R: Serialize>(id: &Value, result: &R) -> Vec<u8> {
-    serde_json::to_vec(&ResultEnvelope {
+    // Sized for a small result (serde_json's own start is 128 bytes, which a
+    // 2026 result with its `_meta` outgrows at once).
+    let mut bytes = Vec::with_capacity(RESULT_CAPACITY);
+    let envelope = ResultEnvelope {
         jsonrpc: "2.0",
         id,
         result,
-    })
-    .unwrap_or_default()
+    };
+    match serde_json::to_writer(&mut bytes, &envelope) {
+        Ok(()) => bytes,
+        // Only a `Serialize` impl that fails (none of wymcp's) gets here.
+        Err(_) => Vec::new(),
+    }
 }
+
+/// The first allocation of a result's bytes.
+const RESULT_CAPACITY: usize = 512;
 
 /// A `200 OK` JSON-RPC result response.
 #[must_use]
