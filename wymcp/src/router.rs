@@ -6,6 +6,7 @@ use std::sync::Arc;
 use axum::Router;
 
 use crate::__private::Request;
+use crate::memory::InFlight;
 use crate::response::{Response, method_not_allowed};
 use crate::server::Server;
 
@@ -16,7 +17,17 @@ where
 {
     let endpoint = server.endpoint().to_owned();
     let metadata = crate::auth::metadata_router(&server);
-    let post = axum::routing::post(move |request: Request| handle(server.clone(), request))
-        .fallback(|| async { method_not_allowed() });
+    let post = axum::routing::post(move |request: Request| {
+        // Counted in flight until answered or dropped, for the idle memory
+        // release (see `crate::memory`).
+        let in_flight = InFlight::begin(&server.memory);
+        let answer = handle(server.clone(), request);
+        async move {
+            let response = answer.await;
+            drop(in_flight);
+            response
+        }
+    })
+    .fallback(|| async { method_not_allowed() });
     Router::new().route(&endpoint, post).merge(metadata)
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::auth::{AuthConfig, AuthSetup, Authenticator};
 use crate::headers::HeaderParam;
 use crate::listen::{Change, ChangeBus};
+use crate::memory::{DEFAULT_RELEASE_AFTER, MemoryRelease};
 use crate::mrtr::{Sealer, SealingKey};
 use crate::revision::Revision;
 use crate::schema::{SchemaError, Schemas};
@@ -48,6 +49,7 @@ pub struct Server {
     pub(crate) changes: ChangeBus,
     pub(crate) surface: crate::surface::Surface,
     pub(crate) origin: OriginPolicy,
+    pub(crate) memory: Arc<MemoryRelease>,
 }
 
 impl Server {
@@ -135,6 +137,21 @@ impl Server {
         self.changes.close_all();
     }
 
+    /// After how many request-body bytes the server releases free memory
+    /// once it is quiet; `None` when it never does (see
+    /// [`ServerBuilder::release_memory_after`]).
+    #[must_use]
+    pub fn release_memory_after(&self) -> Option<u64> {
+        self.memory.threshold()
+    }
+
+    /// How many times this server has released free memory to the kernel
+    /// (see [`ServerBuilder::release_memory_after`]).
+    #[must_use]
+    pub fn memory_releases(&self) -> u64 {
+        self.memory.releases()
+    }
+
     /// The tools, prompts and resources served, changeable at run time.
     #[must_use]
     pub fn catalog(&self) -> &crate::surface::Catalog {
@@ -156,6 +173,7 @@ pub struct ServerBuilder {
     allowed_origins: Option<Vec<String>>,
     allowed_hosts: Option<Vec<String>>,
     bound_to: Option<SocketAddr>,
+    release_memory_after: Option<u64>,
 }
 
 impl Default for ServerBuilder {
@@ -172,6 +190,7 @@ impl Default for ServerBuilder {
             allowed_origins: None,
             allowed_hosts: None,
             bound_to: None,
+            release_memory_after: Some(DEFAULT_RELEASE_AFTER),
         }
     }
 }
@@ -331,6 +350,39 @@ impl ServerBuilder {
         self
     }
 
+    /// When the server gives free memory back to the kernel: once it has read
+    /// `Some(bytes)` of request bodies since it last did, and then no request
+    /// is in flight and no body byte arrives for
+    /// [`QUIET`](crate::memory::QUIET) (250 ms). `None` turns it off. Default:
+    /// [`DEFAULT_RELEASE_AFTER`], 64 MiB.
+    ///
+    /// With glibc's malloc a server that served large bodies concurrently
+    /// otherwise keeps tens of MiB of freed memory resident for good; the
+    /// release (glibc's `malloc_trim`, on tokio's blocking pool) returns it.
+    /// It is a no-op off Linux with glibc. Turn it off when another
+    /// allocator is the global one, or when a steady stream of large bodies
+    /// with pauses makes re-faulting the released memory cost more than the
+    /// memory is worth. See [`memory`](crate::memory) and the deployment
+    /// guide's "Memory and the allocator".
+    ///
+    /// ```
+    /// // Release after 256 MiB of bodies instead of 64 MiB.
+    /// let server = wymcp::Server::builder()
+    ///     .release_memory_after(Some(256 * 1024 * 1024))
+    ///     .build()?;
+    /// assert_eq!(server.release_memory_after(), Some(256 * 1024 * 1024));
+    ///
+    /// // Never release.
+    /// let server = wymcp::Server::builder().release_memory_after(None).build()?;
+    /// assert_eq!(server.memory_releases(), 0);
+    /// # Ok::<(), wymcp::BuildError>(())
+    /// ```
+    #[must_use]
+    pub fn release_memory_after(mut self, bytes: Option<u64>) -> Self {
+        self.release_memory_after = bytes;
+        self
+    }
+
     /// Builds the server, checking the configuration.
     pub fn build(self) -> Result<Server, BuildError> {
         if !self.endpoint.starts_with('/') {
@@ -364,6 +416,7 @@ impl ServerBuilder {
             changes,
             surface,
             origin,
+            memory: Arc::new(MemoryRelease::new(self.release_memory_after)),
         })
     }
 }

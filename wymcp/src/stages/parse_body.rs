@@ -127,7 +127,11 @@ pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
 
     let body = ex.body.take().unwrap_or_default();
     let bytes = match read(body, limits.body_bytes, limits.read_timeout).await {
-        Ok(bytes) => bytes,
+        Ok(bytes) => {
+            // Counted for the idle memory release (see `crate::memory`).
+            ex.server().memory.body_read(bytes.len());
+            bytes
+        }
         Err(ReadFailure::OverCeiling) => {
             return ex.reject(
                 Rejection::new(
