@@ -14,17 +14,31 @@ use wymcp_bench::servers::{self, Kind};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const ALLOCATOR_NAME: &str = if cfg!(feature = "mimalloc") {
-    "mimalloc (the mimalloc crate, default settings)"
-} else {
-    "system (glibc malloc, default settings)"
-};
+const MIMALLOC: bool = cfg!(feature = "mimalloc");
+
+/// The allocator the servers run with, in words, `tunables` the
+/// `GLIBC_TUNABLES` they are given.
+fn allocator_name(tunables: Option<&str>) -> String {
+    match tunables {
+        _ if MIMALLOC => "mimalloc (the mimalloc crate, default settings)".to_owned(),
+        Some(tunables) => format!("system (glibc malloc, GLIBC_TUNABLES={tunables})"),
+        None => "system (glibc malloc, default settings)".to_owned(),
+    }
+}
 
 const USAGE: &str = "usage:
   wymcp-bench serve --server floor|wymcp|rmcp [--addr 127.0.0.1:0]
+                    [--release-memory-after BYTES|off]
   wymcp-bench run [--quick] [--json FILE] [--markdown FILE] [--oha PATH]
                   [--runs N] [--seconds S] [--warmup S] [--connections C]
-                  [--only SCENARIO,…] [--servers floor,wymcp,rmcp] [--no-pin]";
+                  [--only SCENARIO,…] [--servers floor,wymcp,rmcp] [--no-pin]
+                  [--malloc-tunables GLIBC_TUNABLES] [--release-memory-after BYTES|off]
+
+--malloc-tunables sets GLIBC_TUNABLES for the three servers (not for oha);
+\"\" runs them with glibc's defaults. Without it, a GLIBC_TUNABLES in the
+environment is what the servers get (and oha does not).
+--release-memory-after is wymcp's idle memory release (default 67108864,
+wymcp's default; off: none).";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -70,11 +84,24 @@ fn check_flags(args: &[String], with_value: &[&str], plain: &[&str]) -> Result<(
     Ok(())
 }
 
+/// `--release-memory-after`: a byte count, `off`, or wymcp's default.
+fn release_memory_after(args: &[String]) -> Result<Option<u64>, String> {
+    match value::<String>(args, "--release-memory-after")?.as_deref() {
+        None => Ok(Some(wymcp::memory::DEFAULT_RELEASE_AFTER)),
+        Some("off") => Ok(None),
+        Some(raw) => raw
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("--release-memory-after: cannot use `{raw}`\n{USAGE}")),
+    }
+}
+
 fn serve(args: &[String]) -> Result<(), String> {
-    check_flags(args, &["--server", "--addr"], &[])?;
+    check_flags(args, &["--server", "--addr", "--release-memory-after"], &[])?;
     let kind: Kind = value(args, "--server")?.ok_or_else(|| USAGE.to_owned())?;
     let addr: SocketAddr = value(args, "--addr")?.unwrap_or_else(|| ([127, 0, 0, 1], 0).into());
-    servers::serve(kind, addr).map_err(|e| format!("serving {}: {e}", kind.name()))
+    servers::serve(kind, addr, release_memory_after(args)?)
+        .map_err(|e| format!("serving {}: {e}", kind.name()))
 }
 
 fn list<T: std::str::FromStr>(args: &[String], name: &str) -> Result<Option<Vec<T>>, String> {
@@ -104,12 +131,17 @@ fn run(args: &[String]) -> Result<(), String> {
             "--connections",
             "--only",
             "--servers",
+            "--malloc-tunables",
+            "--release-memory-after",
         ],
         &["--quick", "--no-pin"],
     )?;
     let quick = args.iter().any(|a| a == "--quick");
     let seconds: f64 = value(args, "--seconds")?.unwrap_or(if quick { 1.0 } else { 5.0 });
     let warmup: f64 = value(args, "--warmup")?.unwrap_or(if quick { 0.5 } else { 2.0 });
+    let malloc_tunables = value::<String>(args, "--malloc-tunables")?
+        .or_else(|| std::env::var("GLIBC_TUNABLES").ok())
+        .filter(|t| !t.is_empty());
     let options = Options {
         quick,
         oha: value(args, "--oha")?.unwrap_or_else(|| PathBuf::from("oha")),
@@ -121,7 +153,9 @@ fn run(args: &[String]) -> Result<(), String> {
         servers: list(args, "--servers")?.unwrap_or_else(|| Kind::ALL.to_vec()),
         cores: (!args.iter().any(|a| a == "--no-pin")).then_some((0, 1)),
         scratch: std::env::temp_dir().join(format!("wymcp-bench-{}", std::process::id())),
-        allocator: ALLOCATOR_NAME.to_owned(),
+        allocator: allocator_name(malloc_tunables.as_deref()),
+        malloc_tunables,
+        release_memory_after: release_memory_after(args)?,
     };
     let report = runner::run(&options);
     let _ = std::fs::remove_dir_all(&options.scratch);

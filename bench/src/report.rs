@@ -161,6 +161,10 @@ pub struct Conditions {
     pub versions: BTreeMap<String, String>,
     /// The allocator the servers run with.
     pub allocator: String,
+    /// The `GLIBC_TUNABLES` every server ran with (`None`: glibc's defaults).
+    pub malloc_tunables: Option<String>,
+    /// wymcp's idle memory release threshold, bytes (`None`: off).
+    pub release_memory_after: Option<u64>,
     /// `--quick`, seconds per run, runs per server, warm-up seconds.
     pub settings: BTreeMap<String, String>,
 }

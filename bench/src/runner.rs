@@ -40,6 +40,11 @@ pub struct Options {
     pub scratch: PathBuf,
     /// The allocator the servers run with, for the report.
     pub allocator: String,
+    /// `GLIBC_TUNABLES` for the three servers (never for `oha`); `None`:
+    /// glibc's defaults.
+    pub malloc_tunables: Option<String>,
+    /// wymcp's idle memory release (`None`: off).
+    pub release_memory_after: Option<u64>,
 }
 
 /// Why a run failed.
@@ -169,9 +174,20 @@ impl ServerProcess {
         let mut command = pinned(options.cores.map(|(server, _)| server), &exe);
         command
             .args(["serve", "--server", kind.name(), "--addr", "127.0.0.1:0"])
+            .arg("--release-memory-after")
+            .arg(
+                options
+                    .release_memory_after
+                    .map_or_else(|| "off".to_owned(), |bytes| bytes.to_string()),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
+        // The same allocator settings for every server, and only for them.
+        match &options.malloc_tunables {
+            Some(tunables) => command.env("GLIBC_TUNABLES", tunables),
+            None => command.env_remove("GLIBC_TUNABLES"),
+        };
         let mut child = command
             .spawn()
             .map_err(io(format!("starting the {} server", kind.name())))?;
@@ -242,6 +258,7 @@ struct Shot<'a> {
 fn oha(options: &Options, shot: &Shot<'_>) -> Result<Value, Error> {
     let mut command = pinned(options.cores.map(|(_, load)| load), &options.oha);
     command
+        .env_remove("GLIBC_TUNABLES")
         .arg(shot.url)
         .args(["-m", "POST", "--no-tui", "--output-format", "json"])
         .args(["--disable-compression", "--worker-threads", "1"])
@@ -547,6 +564,19 @@ fn conditions(options: &Options) -> Conditions {
     );
     settings.insert("connections".to_owned(), options.connections.to_string());
     settings.insert(
+        "malloc tunables".to_owned(),
+        options.malloc_tunables.as_ref().map_or_else(
+            || "none (glibc defaults)".to_owned(),
+            |t| format!("GLIBC_TUNABLES={t} (all servers)"),
+        ),
+    );
+    settings.insert(
+        "wymcp release memory after".to_owned(),
+        options
+            .release_memory_after
+            .map_or_else(|| "off".to_owned(), |bytes| format!("{bytes} B")),
+    );
+    settings.insert(
         "pinning".to_owned(),
         options.cores.map_or_else(
             || "none".to_owned(),
@@ -561,6 +591,8 @@ fn conditions(options: &Options) -> Conditions {
         load_after: None,
         versions,
         allocator: options.allocator.clone(),
+        malloc_tunables: options.malloc_tunables.clone(),
+        release_memory_after: options.release_memory_after,
         settings,
     }
 }

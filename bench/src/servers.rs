@@ -80,14 +80,24 @@ impl FromStr for Kind {
 
 /// Serves `kind` on `addr` on a current-thread runtime, printing
 /// `listening on ADDR` once bound; returns when the listener fails.
-pub fn serve(kind: Kind, addr: SocketAddr) -> std::io::Result<()> {
+/// `release_memory_after` is wymcp's setting of the same name (the other
+/// servers have none).
+pub fn serve(
+    kind: Kind,
+    addr: SocketAddr,
+    release_memory_after: Option<u64>,
+) -> std::io::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    let router = match kind {
+        Kind::Wymcp => wymcp::chain::post::router(wymcp_server_with(release_memory_after)),
+        Kind::Floor | Kind::Rmcp => kind.router(),
+    };
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         println!("listening on {}", listener.local_addr()?);
-        axum::serve(listener, kind.router()).await
+        axum::serve(listener, router).await
     })
 }
 
@@ -123,10 +133,20 @@ async fn floor_handler(body: Bytes) -> axum::response::Response {
 /// wymcp's documentation registers tools, default settings otherwise.
 #[must_use]
 pub fn wymcp_server() -> wymcp::Server {
+    wymcp_server_with(Some(wymcp::memory::DEFAULT_RELEASE_AFTER))
+}
+
+/// [`wymcp_server`] with its idle memory release set to
+/// `release_memory_after` (`None`: off).
+#[must_use]
+pub fn wymcp_server_with(release_memory_after: Option<u64>) -> wymcp::Server {
     let echo = wymcp::Tool::new("echo")
         .description("Echoes its text")
         .handler(|args: EchoArgs, _cx| async move { Ok(wymcp::ToolResult::text(args.text)) });
-    match wymcp::Server::builder().tool(echo).build() {
+    let builder = wymcp::Server::builder()
+        .tool(echo)
+        .release_memory_after(release_memory_after);
+    match builder.build() {
         Ok(server) => server,
         Err(error) => panic!("the benchmark's wymcp server builds: {error}"),
     }
