@@ -527,16 +527,21 @@ async fn drive<C>(
     let mut conn = std::pin::pin!(conn);
     let mut finishing = false;
     loop {
+        // Biased, the stop first: a connection woken by a request's bytes
+        // after the server began to stop must learn of the stop before it
+        // serves them, so the answer carries `Connection: close` (a random
+        // order could serve it as keep-alive, then close).
         tokio::select! {
+            biased;
+            _ = stop.changed(), if !finishing => {
+                finishing = true;
+                graceful(conn.as_mut());
+            }
             result = conn.as_mut() => {
                 if let Err(error) = result {
                     tracing::debug!(target: "wymcp::serve", %peer, %error, "connection ended");
                 }
                 return;
-            }
-            _ = stop.changed(), if !finishing => {
-                finishing = true;
-                graceful(conn.as_mut());
             }
             () = activity.idle_for(config.idle_timeout), if !finishing => {
                 tracing::debug!(target: "wymcp::serve", %peer, "idle timeout");
