@@ -255,6 +255,17 @@ pub fn judge(scenarios: &[ScenarioResult]) -> Vec<Target> {
         );
     }
 
+    // The malformed body's answer closes its connection (DESIGN §4), so each
+    // one costs a new connection: against a served request that also costs
+    // one, the comparison is like for like.
+    let fresh = find("fresh_call").and_then(|s| s.cpu("wymcp"));
+    let rejected = find("malformed").and_then(|s| s.cpu("wymcp"));
+    push(
+        "a rejection (malformed, a new connection each) costs less than a served request on a new connection",
+        format!("{} µs vs {} µs", fmt_opt(rejected, 1), fmt_opt(fresh, 1)),
+        rejected.zip(fresh).map(|(r, s)| r < s),
+    );
+
     let ratio = find("large_call").and_then(ScenarioResult::wymcp_mbps_over_floor);
     push(
         "1 MB bodies: wymcp ≥ 0.9 × floor MB/s",

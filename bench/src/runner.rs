@@ -83,6 +83,9 @@ enum Expect {
 enum Load {
     /// For the run's duration, over `connections` keep-alive connections.
     Throughput,
+    /// For the run's duration, `connections` at a time, each request on a
+    /// new connection (`oha --disable-keepalive`).
+    Fresh,
     /// `requests` requests over `connections` connections, all at once.
     Burst { requests: usize },
 }
@@ -139,6 +142,15 @@ fn scenarios(options: &Options) -> Vec<Scenario> {
             request: payload::malformed(),
             expect: Expect::Any,
             load: Load::Throughput,
+            connections: c,
+        },
+        Scenario {
+            name: "fresh_call",
+            description: "the small call on a new connection each: what a served request costs \
+                          like the malformed body's, which closes its connection",
+            request: payload::small_call(),
+            expect: Expect::Success,
+            load: Load::Fresh,
             connections: c,
         },
         Scenario {
@@ -272,6 +284,12 @@ fn oha(options: &Options, shot: &Shot<'_>) -> Result<Value, Error> {
                 .arg("-z")
                 .arg(format!("{}ms", shot.duration.as_millis()))
                 .arg("-w");
+        }
+        Load::Fresh => {
+            command
+                .arg("-z")
+                .arg(format!("{}ms", shot.duration.as_millis()))
+                .args(["-w", "--disable-keepalive"]);
         }
         Load::Burst { requests } => {
             command.arg("-n").arg(requests.to_string());
@@ -631,7 +649,9 @@ pub fn run(options: &Options) -> Result<Report, Error> {
             scenario.request.body.len()
         ));
         let per_server = match scenario.load {
-            Load::Throughput => throughput(options, &mut servers, scenario, &body_file, tick)?,
+            Load::Throughput | Load::Fresh => {
+                throughput(options, &mut servers, scenario, &body_file, tick)?
+            }
             Load::Burst { .. } => burst(options, scenario, &body_file, &warm_file, tick)?,
         };
         let _ = std::fs::remove_file(&body_file);

@@ -63,6 +63,8 @@
 //! On success the step sets [`Exchange::bytes`] (the body exactly as
 //! received) and [`Exchange::message`] (the parsed value).
 
+use std::future::Future as _;
+use std::task::Poll;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -260,7 +262,7 @@ async fn read(mut body: Body, ceiling: usize, timeout: Duration) -> Result<Bytes
     let mut gathered: Vec<u8> = Vec::new();
     let mut total = 0usize;
     loop {
-        let frame = match tokio::time::timeout(timeout, body.frame()).await {
+        let frame = match next_frame(&mut body, timeout).await {
             Err(_elapsed) => return Err(ReadFailure::Stalled),
             Ok(None) => break,
             Ok(Some(Err(error))) => return Err(ReadFailure::Transport(error)),
@@ -288,6 +290,20 @@ async fn read(mut body: Body, ceiling: usize, timeout: Duration) -> Result<Bytes
         }
     }
     Ok(first.unwrap_or_else(|| Bytes::from(gathered)))
+}
+
+/// The body's next frame, waiting at most `timeout` for it. A frame already
+/// there (a small body arrives with its head) is taken without arming a
+/// timer.
+async fn next_frame(
+    body: &mut Body,
+    timeout: Duration,
+) -> Result<Option<Result<http_body::Frame<Bytes>, axum::Error>>, tokio::time::error::Elapsed> {
+    let mut frame = std::pin::pin!(body.frame());
+    match std::future::poll_fn(|cx| Poll::Ready(frame.as_mut().poll(cx))).await {
+        Poll::Ready(frame) => Ok(frame),
+        Poll::Pending => tokio::time::timeout(timeout, frame).await,
+    }
 }
 
 /// The answer to a body read the transport failed: the status alone, no
