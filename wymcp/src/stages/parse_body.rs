@@ -239,15 +239,9 @@ enum ReadFailure {
 /// for each piece of it.
 ///
 /// A body that arrives in one piece (the common case for a small request) is
-/// kept as that piece, without a copy; otherwise the pieces are gathered into
-/// one allocation sized from the declared length, up to [`PREALLOCATION`]
-/// (a declared length is a client's claim: trusting it whole would let a
-/// client that sends two small pieces and stalls hold the server to the
-/// whole declared size; past it the buffer grows as bytes arrive).
-/// The most the gathered body is sized from its declared length before the
-/// bytes are there.
-const PREALLOCATION: usize = 64 * 1024;
-
+/// kept as that piece, without a copy. Otherwise it is put together from
+/// [`Pieces`] once its last piece is there: one allocation of exactly its
+/// length, each byte copied once.
 async fn read(mut body: Body, ceiling: usize, timeout: Duration) -> Result<Bytes, ReadFailure> {
     let hint = body.size_hint();
     let ceiling_u64 = u64::try_from(ceiling).unwrap_or(u64::MAX);
@@ -259,7 +253,7 @@ async fn read(mut body: Body, ceiling: usize, timeout: Duration) -> Result<Bytes
         .map_or(0, |len| usize::try_from(len).unwrap_or(ceiling));
 
     let mut first: Option<Bytes> = None;
-    let mut gathered: Vec<u8> = Vec::new();
+    let mut pieces = Pieces::new(declared);
     let mut total = 0usize;
     loop {
         let frame = match next_frame(&mut body, timeout).await {
@@ -280,16 +274,89 @@ async fn read(mut body: Body, ceiling: usize, timeout: Duration) -> Result<Bytes
             return Err(ReadFailure::OverCeiling);
         }
         match first.take() {
-            None if gathered.is_empty() => first = Some(data),
-            None => gathered.extend_from_slice(&data),
+            None if pieces.is_empty() => first = Some(data),
+            None => pieces.push(data),
             Some(held) => {
-                gathered.reserve_exact(declared.min(PREALLOCATION).max(total));
-                gathered.extend_from_slice(&held);
-                gathered.extend_from_slice(&data);
+                pieces.push(held);
+                pieces.push(data);
             }
         }
     }
-    Ok(first.unwrap_or_else(|| Bytes::from(gathered)))
+    Ok(match first {
+        Some(only) => only,
+        None => pieces.into_body(total),
+    })
+}
+
+/// A body frame of at least this many bytes is kept as the transport gave
+/// it until the body is whole; smaller ones are copied together at once.
+const KEEP: usize = 64 * 1024;
+
+/// The most the buffer of small frames is sized from the body's declared
+/// length before the bytes are there.
+const PREALLOCATION: usize = 64 * 1024;
+
+/// The pieces of a body that arrives in more than one.
+///
+/// Large frames are kept as they came (no copy until the body is put
+/// together); small ones are copied into one buffer as they arrive, so a
+/// client that sends many small pieces does not hold a transport buffer
+/// alive per piece. That buffer is sized from the declared length only up to
+/// [`PREALLOCATION`]: a declared length is a client's claim, and trusting it
+/// whole would let a client that sends two small pieces and stalls hold the
+/// server to the whole declared size. Past it the buffer grows as bytes
+/// arrive.
+struct Pieces {
+    declared: usize,
+    kept: Vec<Bytes>,
+    small: Vec<u8>,
+}
+
+impl Pieces {
+    fn new(declared: usize) -> Self {
+        Pieces {
+            declared,
+            kept: Vec::new(),
+            small: Vec::new(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.kept.is_empty() && self.small.is_empty()
+    }
+
+    fn push(&mut self, data: Bytes) {
+        if data.len() >= KEEP {
+            if !self.small.is_empty() {
+                self.kept.push(Bytes::from(std::mem::take(&mut self.small)));
+            }
+            self.kept.push(data);
+        } else {
+            if self.small.capacity() == 0 {
+                self.small
+                    .reserve_exact(self.declared.min(PREALLOCATION).max(data.len()));
+            }
+            self.small.extend_from_slice(&data);
+        }
+    }
+
+    /// The body, `total` bytes, in one allocation.
+    fn into_body(mut self, total: usize) -> Bytes {
+        if self.kept.is_empty() {
+            return Bytes::from(self.small);
+        }
+        if !self.small.is_empty() {
+            self.kept.push(Bytes::from(self.small));
+        }
+        if self.kept.len() == 1 {
+            return self.kept.pop().unwrap_or_default();
+        }
+        let mut body = Vec::with_capacity(total);
+        for piece in &self.kept {
+            body.extend_from_slice(piece);
+        }
+        Bytes::from(body)
+    }
 }
 
 /// The body's next frame, waiting at most `timeout` for it. A frame already
@@ -323,6 +390,38 @@ fn transport_failure(ex: &Exchange<'_>, status: StatusCode) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whatever mix of small and large frames a body arrives in, it is put
+    /// together in order, whole, in one allocation of exactly its length.
+    #[test]
+    fn pieces_put_a_body_together_in_order() {
+        let sizes: [&[usize]; 6] = [
+            &[10, 20],
+            &[KEEP, 5],
+            &[5, KEEP, 7, KEEP + 3],
+            &[KEEP * 2, KEEP],
+            &[1, 1, 1, KEEP, 1],
+            &[KEEP, 1, 1, 1],
+        ];
+        for frames in sizes {
+            let mut pieces = Pieces::new(0);
+            let mut expected = Vec::new();
+            let mut next = 0u8;
+            for &len in frames {
+                let frame: Vec<u8> = (0..len)
+                    .map(|_| {
+                        next = next.wrapping_add(1);
+                        next
+                    })
+                    .collect();
+                expected.extend_from_slice(&frame);
+                pieces.push(Bytes::from(frame));
+            }
+            let body = pieces.into_body(expected.len());
+            assert_eq!(body.len(), expected.len(), "{frames:?}");
+            assert!(body == expected, "{frames:?}");
+        }
+    }
 
     #[test]
     fn only_application_json_declares_json() {
