@@ -279,17 +279,14 @@ fn oha(options: &Options, shot: &Shot<'_>) -> Result<Value, Error> {
         .arg("-D")
         .arg(shot.body_file);
     match shot.load {
-        Load::Throughput => {
+        Load::Throughput | Load::Fresh => {
             command
                 .arg("-z")
                 .arg(format!("{}ms", shot.duration.as_millis()))
                 .arg("-w");
-        }
-        Load::Fresh => {
-            command
-                .arg("-z")
-                .arg(format!("{}ms", shot.duration.as_millis()))
-                .args(["-w", "--disable-keepalive"]);
+            if matches!(shot.load, Load::Fresh) {
+                command.arg("--disable-keepalive");
+            }
         }
         Load::Burst { requests } => {
             command.arg("-n").arg(requests.to_string());

@@ -33,6 +33,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use http::StatusCode;
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::exchange::{Exchange, MessageKind};
@@ -199,20 +200,6 @@ impl Route {
     fn answer(self, ex: &Exchange<'_>, method: &str, params: Option<Value>) -> Prepared {
         let server = ex.server();
         let surface = &server.surface;
-        let era = ex.era;
-        let size = surface.page_size;
-        // A list is serialised from the catalog's own values, one page of
-        // them, straight into the answer (no copy of the definitions).
-        let listed = |key: &'static str, items: &[&Value]| -> Prepared {
-            match pagination::page(items, params.as_ref(), size) {
-                Ok((page, next)) => Flow::Answer(response::result(
-                    &ex.rejection_id(),
-                    &surface.finishing.list(era, key, page, next),
-                ))
-                .into(),
-                Err(error) => answer(ex, method, Err(error)).into(),
-            }
-        };
         let immediate = match self {
             Route::Discover => Ok(discover::result(surface, server.revisions())),
             Route::Initialize => legacy::initialize(surface, server.revisions(), params.as_ref()),
@@ -220,37 +207,23 @@ impl Route {
             Route::SetLevel => legacy::set_level(params.as_ref()),
             Route::ToolsList => {
                 let tools = surface.catalog.tools();
-                return listed(
-                    "tools",
-                    &tools.iter().map(|t| &t.definition).collect::<Vec<_>>(),
-                );
+                let definitions: Vec<&Value> = tools.iter().map(|t| &t.definition).collect();
+                return listed(ex, method, params.as_ref(), "tools", &definitions);
             }
             Route::ResourcesList => {
-                let listings: Vec<Value> = surface
-                    .catalog
-                    .resources()
-                    .iter()
-                    .map(|r| r.listing())
-                    .collect();
-                return listed("resources", &listings.iter().collect::<Vec<_>>());
+                let resources = surface.catalog.resources();
+                let listings: Vec<Value> = resources.iter().map(|r| r.listing()).collect();
+                return listed(ex, method, params.as_ref(), "resources", &listings);
             }
             Route::TemplatesList => {
-                let listings: Vec<Value> = surface
-                    .catalog
-                    .templates()
-                    .iter()
-                    .map(|t| t.listing())
-                    .collect();
-                return listed("resourceTemplates", &listings.iter().collect::<Vec<_>>());
+                let templates = surface.catalog.templates();
+                let listings: Vec<Value> = templates.iter().map(|t| t.listing()).collect();
+                return listed(ex, method, params.as_ref(), "resourceTemplates", &listings);
             }
             Route::PromptsList => {
-                let listings: Vec<Value> = surface
-                    .catalog
-                    .prompts()
-                    .iter()
-                    .map(|p| p.listing())
-                    .collect();
-                return listed("prompts", &listings.iter().collect::<Vec<_>>());
+                let prompts = surface.catalog.prompts();
+                let listings: Vec<Value> = prompts.iter().map(|p| p.listing()).collect();
+                return listed(ex, method, params.as_ref(), "prompts", &listings);
             }
             Route::ToolsCall => return call_tool(ex, method, params),
             Route::ResourcesRead => return read_resource(ex, method, params),
@@ -259,6 +232,26 @@ impl Route {
             Route::Listen => return listen(ex, params.as_ref()).into(),
         };
         answer(ex, method, immediate).into()
+    }
+}
+
+/// One page of a list, serialised from the catalog's own values straight
+/// into the answer (no copy of the definitions).
+fn listed<T: Serialize>(
+    ex: &Exchange<'_>,
+    method: &str,
+    params: Option<&Value>,
+    key: &'static str,
+    items: &[T],
+) -> Prepared {
+    let surface = &ex.server().surface;
+    match pagination::page(items, params, surface.page_size) {
+        Ok((page, next)) => Flow::Answer(response::result(
+            &ex.rejection_id(),
+            &surface.finishing.list(ex.era, key, page, next),
+        ))
+        .into(),
+        Err(error) => answer(ex, method, Err(error)).into(),
     }
 }
 

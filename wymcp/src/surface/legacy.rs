@@ -48,10 +48,7 @@ pub(crate) fn initialize(
     let mut result = Map::new();
     result.insert("protocolVersion".into(), chosen.as_str().into());
     result.insert("capabilities".into(), surface.capabilities(Era::Legacy));
-    result.insert(
-        "serverInfo".into(),
-        serde_json::to_value(&surface.info).unwrap_or(Value::Null),
-    );
+    result.insert("serverInfo".into(), surface.finishing.info().clone());
     if let Some(instructions) = &surface.instructions {
         result.insert("instructions".into(), instructions.clone().into());
     }

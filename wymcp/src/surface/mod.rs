@@ -418,8 +418,8 @@ pub(crate) struct Advertised {
 
 /// Everything of the server's surface, held by [`Server`](crate::Server).
 pub(crate) struct Surface {
-    pub info: ServerInfo,
-    /// What completes every result: built once, shared by handler futures.
+    /// What completes every result, the server's identity with it: built
+    /// once, shared by handler futures.
     pub finishing: Arc<Finishing>,
     pub instructions: Option<String>,
     pub cache: CachePolicy,
@@ -432,7 +432,6 @@ pub(crate) struct Surface {
 impl std::fmt::Debug for Surface {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Surface")
-            .field("info", &self.info)
             .field("finishing", &self.finishing)
             .field("instructions", &self.instructions)
             .field("cache", &self.cache)
@@ -692,7 +691,6 @@ impl SurfaceBuilder {
         }
         Ok(Surface {
             finishing: Arc::new(Finishing::new(&self.info, self.cache)),
-            info: self.info,
             instructions: self.instructions,
             cache: self.cache,
             page_size,
