@@ -25,7 +25,12 @@
 //! Every answer that is not a `202` is a JSON-RPC result or an error through
 //! the one rejection sender. Handlers run with a [`Context`]; a handler that
 //! sends progress or log notifications gets them delivered on its request's
-//! answer (see `respond`).
+//! answer (see `Running::respond`).
+//!
+//! Being last, Dispatch takes `params` out of the exchange's message instead
+//! of copying them (the `id` and `method` stay): a tool handler owns its
+//! `arguments`, the [`Context`] its `_meta`. An MRTR `requestState` sealed
+//! here is bound to the params of the body as the parse step read it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
