@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use wymcp::axum::http::HeaderValue;
 use wymcp::mrtr::{InputKind, InputRequest, SealingKey};
-use wymcp::surface::{CompletionRef, Completions, LogLevel, NoArgs};
+use wymcp::{CompletionRef, Completions, LogLevel, NoArgs};
 use wymcp::{
     Content, Context, HandlerError, Prompt, PromptResult, Resource, ResourceContents,
     ResourceTemplate, Server, Tool, ToolResult, chain,
@@ -500,7 +500,7 @@ fn prompts() -> Vec<Prompt> {
     ]
 }
 
-fn completion(request: &wymcp::surface::CompletionRequest) -> Completions {
+fn completion(request: &wymcp::CompletionRequest) -> Completions {
     match (&request.reference, request.argument.as_str()) {
         (CompletionRef::Prompt(name), "arg1") if name == "test_prompt_with_arguments" => {
             Completions::matching(&request.value, ["paris", "park", "party"])
@@ -590,7 +590,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(_) => None,
     };
     let server = Arc::new(server(sealing_key)?);
-    let mut router = chain::post::router(server.clone());
+    // Large bodies read, then quiet: free memory back to the kernel (the
+    // deployment guide's "Memory and the allocator").
+    let mut router = chain::post::router(server.clone()).layer(
+        wymcp::memory::ReleaseMemory::after(wymcp::memory::DEFAULT_RELEASE_AFTER),
+    );
     if let Some(name) = replica {
         // Names the replica that answered, for the multi-replica test.
         let value = HeaderValue::from_str(&name)?;

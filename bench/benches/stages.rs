@@ -19,7 +19,8 @@ use std::task::{Context, Poll, Waker};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use wymcp::Server;
 use wymcp::axum::body::Body;
-use wymcp::stages::{self, Exchange, Flow, Stage};
+use wymcp::stages;
+use wymcp::{Exchange, Flow, Stage};
 use wymcp_bench::payload::{self, Request};
 
 /// The stages after the parse step, in the chain's order.
@@ -209,7 +210,7 @@ fn bench_dispatch_parts(c: &mut Criterion) {
             b.iter(|| black_box(black_box(&params).clone()));
         });
         group.bench_function("params_digest", |b| {
-            b.iter(|| black_box(wymcp::mrtr::params_digest(Some(black_box(&params)))));
+            b.iter(|| black_box(wymcp::fuzzing::params_digest(Some(black_box(&params)))));
         });
         group.finish();
     }

@@ -80,8 +80,8 @@ impl FromStr for Kind {
 
 /// Serves `kind` on `addr` on a current-thread runtime, printing
 /// `listening on ADDR` once bound; returns when the listener fails.
-/// `release_memory_after` is wymcp's setting of the same name (the other
-/// servers have none).
+/// `release_memory_after` is the threshold of wymcp's idle memory release
+/// layer (`None`: no layer; the other servers have none).
 pub fn serve(
     kind: Kind,
     addr: SocketAddr,
@@ -91,7 +91,7 @@ pub fn serve(
         .enable_all()
         .build()?;
     let router = match kind {
-        Kind::Wymcp => wymcp::chain::post::router(wymcp_server_with(release_memory_after)),
+        Kind::Wymcp => wymcp_router(release_memory_after),
         Kind::Floor | Kind::Rmcp => kind.router(),
     };
     runtime.block_on(async move {
@@ -133,28 +133,30 @@ async fn floor_handler(body: Bytes) -> axum::response::Response {
 /// wymcp's documentation registers tools, default settings otherwise.
 #[must_use]
 pub fn wymcp_server() -> wymcp::Server {
-    wymcp_server_with(Some(wymcp::memory::DEFAULT_RELEASE_AFTER))
-}
-
-/// [`wymcp_server`] with its idle memory release set to
-/// `release_memory_after` (`None`: off).
-#[must_use]
-pub fn wymcp_server_with(release_memory_after: Option<u64>) -> wymcp::Server {
     let echo = wymcp::Tool::new("echo")
         .description("Echoes its text")
         .handler(|args: EchoArgs, _cx| async move { Ok(wymcp::ToolResult::text(args.text)) });
-    let builder = wymcp::Server::builder()
-        .tool(echo)
-        .release_memory_after(release_memory_after);
-    match builder.build() {
+    match wymcp::Server::builder().tool(echo).build() {
         Ok(server) => server,
         Err(error) => panic!("the benchmark's wymcp server builds: {error}"),
     }
 }
 
-/// wymcp's default chain, `wymcp::chain::post`, with the echo tool.
+/// wymcp's default chain, `wymcp::chain::post`, with the echo tool, and
+/// its idle memory release layer after `release_memory_after` body bytes
+/// (`None`: no layer).
+pub fn wymcp_router(release_memory_after: Option<u64>) -> Router {
+    let router = wymcp::chain::post::router(wymcp_server());
+    match release_memory_after {
+        Some(bytes) => router.layer(wymcp::memory::ReleaseMemory::after(bytes)),
+        None => router,
+    }
+}
+
+/// wymcp's default chain with the echo tool and the recommended idle memory
+/// release.
 pub fn wymcp() -> Router {
-    wymcp::chain::post::router(wymcp_server())
+    wymcp_router(Some(wymcp::memory::DEFAULT_RELEASE_AFTER))
 }
 
 // ---------------------------------------------------------------- rmcp

@@ -727,7 +727,8 @@ impl tracing::field::Visit for Fields {
 /// the first two stages, whatever the later stages of the default chain do.
 #[wymcp::pipeline]
 pub mod front {
-    use wymcp::stages::{self, Exchange, Flow};
+    use wymcp::stages;
+    use wymcp::{Exchange, Flow};
 
     /// The default chain's first stage.
     #[wire_check]
@@ -750,9 +751,10 @@ pub mod front {
 }
 
 fn probe_answer(ex: &wymcp::Exchange<'_>) -> wymcp::Response {
-    wymcp::response::result(
-        &Value::Null,
-        &json!({ "message": ex.message, "bytes": ex.bytes.len() }),
+    let body = json!({"jsonrpc": "2.0", "id": null, "result": { "message": ex.message, "bytes": ex.bytes.len() }});
+    crate::json_response(
+        http::StatusCode::OK,
+        serde_json::to_vec(&body).unwrap_or_default(),
     )
 }
 

@@ -15,8 +15,9 @@ use std::sync::Arc;
 use checks_support::*;
 use http::{Request, StatusCode};
 use serde_json::{Value, json};
+use wymcp::Server;
+use wymcp::auth::Principal;
 use wymcp::auth::{AuthConfig, AuthError, BearerAuth, StaticTokens};
-use wymcp::{Principal, Server};
 
 const RESOURCE: &str = "https://mcp.example.com/mcp";
 const METADATA: &str = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp";

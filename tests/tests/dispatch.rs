@@ -153,7 +153,7 @@ async fn discover_reports_versions_capabilities_and_identity() {
 #[tokio::test]
 async fn discover_carries_the_configured_cache_policy() {
     let server = Server::builder()
-        .cache(60_000, wymcp::surface::CacheScope::Public)
+        .cache(60_000, wymcp::CacheScope::Public)
         .build()
         .unwrap();
     let answer = dispatch(

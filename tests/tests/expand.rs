@@ -60,7 +60,8 @@ fn a_minimal_chain() {
 fn a_chain_with_inline_fn_stages() {
     assert_expansion!(quote! {
         pub mod post {
-            use wymcp::stages::{self, Exchange, Flow};
+            use wymcp::stages;
+    use wymcp::{Exchange, Flow};
 
             #[wire_check]
             pub type OriginCheck = stages::OriginCheck;

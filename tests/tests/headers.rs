@@ -14,7 +14,6 @@ use std::sync::Arc;
 
 use checks_support::*;
 use serde_json::{Value, json};
-use wymcp::headers::{HeaderParam, HeaderParamType};
 use wymcp::{Revision, Server};
 
 const ID: i64 = 41;
@@ -418,20 +417,17 @@ async fn a_notification_may_omit_mcp_method_but_not_mismatch_it() {
 // ------------------------------------------------------------ Mcp-Param-*
 
 fn param_server() -> Arc<Server> {
-    Arc::new(
-        Server::builder()
-            .header_params(
-                "deploy",
-                vec![
-                    HeaderParam::new("Region", "region", HeaderParamType::String),
-                    HeaderParam::new("Count", "count", HeaderParamType::Integer),
-                    HeaderParam::new("DryRun", "dry_run", HeaderParamType::Boolean),
-                    HeaderParam::nested("Tenant", ["target", "tenant"], HeaderParamType::String),
-                ],
-            )
-            .build()
-            .unwrap(),
-    )
+    let deploy = wymcp::Tool::new("deploy")
+        .input_schema(json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "count": {"type": "integer", "x-mcp-header": "Count"},
+            "dry_run": {"type": "boolean", "x-mcp-header": "DryRun"},
+            "target": {"type": "object", "properties": {
+                "tenant": {"type": "string", "x-mcp-header": "Tenant"}
+            }}
+        }}))
+        .raw_handler(|_, _| async { Ok(wymcp::ToolResult::text("")) });
+    Arc::new(Server::builder().tool(deploy).build().unwrap())
 }
 
 async fn deploy(arguments: Value, params: &[(&'static str, &str)]) -> Reply {

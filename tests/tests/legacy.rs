@@ -8,7 +8,7 @@ mod surface_support;
 use http::StatusCode;
 use serde_json::json;
 use surface_support::{assert_schema, dispatch, legacy};
-use wymcp::surface::NoArgs;
+use wymcp::NoArgs;
 use wymcp::{Era, Resource, Revision, Server, Tool, ToolResult};
 
 fn server() -> Server {

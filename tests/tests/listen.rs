@@ -13,7 +13,7 @@ use std::time::Duration;
 use e2e_support::{Stream, meta, request, router, send};
 use http::StatusCode;
 use serde_json::{Value, json};
-use wymcp::listen::SUBSCRIPTION_ID;
+use wymcp::fuzzing::meta::SUBSCRIPTION_ID;
 use wymcp::{Context, Prompt, PromptResult, Resource, Server, Tool, ToolResult};
 
 fn tool(name: &str) -> Tool {

@@ -12,11 +12,10 @@ use std::time::Duration;
 use e2e_support::{all_capabilities, meta, request, router, send};
 use http::StatusCode;
 use serde_json::{Value, json};
+use wymcp::auth::Principal;
 use wymcp::auth::{AuthConfig, AuthError, BearerAuth};
 use wymcp::mrtr::{InputKind, InputRequest, SealingKey};
-use wymcp::{
-    Context, HandlerError, Principal, Prompt, PromptResult, Server, ServerBuilder, Tool, ToolResult,
-};
+use wymcp::{Context, HandlerError, Prompt, PromptResult, Server, ServerBuilder, Tool, ToolResult};
 
 /// Asks for the user's name (an elicitation) with state `round-1`; on a
 /// retry that answers it and carries the state back, greets.

@@ -42,8 +42,9 @@ use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tower::ServiceExt;
+use wymcp::auth::Principal;
 use wymcp::auth::{AuthConfig, StaticTokens};
-use wymcp::{Principal, Role, Server, StageInfo, Tool, ToolResult};
+use wymcp::{Role, Server, StageInfo, Tool, ToolResult};
 
 const TOKEN: &str = "good-token";
 const V: &str = "io.modelcontextprotocol/protocolVersion";

@@ -310,9 +310,13 @@ fn malformed_configuration_does_not_build() {
     let error = Server::builder()
         .allowed_origins(["app.example.com"])
         .build();
-    assert!(matches!(error, Err(wymcp::BuildError::Origin(o)) if o == "app.example.com"));
+    assert!(
+        matches!(error, Err(wymcp::BuildError::Origin(wymcp::OriginError::Origin(o))) if o == "app.example.com")
+    );
     let error = Server::builder().allowed_hosts(["a host"]).build();
-    assert!(matches!(error, Err(wymcp::BuildError::Host(h)) if h == "a host"));
+    assert!(
+        matches!(error, Err(wymcp::BuildError::Origin(wymcp::OriginError::Host(h))) if h == "a host")
+    );
 }
 
 /// The conformance scenario against the default chain: the origin check is

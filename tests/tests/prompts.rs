@@ -7,7 +7,7 @@ mod surface_support;
 use http::StatusCode;
 use serde_json::json;
 use surface_support::{assert_schema, dispatch, modern};
-use wymcp::surface::{CompletionRef, Completions};
+use wymcp::{CompletionRef, Completions};
 use wymcp::{Content, Era, Prompt, PromptResult, Server};
 
 fn server() -> Server {

@@ -9,11 +9,11 @@
 use http::{HeaderMap, HeaderValue};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
-use wymcp::headers::{
+use wymcp::fuzzing::{
     Base64Error, HeaderValueError, MCP_PROTOCOL_VERSION, base64_decode, base64_encode,
     decoded_text, encode_value,
 };
-use wymcp::stages::{classify, era_of, is_request_id};
+use wymcp::fuzzing::{classify, era_of, is_request_id};
 use wymcp::{Era, MessageKind, Revision};
 use wymcp_tests::fuzz::chain::{self, Input};
 use wymcp_tests::fuzz::classify::{reference_era, reference_kind};

@@ -9,9 +9,6 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
-use wymcp::axum::{self, Router, routing::post};
-use wymcp::stream::{self, Emitter};
-
 /// Signals when the handler future is dropped, i.e. cancelled.
 struct DropSignal(Option<oneshot::Sender<()>>);
 
@@ -23,42 +20,53 @@ impl Drop for DropSignal {
     }
 }
 
-/// Serves one route whose handler emits progress `emits` times, then waits
-/// forever holding a drop signal. Returns the address and the signal.
+/// Serves the default chain with one tool whose handler emits progress
+/// `emits` times, then waits forever holding a drop signal. Returns the
+/// address and the signal.
 async fn serve(emits: usize) -> (std::net::SocketAddr, oneshot::Receiver<()>) {
     let (tx, rx) = oneshot::channel();
     let tx = std::sync::Arc::new(std::sync::Mutex::new(Some(tx)));
-    let app = Router::new().route(
-        "/mcp",
-        post(move |body: String| {
-            let tx = tx.clone();
-            async move {
-                let params: Value = serde_json::from_str(&body).unwrap();
-                let (emitter, notifications) = Emitter::for_params(Some(&params));
-                stream::respond(notifications, async move {
-                    let _signal = DropSignal(tx.lock().unwrap().take());
-                    for i in 0..emits {
-                        #[allow(clippy::cast_precision_loss)]
-                        emitter.progress(i as f64, None, None);
-                    }
-                    std::future::pending::<()>().await;
-                    wymcp::response::result(&json!(1), &json!({"resultType": "complete"}))
-                })
-                .await
+    let tool = wymcp::Tool::new("slow").raw_handler(move |_args: Value, cx: wymcp::Context| {
+        let tx = tx.clone();
+        async move {
+            let _signal = DropSignal(tx.lock().unwrap().take());
+            for i in 0..emits {
+                #[allow(clippy::cast_precision_loss)]
+                cx.progress(i as f64, None, None);
             }
-        }),
-    );
+            std::future::pending::<()>().await;
+            Ok(wymcp::ToolResult::text("never"))
+        }
+    });
+    let server = std::sync::Arc::new(wymcp::Server::builder().tool(tool).build().unwrap());
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let app = wymcp::chain::post::router(server);
+    tokio::spawn(async move { wymcp::axum::serve(listener, app).await.unwrap() });
     (addr, rx)
+}
+
+/// A `tools/call` of the slow tool with this `_meta` (the protocol fields
+/// added).
+fn slow_call(extra_meta: &Value) -> String {
+    let mut meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    if let (Value::Object(meta), Value::Object(extra)) = (&mut meta, extra_meta) {
+        meta.extend(extra.clone());
+    }
+    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+           "params": {"name": "slow", "arguments": {}, "_meta": meta}})
+    .to_string()
 }
 
 async fn post_raw(addr: std::net::SocketAddr, body: &str) -> TcpStream {
     let mut socket = TcpStream::connect(addr).await.unwrap();
     let request = format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: tools/call\r\nMcp-Name: slow\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     );
     socket.write_all(request.as_bytes()).await.unwrap();
@@ -83,7 +91,7 @@ async fn read_until(socket: &mut TcpStream, needle: &str) -> String {
 #[tokio::test]
 async fn closing_the_sse_stream_cancels_the_handler() {
     let (addr, mut cancelled) = serve(1).await;
-    let mut socket = post_raw(addr, r#"{"_meta":{"progressToken":"tok"}}"#).await;
+    let mut socket = post_raw(addr, &slow_call(&json!({"progressToken": "tok"}))).await;
     let head = read_until(&mut socket, "\n\n").await;
     let lower = head.to_ascii_lowercase();
     assert!(lower.starts_with("http/1.1 200"), "{head}");
@@ -103,7 +111,7 @@ async fn closing_the_sse_stream_cancels_the_handler() {
 #[tokio::test]
 async fn closing_before_anything_was_emitted_cancels_the_handler_too() {
     let (addr, mut cancelled) = serve(0).await;
-    let socket = post_raw(addr, r#"{"_meta":{}}"#).await;
+    let socket = post_raw(addr, &slow_call(&json!({}))).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(cancelled.try_recv().is_err(), "cancelled too early");
     drop(socket);
@@ -123,7 +131,7 @@ mod e2e_support;
 use std::sync::Arc;
 
 use e2e_support::{meta, request, router, send};
-use wymcp::stream::LogLevel;
+use wymcp::LogLevel;
 use wymcp::{Context, Server, Tool, ToolResult};
 
 fn chain() -> wymcp::axum::Router {

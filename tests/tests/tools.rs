@@ -10,8 +10,8 @@ use http::StatusCode;
 use serde_json::{Value, json};
 use surface_support::{assert_schema, dispatch, meta_with, modern};
 use wymcp::mrtr::InputRequest;
-use wymcp::surface::{NoArgs, SurfaceError};
 use wymcp::{BuildError, Era, HandlerError, Server, Tool, ToolResult};
+use wymcp::{NoArgs, SurfaceError};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Add {
@@ -436,7 +436,7 @@ fn bad_x_mcp_header_annotations_are_build_errors() {
 /// merely contain the key are not annotations.
 #[test]
 fn valid_x_mcp_header_annotations_fill_the_header_table() {
-    use wymcp::headers::{HeaderParam, HeaderParamType};
+    use wymcp::fuzzing::{HeaderParam, HeaderParamType};
     let server = build_with_schema(json!({"type": "object", "properties": {
         "region": {"type": "string", "x-mcp-header": "Region"},
         "priority": {"type": "integer", "x-mcp-header": "Priority"},
@@ -444,7 +444,7 @@ fn valid_x_mcp_header_annotations_fill_the_header_table() {
         "doc": {"type": "object", "default": {"x-mcp-header": "not an annotation"}}
     }}))
     .unwrap();
-    let mut params = server.header_params("annotated").to_vec();
+    let mut params = wymcp::fuzzing::header_params(&server, "annotated").to_vec();
     params.sort_by(|a, b| a.name.cmp(&b.name));
     assert_eq!(
         params,
@@ -454,7 +454,7 @@ fn valid_x_mcp_header_annotations_fill_the_header_table() {
             HeaderParam::nested("Verbose", ["opts", "verbose"], HeaderParamType::Boolean),
         ]
     );
-    assert!(server.header_params("other").is_empty());
+    assert!(wymcp::fuzzing::header_params(&server, "other").is_empty());
 }
 
 /// A tool with annotations cannot be added at run time (HeaderBinding's
@@ -502,9 +502,9 @@ fn tools_need_a_handler_and_a_unique_name() {
 #[tokio::test]
 async fn catalog_changes_reach_the_change_bus() {
     use std::time::Duration;
-    use wymcp::listen::Change;
+    use wymcp::Change;
     let server = server();
-    let mut changes = server.changes().subscribe();
+    let mut changes = server.catalog().subscribe();
     // A change that never comes fails the test instead of hanging it.
     let mut next = async move || {
         tokio::time::timeout(Duration::from_secs(5), changes.recv())
@@ -527,7 +527,7 @@ async fn catalog_changes_reach_the_change_bus() {
 #[test]
 fn context_sends_only_what_the_request_asked_for() {
     use wymcp::Context;
-    use wymcp::surface::LogLevel;
+    use wymcp::LogLevel;
     let silent = Context::for_test(meta_with(&json!({})));
     assert!(silent.progress_token().is_none());
     assert!(!silent.has_client_capability("sampling"));

@@ -35,6 +35,8 @@
 /// request through it.
 #[crate::pipeline]
 pub mod post {
+    use crate::exchange::Exchange;
+    use crate::reply::Flow;
     use crate::stages;
 
     /// Origin and Host, before anything is parsed.
@@ -43,7 +45,7 @@ pub mod post {
 
     /// The parse step.
     #[body_bound(reason = "the parse step is what reads the body")]
-    pub async fn parse_body(ex: &mut stages::Exchange<'_>) -> stages::Flow {
+    pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
         stages::parse_body(ex).await
     }
 

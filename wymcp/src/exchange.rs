@@ -5,33 +5,11 @@ use bytes::Bytes;
 use http::request::Parts;
 use serde_json::Value;
 
-use crate::revision::{Era, Revision};
+use crate::auth::Principal;
+use crate::protocol::jsonrpc::MessageKind;
+use crate::protocol::revision::{Era, Revision};
+use crate::reply::{Flow, Rejection, Rejector, Response};
 use crate::server::Server;
-
-/// The JSON-RPC kind of a message, tagged by classification (see
-/// [`stages::Classify`](crate::stages::Classify)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MessageKind {
-    /// A string `method` and a string or integer `id`: the one kind whose id a
-    /// rejection echoes.
-    Request,
-    /// A string `method` and any other `id` (null, float, bool, object, array,
-    /// or an integer wymcp cannot carry back exactly).
-    UnidentifiedRequest,
-    /// A string `method` and no `id`.
-    Notification,
-    /// Anything else: a response, a batch, a scalar, no method.
-    Unknown,
-}
-
-/// Who made the request, as the authenticator established it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Principal {
-    /// A stable identifier of the caller (a token's `sub`, a client id, …).
-    pub subject: String,
-    /// The scopes the caller holds.
-    pub scopes: Vec<String>,
-}
 
 /// One POST as it passes through the chain: the request, and what each stage
 /// established about it. Each field is set by the stage that owns it and read
@@ -108,5 +86,41 @@ impl<'a> Exchange<'a> {
 
     pub(crate) fn set_stage(&mut self, name: &'static str) {
         self.stage = name;
+    }
+
+    /// The id a rejection of this exchange carries: the body's id when the
+    /// message is a [`Request`](MessageKind::Request), `null` otherwise.
+    #[must_use]
+    pub fn rejection_id(&self) -> Value {
+        match (self.kind, self.message.as_ref()) {
+            (Some(MessageKind::Request), Some(message)) => {
+                message.get("id").cloned().unwrap_or(Value::Null)
+            }
+            _ => Value::Null,
+        }
+    }
+
+    /// The one rejection sender: answers with `rejection`, its id decided by
+    /// the rejection-id rule, and records one rejection event.
+    pub fn reject(&self, rejection: Rejection) -> Flow {
+        Flow::Answer(self.rejection_response(rejection))
+    }
+
+    /// Like [`reject`](Self::reject), for code that needs the response itself.
+    #[must_use]
+    pub fn rejection_response(&self, rejection: Rejection) -> Response {
+        self.rejector().response(rejection)
+    }
+
+    /// What the one rejection sender needs of this exchange, detached from
+    /// its borrow: for an answer given later, by a handler future that
+    /// outlives it (a streamed tool call).
+    #[must_use]
+    pub fn rejector(&self) -> Rejector {
+        Rejector {
+            id: self.rejection_id(),
+            stage: self.stage(),
+            http2: self.is_http2(),
+        }
     }
 }

@@ -2,44 +2,59 @@
 // `deny`, not `forbid`: `memory` holds the crate's one `unsafe` block (a
 // measured benchmark needs it; see that module), allowed there alone.
 #![deny(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
 
 // Lets the default chain, declared with `#[pipeline]` in this crate, name `::wymcp`.
 #[allow(unused_extern_crates)]
 extern crate self as wymcp;
 
-pub use axum;
-
+// The layers, bottom up (ARCHITECTURE.md; `tests/it/layers.rs` holds them):
+// the vocabulary,
+mod protocol;
+// the parts, each knowing the vocabulary only (the surface composes them),
 pub mod auth;
-pub mod chain;
-pub mod exchange;
-pub mod headers;
-pub mod listen;
-pub mod memory;
 pub mod mrtr;
-pub mod response;
-pub mod revision;
-pub mod schema;
-pub mod serve;
-pub mod server;
-pub mod stage;
+mod origin;
+mod sse;
+mod surface;
+// the server,
+mod server;
+// the contract the macro's generated code calls,
+mod exchange;
+mod reply;
+mod stage;
+// the stages, one file each,
 pub mod stages;
-pub mod stream;
-pub mod surface;
-
-mod router;
-
+// the router, the default chain, and serving it.
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
+pub mod chain;
+pub mod memory;
+mod router;
+pub mod serve;
 
-pub use exchange::{Exchange, MessageKind, Principal};
-pub use response::{Rejection, Response};
-pub use revision::{Era, Revision};
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
+
+pub use axum;
+pub use wymcp_macros::{body_bound, pipeline, wire_check};
+
+pub use exchange::Exchange;
+pub use origin::{BoundTo, OriginError};
+pub use protocol::error::{ErrorCode, RpcError};
+pub use protocol::jsonrpc::MessageKind;
+pub use protocol::revision::{Era, Revision};
+pub use protocol::schema::SchemaError;
+pub use reply::{Flow, Rejection, Response};
 pub use serve::{ServeConfig, serve, serve_with};
 pub use server::{BuildError, Limits, Server, ServerBuilder};
-pub use stage::{Flow, Role, Stage, StageInfo, StageKind};
+pub use stage::{Role, Stage, StageInfo, StageKind};
 pub use surface::{
-    Catalog, Content, Context, HandlerError, Prompt, PromptResult, Resource, ResourceContents,
-    ResourceTemplate, Tool, ToolResult,
+    BoxFuture, CacheScope, Catalog, Change, CompletionRef, CompletionRequest, Completions, Content,
+    Context, DEFAULT_PAGE_SIZE, Emitter, HandlerError, LEGACY_LOG_LEVEL, LogLevel,
+    MAX_COMPLETION_VALUES, NoArgs, Prompt, PromptArgument, PromptMessage, PromptResult, PromptRole,
+    Resource, ResourceContents, ResourceTemplate, ServerInfo, SurfaceError, TemplateVars, Tool,
+    ToolResult,
 };
-pub use wymcp_macros::{body_bound, pipeline, wire_check};

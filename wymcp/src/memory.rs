@@ -1,5 +1,17 @@
-//! The idle memory release: after a server has read many body bytes and then
-//! goes quiet, it hands the allocator's free memory back to the kernel.
+//! The idle memory release, a layer a deployment opts into: after a server
+//! has read many body bytes and then goes quiet, it hands the allocator's
+//! free memory back to the kernel.
+//!
+//! ```
+//! use wymcp::memory::{DEFAULT_RELEASE_AFTER, ReleaseMemory};
+//!
+//! let server = std::sync::Arc::new(wymcp::Server::builder().build()?);
+//! let release = ReleaseMemory::after(DEFAULT_RELEASE_AFTER);
+//! let router = wymcp::chain::post::router(server).layer(release.clone());
+//! assert_eq!(release.releases(), 0);
+//! # let _ = router;
+//! # Ok::<(), wymcp::BuildError>(())
+//! ```
 //!
 //! **Why.** glibc's malloc keeps most memory freed in the middle of its heap
 //! (the pages under chunks that are free but not at the heap's top, and the
@@ -9,14 +21,13 @@
 //! `madvise`s its free pages away, which costs milliseconds and makes the
 //! next requests fault their memory back in, so it is done only when it pays:
 //!
-//! * at least [`DEFAULT_RELEASE_AFTER`] body bytes (or what
-//!   [`ServerBuilder::release_memory_after`](crate::ServerBuilder::release_memory_after)
-//!   set) were read since the last release, and
+//! * at least the layer's threshold of body bytes (the recommended one is
+//!   [`DEFAULT_RELEASE_AFTER`]) were read since the last release, and
 //! * the server then stays quiet for [`QUIET`]: no request in flight, and no
 //!   body byte read, for the whole of it.
 //!
-//! The hot path is three relaxed atomic additions per request (a request
-//! begins, its body is counted, it ends) and one relaxed load when the last
+//! The hot path is a relaxed atomic addition when a request begins, one per
+//! body frame read and one when it ends, and one relaxed load when the last
 //! request in flight ends. When both conditions hold, a timer task watches
 //! for the quiet period (one at a time; it wakes every [`QUIET`] while
 //! requests keep coming, so a steady load never triggers a release) and the
@@ -29,13 +40,19 @@
 //! rather than through the `libc` crate, which would add a dependency for
 //! one declaration.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-/// The default of
-/// [`ServerBuilder::release_memory_after`](crate::ServerBuilder::release_memory_after):
-/// 64 MiB of request bodies read since the last release.
+use axum::body::Body;
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
+
+/// The recommended threshold of [`ReleaseMemory::after`]: 64 MiB of request
+/// bodies read since the last release.
 ///
 /// Why 64 MiB: it is glibc's own largest trim threshold (twice its largest
 /// mmap threshold on 64-bit), the most free memory glibc itself agrees to keep
@@ -50,7 +67,113 @@ pub const DEFAULT_RELEASE_AFTER: u64 = 64 * 1024 * 1024;
 /// before it releases memory.
 pub const QUIET: Duration = Duration::from_millis(250);
 
-/// The counters of the idle release, one per [`Server`](crate::Server).
+/// The idle memory release as a layer around a chain's router (see the
+/// [module docs](self)). Clones share one set of counters: keep a clone to
+/// read [`releases`](Self::releases).
+#[derive(Debug, Clone)]
+pub struct ReleaseMemory(Arc<MemoryRelease>);
+
+impl ReleaseMemory {
+    /// Releases free memory once `bytes` of request bodies were read since
+    /// the last release and the server then stays quiet for [`QUIET`].
+    #[must_use]
+    pub fn after(bytes: u64) -> Self {
+        ReleaseMemory(Arc::new(MemoryRelease::new(Some(bytes))))
+    }
+
+    /// The threshold, in body bytes.
+    #[must_use]
+    pub fn threshold(&self) -> u64 {
+        self.0.threshold.unwrap_or(u64::MAX)
+    }
+
+    /// How many times memory was released so far.
+    #[must_use]
+    pub fn releases(&self) -> u64 {
+        self.0.releases()
+    }
+}
+
+impl<S> tower::Layer<S> for ReleaseMemory {
+    type Service = ReleaseMemoryService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        ReleaseMemoryService {
+            inner,
+            release: Arc::clone(&self.0),
+        }
+    }
+}
+
+/// The service of [`ReleaseMemory`]: counts each request in flight until
+/// answered, and its body bytes as they are read.
+#[derive(Debug, Clone)]
+pub struct ReleaseMemoryService<S> {
+    inner: S,
+    release: Arc<MemoryRelease>,
+}
+
+impl<S> tower::Service<http::Request<Body>> for ReleaseMemoryService<S>
+where
+    S: tower::Service<http::Request<Body>>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+        // Counted in flight until answered or dropped.
+        let in_flight = InFlight::begin(&self.release);
+        let release = Arc::clone(&self.release);
+        let request = request.map(|body| Body::new(Counted { body, release }));
+        let answer = self.inner.call(request);
+        Box::pin(async move {
+            let response = answer.await;
+            drop(in_flight);
+            response
+        })
+    }
+}
+
+/// A request body that counts its bytes as they are read.
+struct Counted {
+    body: Body,
+    release: Arc<MemoryRelease>,
+}
+
+impl http_body::Body for Counted {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let polled = Pin::new(&mut self.body).poll_frame(cx);
+        if let Poll::Ready(Some(Ok(frame))) = &polled
+            && let Some(data) = frame.data_ref()
+        {
+            self.release.body_read(data.len());
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The counters of the idle release, shared by a [`ReleaseMemory`] and its
+/// services.
 #[derive(Debug)]
 pub(crate) struct MemoryRelease {
     /// Release after this many body bytes; `None`: never.
@@ -86,10 +209,6 @@ impl MemoryRelease {
         }
     }
 
-    pub(crate) fn threshold(&self) -> Option<u64> {
-        self.threshold
-    }
-
     pub(crate) fn releases(&self) -> u64 {
         self.releases.load(Relaxed)
     }
@@ -101,7 +220,7 @@ impl MemoryRelease {
         }
     }
 
-    /// The parse step read a body of `len` bytes.
+    /// `len` body bytes were read.
     pub(crate) fn body_read(&self, len: usize) {
         if self.threshold.is_some() {
             self.bytes

@@ -8,12 +8,14 @@ pub use axum::Router;
 pub use tracing::Instrument;
 
 pub use crate::exchange::Exchange;
-pub use crate::response::Response;
-pub use crate::server::Server;
-pub use crate::stage::{Flow, Role, Stage, StageInfo, StageKind};
-
+pub use crate::reply::{Flow, Response};
 /// The request type `handle` takes.
 pub type Request = http::Request<axum::body::Body>;
+pub use crate::server::Server;
+pub use crate::stage::{Role, Stage, StageInfo, StageKind};
+
+use crate::protocol::error::ErrorCode;
+use crate::reply::Rejection;
 
 /// Marks `name` as the running stage and returns its span.
 pub fn enter(ex: &mut Exchange<'_>, name: &'static str) -> tracing::Span {
@@ -25,9 +27,9 @@ pub fn enter(ex: &mut Exchange<'_>, name: &'static str) -> tracing::Span {
 /// answers (the default chain's `Dispatch` always does).
 #[must_use]
 pub fn unanswered(ex: &Exchange<'_>) -> Response {
-    ex.rejection_response(crate::response::Rejection::new(
+    ex.rejection_response(Rejection::new(
         http::StatusCode::INTERNAL_SERVER_ERROR,
-        crate::response::code::INTERNAL_ERROR,
+        ErrorCode::INTERNAL_ERROR,
         "the chain ended without an answer",
     ))
 }

@@ -5,14 +5,19 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::auth::{AuthConfig, AuthSetup, Authenticator};
-use crate::headers::HeaderParam;
-use crate::listen::{Change, ChangeBus};
-use crate::memory::{DEFAULT_RELEASE_AFTER, MemoryRelease};
-use crate::mrtr::{Sealer, SealingKey};
-use crate::revision::Revision;
-use crate::schema::{SchemaError, Schemas};
-use crate::stages::OriginPolicy;
+use std::future::Future;
+
+use crate::auth::{AuthConfig, AuthConfigError, AuthSetup, Authenticator};
+use crate::mrtr::{KeyError, Sealer, SealingKey};
+use crate::origin::{OriginError, OriginPolicy};
+use crate::protocol::headers::HeaderParam;
+use crate::protocol::revision::Revision;
+use crate::protocol::schema::{SchemaError, Schemas};
+use crate::surface::{
+    CachePolicy, CacheScope, Catalog, Change, ChangeBus, CompletionRequest, Completions, Context,
+    HandlerError, Prompt, Resource, ResourceTemplate, Surface, SurfaceBuilder, SurfaceError, Tool,
+    boxed_completion,
+};
 
 /// Ceilings and timeouts of the parse step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,15 +46,11 @@ impl Default for Limits {
 pub struct Server {
     pub(crate) endpoint: String,
     pub(crate) limits: Limits,
-    pub(crate) revisions: Vec<Revision>,
-    pub(crate) sealer: Arc<Sealer>,
     pub(crate) schemas: Arc<Schemas>,
     pub(crate) auth: Option<AuthSetup>,
     pub(crate) header_params: HashMap<String, Vec<HeaderParam>>,
-    pub(crate) changes: ChangeBus,
-    pub(crate) surface: crate::surface::Surface,
+    pub(crate) surface: Surface,
     pub(crate) origin: OriginPolicy,
-    pub(crate) memory: Arc<MemoryRelease>,
 }
 
 impl Server {
@@ -74,19 +75,20 @@ impl Server {
     /// The revisions this server serves, oldest first.
     #[must_use]
     pub fn revisions(&self) -> &[Revision] {
-        &self.revisions
+        &self.surface.revisions
     }
 
     /// The sealer of MRTR `requestState` (see [`mrtr`](crate::mrtr)).
     #[must_use]
-    pub fn sealer(&self) -> &Sealer {
-        &self.sealer
+    #[cfg_attr(not(any(test, feature = "fuzzing")), allow(dead_code))]
+    pub(crate) fn sealer(&self) -> &Sealer {
+        &self.surface.sealer
     }
 
     /// The compiled MCP JSON Schemas, one validator per client method and
     /// revision; compiled once per process and shared by every server.
     #[must_use]
-    pub fn schemas(&self) -> &Schemas {
+    pub(crate) fn schemas(&self) -> &Schemas {
         &self.schemas
     }
 
@@ -100,61 +102,52 @@ impl Server {
     /// The `x-mcp-header` annotations of the tool named `tool`: the
     /// `Mcp-Param-{Name}` rows `HeaderBinding` checks on its `tools/call`.
     #[must_use]
-    pub fn header_params(&self, tool: &str) -> &[HeaderParam] {
+    pub(crate) fn header_params(&self, tool: &str) -> &[HeaderParam] {
         self.header_params.get(tool).map_or(&[], Vec::as_slice)
     }
 
-    /// The bus every `subscriptions/listen` stream hears (see [`listen`](crate::listen)).
+    /// The bus every `subscriptions/listen` stream hears.
     #[must_use]
-    pub fn changes(&self) -> &ChangeBus {
-        &self.changes
+    pub(crate) fn changes(&self) -> &ChangeBus {
+        &self.surface.changes
     }
 
     /// Tells open listen streams that asked for it that the tool list changed.
     pub fn notify_tools_changed(&self) {
-        self.changes.publish(Change::ToolsListChanged);
+        self.changes().publish(Change::ToolsListChanged);
     }
 
     /// Tells open listen streams that asked for it that the prompt list changed.
     pub fn notify_prompts_changed(&self) {
-        self.changes.publish(Change::PromptsListChanged);
+        self.changes().publish(Change::PromptsListChanged);
     }
 
     /// Tells open listen streams that asked for it that the resource list changed.
     pub fn notify_resources_changed(&self) {
-        self.changes.publish(Change::ResourcesListChanged);
+        self.changes().publish(Change::ResourcesListChanged);
     }
 
     /// Tells open listen streams watching `uri` that the resource changed.
     pub fn notify_resource_updated(&self, uri: impl Into<String>) {
-        self.changes.publish(Change::ResourceUpdated(uri.into()));
+        self.changes().publish(Change::ResourceUpdated(uri.into()));
     }
 
     /// Ends every open listen stream cleanly (the `complete` result, then the
     /// end of the stream): call it before a graceful shutdown waits for open
-    /// connections.
-    pub fn close_subscriptions(&self) {
-        self.changes.close_all();
+    /// connections. Returns how many streams were told.
+    pub fn close_subscriptions(&self) -> usize {
+        self.changes().close_all()
     }
 
-    /// After how many request-body bytes the server releases free memory
-    /// once it is quiet; `None` when it never does (see
-    /// [`ServerBuilder::release_memory_after`]).
+    /// How many `subscriptions/listen` streams are open.
     #[must_use]
-    pub fn release_memory_after(&self) -> Option<u64> {
-        self.memory.threshold()
-    }
-
-    /// How many times this server has released free memory to the kernel
-    /// (see [`ServerBuilder::release_memory_after`]).
-    #[must_use]
-    pub fn memory_releases(&self) -> u64 {
-        self.memory.releases()
+    pub fn listen_streams(&self) -> usize {
+        self.changes().listeners()
     }
 
     /// The tools, prompts and resources served, changeable at run time.
     #[must_use]
-    pub fn catalog(&self) -> &crate::surface::Catalog {
+    pub fn catalog(&self) -> &Catalog {
         &self.surface.catalog
     }
 }
@@ -165,15 +158,16 @@ pub struct ServerBuilder {
     endpoint: String,
     limits: Limits,
     revisions: Vec<Revision>,
-    sealer: Option<Sealer>,
+    /// Every sealing key given, the one that seals last.
+    sealing_keys: Vec<SealingKey>,
+    /// Keys that only unseal.
+    accepted_keys: Vec<SealingKey>,
     request_state_ttl: Option<Duration>,
     auth: Option<AuthSetup>,
-    header_params: HashMap<String, Vec<HeaderParam>>,
-    pub(crate) surface: crate::surface::SurfaceBuilder,
+    surface: SurfaceBuilder,
     allowed_origins: Option<Vec<String>>,
     allowed_hosts: Option<Vec<String>>,
     bound_to: Option<SocketAddr>,
-    release_memory_after: Option<u64>,
 }
 
 impl Default for ServerBuilder {
@@ -182,15 +176,14 @@ impl Default for ServerBuilder {
             endpoint: "/mcp".to_owned(),
             limits: Limits::default(),
             revisions: vec![Revision::V2025_11_25, Revision::V2026_07_28],
-            sealer: None,
+            sealing_keys: Vec::new(),
+            accepted_keys: Vec::new(),
             request_state_ttl: None,
             auth: None,
-            header_params: HashMap::new(),
-            surface: crate::surface::SurfaceBuilder::default(),
+            surface: SurfaceBuilder::default(),
             allowed_origins: None,
             allowed_hosts: None,
             bound_to: None,
-            release_memory_after: Some(DEFAULT_RELEASE_AFTER),
         }
     }
 }
@@ -210,16 +203,17 @@ pub enum BuildError {
     Schema(#[from] SchemaError),
     /// The auth configuration is inconsistent.
     #[error("auth: {0}")]
-    Auth(String),
+    Auth(#[from] AuthConfigError),
     /// A tool, prompt or resource could not be registered.
     #[error(transparent)]
-    Surface(crate::surface::SurfaceError),
-    /// An allowed origin is not of the form `scheme://host[:port]`.
-    #[error("the allowed origin `{0}` is not of the form `scheme://host[:port]`")]
-    Origin(String),
-    /// An allowed host is not of the form `host[:port]`.
-    #[error("the allowed host `{0}` is not of the form `host[:port]`")]
-    Host(String),
+    Surface(#[from] SurfaceError),
+    /// An allowed origin or host cannot be parsed.
+    #[error(transparent)]
+    Origin(#[from] OriginError),
+    /// No sealing key was given and the operating system gave no randomness
+    /// to draw one: wymcp never falls back to a weaker source.
+    #[error(transparent)]
+    SealingKey(#[from] KeyError),
 }
 
 impl ServerBuilder {
@@ -272,18 +266,14 @@ impl ServerBuilder {
     /// the new key. Without any, a random key is drawn per process.
     #[must_use]
     pub fn sealing_key(mut self, key: SealingKey) -> Self {
-        self.sealer = Some(match self.sealer.take() {
-            Some(sealer) => sealer.rotate(key),
-            None => Sealer::new(key),
-        });
+        self.sealing_keys.push(key);
         self
     }
 
     /// A key that still unseals `requestState` but never seals (a retired key).
     #[must_use]
     pub fn accept_sealing_key(mut self, key: SealingKey) -> Self {
-        let sealer = self.sealer.take().unwrap_or_default();
-        self.sealer = Some(sealer.accept(key));
+        self.accepted_keys.push(key);
         self
     }
 
@@ -300,15 +290,6 @@ impl ServerBuilder {
     #[must_use]
     pub fn auth(mut self, authenticator: impl Authenticator, config: AuthConfig) -> Self {
         self.auth = Some(AuthSetup::new(authenticator, config));
-        self
-    }
-
-    /// Declares the `x-mcp-header` annotations of the tool `tool`. Called by
-    /// the tool registry when it registers a tool; not for direct use.
-    #[doc(hidden)]
-    #[must_use]
-    pub fn header_params(mut self, tool: impl Into<String>, params: Vec<HeaderParam>) -> Self {
-        self.header_params.insert(tool.into(), params);
         self
     }
 
@@ -350,36 +331,129 @@ impl ServerBuilder {
         self
     }
 
-    /// When the server gives free memory back to the kernel: once it has read
-    /// `Some(bytes)` of request bodies since it last did, and then no request
-    /// is in flight and no body byte arrives for
-    /// [`QUIET`](crate::memory::QUIET) (250 ms). `None` turns it off. Default:
-    /// [`DEFAULT_RELEASE_AFTER`], 64 MiB.
-    ///
-    /// With glibc's malloc a server that served large bodies concurrently
-    /// otherwise keeps tens of MiB of freed memory resident for good; the
-    /// release (glibc's `malloc_trim`, on tokio's blocking pool) returns it.
-    /// It is a no-op off Linux with glibc. Turn it off when another
-    /// allocator is the global one, or when a steady stream of large bodies
-    /// with pauses makes re-faulting the released memory cost more than the
-    /// memory is worth. See [`memory`](crate::memory) and the deployment
-    /// guide's "Memory and the allocator".
-    ///
-    /// ```
-    /// // Release after 256 MiB of bodies instead of 64 MiB.
-    /// let server = wymcp::Server::builder()
-    ///     .release_memory_after(Some(256 * 1024 * 1024))
-    ///     .build()?;
-    /// assert_eq!(server.release_memory_after(), Some(256 * 1024 * 1024));
-    ///
-    /// // Never release.
-    /// let server = wymcp::Server::builder().release_memory_after(None).build()?;
-    /// assert_eq!(server.memory_releases(), 0);
-    /// # Ok::<(), wymcp::BuildError>(())
-    /// ```
+    /// The server's name and version, sent as
+    /// `_meta["io.modelcontextprotocol/serverInfo"]` and in `initialize`.
     #[must_use]
-    pub fn release_memory_after(mut self, bytes: Option<u64>) -> Self {
-        self.release_memory_after = bytes;
+    pub fn info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.surface.info.name = name.into();
+        self.surface.info.version = version.into();
+        self
+    }
+
+    /// A display title for the server.
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.surface.info.title = Some(title.into());
+        self
+    }
+
+    /// Natural-language guidance for the client's model (`instructions`).
+    #[must_use]
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.surface.instructions = Some(instructions.into());
+        self
+    }
+
+    /// The caching hint of discover, list and read results (default
+    /// `ttlMs: 0`, `private`).
+    #[must_use]
+    pub fn cache(mut self, ttl_ms: u64, scope: CacheScope) -> Self {
+        self.surface.cache = CachePolicy { ttl_ms, scope };
+        self
+    }
+
+    /// How many items one page of a list result holds (default 100).
+    #[must_use]
+    pub fn page_size(mut self, size: usize) -> Self {
+        self.surface.page_size = Some(size);
+        self
+    }
+
+    /// Registers a tool. Its `x-mcp-header` annotations are checked when
+    /// the server is built.
+    #[must_use]
+    pub fn tool(mut self, tool: Tool) -> Self {
+        self.surface.tools.push(tool);
+        self
+    }
+
+    /// Registers a prompt.
+    #[must_use]
+    pub fn prompt(mut self, prompt: Prompt) -> Self {
+        self.surface.prompts.push(prompt);
+        self
+    }
+
+    /// Registers a resource.
+    #[must_use]
+    pub fn resource(mut self, resource: Resource) -> Self {
+        self.surface.resources.push(resource);
+        self
+    }
+
+    /// Registers a resource template.
+    #[must_use]
+    pub fn resource_template(mut self, template: ResourceTemplate) -> Self {
+        self.surface.templates.push(template);
+        self
+    }
+
+    /// Advertises the tools capability even with no tool registered at
+    /// start-up (tools added later through the [`Catalog`]).
+    #[must_use]
+    pub fn tools_capability(mut self) -> Self {
+        self.surface.force.tools = true;
+        self
+    }
+
+    /// Advertises the prompts capability even with no prompt at start-up.
+    #[must_use]
+    pub fn prompts_capability(mut self) -> Self {
+        self.surface.force.prompts = true;
+        self
+    }
+
+    /// Advertises the resources capability even with no resource at start-up.
+    #[must_use]
+    pub fn resources_capability(mut self) -> Self {
+        self.surface.force.resources = true;
+        self
+    }
+
+    /// Advertises `listChanged` on tools, prompts and resources: the catalog
+    /// announces its changes on `subscriptions/listen` streams.
+    #[must_use]
+    pub fn list_changed(mut self) -> Self {
+        self.surface.list_changed = true;
+        self
+    }
+
+    /// Advertises `resources.subscribe`: resource updates are announced on
+    /// `subscriptions/listen` streams (2025 clients' `resources/subscribe`
+    /// is acknowledged, but a stateless server has no stream to deliver on).
+    #[must_use]
+    pub fn resource_subscriptions(mut self) -> Self {
+        self.surface.subscribe = true;
+        self
+    }
+
+    /// Advertises the `logging` capability to 2026 clients: handlers send
+    /// log messages when a request asks for them.
+    #[must_use]
+    pub fn logging(mut self) -> Self {
+        self.surface.logging = true;
+        self
+    }
+
+    /// Serves `completion/complete` with `handler` (and advertises
+    /// `completions`).
+    #[must_use]
+    pub fn completion<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(CompletionRequest, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Completions, HandlerError>> + Send + 'static,
+    {
+        self.surface.completion = Some(boxed_completion(handler));
         self
     }
 
@@ -394,29 +468,78 @@ impl ServerBuilder {
         if let Some(auth) = &self.auth {
             auth.check()?;
         }
-        let changes = ChangeBus::new();
-        let surface = self.surface.build(changes.clone())?;
-        let mut header_params = self.header_params;
-        header_params.extend(surface.header_params());
+        let mut keys = self.sealing_keys.into_iter();
+        let mut sealer = match keys.next() {
+            Some(first) => keys.fold(Sealer::new(first), Sealer::rotate),
+            None => Sealer::random()?,
+        };
+        for key in self.accepted_keys {
+            sealer = sealer.accept(key);
+        }
+        if let Some(ttl) = self.request_state_ttl {
+            sealer = sealer.ttl(ttl);
+        }
+        let surface = self
+            .surface
+            .build(self.revisions, sealer, ChangeBus::new())?;
+        let header_params = surface.header_params().collect();
         let origin = OriginPolicy::new(self.allowed_origins, self.allowed_hosts, self.bound_to)?;
         Ok(Server {
             endpoint: self.endpoint,
             limits: self.limits,
-            revisions: self.revisions,
-            sealer: Arc::new({
-                let sealer = self.sealer.unwrap_or_default();
-                match self.request_state_ttl {
-                    Some(ttl) => sealer.ttl(ttl),
-                    None => sealer,
-                }
-            }),
             schemas: Schemas::shared()?,
             auth: self.auth,
             header_params,
-            changes,
             surface,
             origin,
-            memory: Arc::new(MemoryRelease::new(self.release_memory_after)),
         })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::mrtr::seal::{Binding, UnsealError};
+
+    fn binding() -> Binding {
+        Binding::new(
+            "alice",
+            "tools/call",
+            Some(&json!({"name": "t", "arguments": {"a": 1}})),
+        )
+    }
+
+    #[test]
+    fn builder_configures_keys_rotation_and_lifetime() {
+        let k1 = || SealingKey::new("k1", vec![7u8; 32]).unwrap();
+        let old = Server::builder().sealing_key(k1()).build().unwrap();
+        let sealed = old.sealer().seal(&binding(), b"s");
+        let rotated = Server::builder()
+            .sealing_key(k1())
+            .sealing_key(SealingKey::new("k2", vec![8u8; 32]).unwrap())
+            .request_state_ttl(Duration::from_secs(5))
+            .build()
+            .unwrap();
+        assert_eq!(rotated.sealer().unseal(&binding(), &sealed).unwrap(), b"s");
+        assert_eq!(rotated.sealer().lifetime(), Duration::from_secs(5));
+        assert_eq!(
+            old.sealer()
+                .unseal(&binding(), &rotated.sealer().seal(&binding(), b"")),
+            Err(UnsealError::UnknownKey)
+        );
+        let accepting = Server::builder().accept_sealing_key(k1()).build().unwrap();
+        assert_eq!(
+            accepting.sealer().unseal(&binding(), &sealed).unwrap(),
+            b"s"
+        );
+        // Two processes without configured keys do not share states.
+        let a = Server::builder().build().unwrap();
+        let b = Server::builder().build().unwrap();
+        let from_a = a.sealer().seal(&binding(), b"");
+        assert!(a.sealer().unseal(&binding(), &from_a).is_ok());
+        assert!(b.sealer().unseal(&binding(), &from_a).is_err());
     }
 }

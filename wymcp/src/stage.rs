@@ -7,17 +7,8 @@
 
 use std::future::Future;
 
-use crate::Response;
 use crate::exchange::Exchange;
-
-/// What a stage tells the chain after it ran.
-#[derive(Debug)]
-pub enum Flow {
-    /// Go on to the next stage.
-    Continue,
-    /// Stop here and send this response; no later stage runs.
-    Answer(Response),
-}
+use crate::reply::Flow;
 
 /// One stage of a POST chain.
 ///

@@ -44,19 +44,19 @@ use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::Poll;
 
+use crate::code;
 use axum::body::{Body, HttpBody};
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method, Request, StatusCode, Version, header};
 use serde_json::{Map, Value, json};
-use wymcp::auth::{AuthConfig, StaticTokens};
+use wymcp::Completions;
+use wymcp::auth::{AuthConfig, Principal, StaticTokens};
 use wymcp::chain::post::{CHAIN, handle};
-use wymcp::headers::{HeaderParamType, encode_value};
+use wymcp::fuzzing::{HeaderParamType, encode_value};
 use wymcp::mrtr::{InputKind, InputRequest};
-use wymcp::response::code;
-use wymcp::surface::Completions;
 use wymcp::{
-    HandlerError, MessageKind, Principal, Prompt, PromptResult, Resource, ResourceContents,
-    ResourceTemplate, Server, Tool, ToolResult,
+    HandlerError, MessageKind, Prompt, PromptResult, Resource, ResourceContents, ResourceTemplate,
+    Server, Tool, ToolResult,
 };
 
 use super::capture::{self, RejectionEvent};
@@ -343,7 +343,7 @@ pub fn derived_headers(message: &Value) -> Vec<(Vec<u8>, Vec<u8>)> {
             .pointer("/params/name")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        for param in server().header_params(tool) {
+        for param in wymcp::fuzzing::header_params(&server(), tool) {
             let mut at = message.pointer("/params/arguments");
             for key in &param.path {
                 at = at.and_then(|v| v.get(key));

@@ -7,16 +7,16 @@
 
 use http::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
+use wymcp::Era;
 use wymcp::MessageKind;
-use wymcp::headers::MCP_PROTOCOL_VERSION;
-use wymcp::revision::Era;
-use wymcp::stages::{classify, era_of, is_request_id};
+use wymcp::fuzzing::MCP_PROTOCOL_VERSION;
+use wymcp::fuzzing::{classify, era_of, is_request_id};
 
 use super::ensure;
 
 const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 
-/// The reference of [`wymcp::stages::is_request_id`]: a string, or a number
+/// The reference of [`wymcp::fuzzing::is_request_id`]: a string, or a number
 /// whose printed form is an optional `-` and digits within `i64`/`u64`.
 #[must_use]
 pub fn reference_is_request_id(id: &Value) -> bool {
@@ -35,7 +35,7 @@ pub fn reference_is_request_id(id: &Value) -> bool {
     }
 }
 
-/// The reference of [`wymcp::stages::classify`] (DESIGN.md §5, clause by
+/// The reference of [`wymcp::fuzzing::classify`] (DESIGN.md §5, clause by
 /// clause).
 #[must_use]
 pub fn reference_kind(message: &Value) -> MessageKind {
@@ -55,7 +55,7 @@ pub fn reference_kind(message: &Value) -> MessageKind {
     }
 }
 
-/// The reference of [`wymcp::stages::era_of`].
+/// The reference of [`wymcp::fuzzing::era_of`].
 #[must_use]
 pub fn reference_era(header: Option<&[u8]>, message: &Value) -> Era {
     if let Some(value) = header {

@@ -2,7 +2,7 @@
 //! check, the strict `=?base64?…?=` decoder and the client-side encoder.
 
 use http::HeaderValue;
-use wymcp::headers::{
+use wymcp::fuzzing::{
     HeaderValueError, base64_decode, base64_encode, decoded_text, encode_value, plain_text,
     trim_ows,
 };

@@ -92,7 +92,7 @@ pub fn standard_headers(body: &Value) -> Vec<(&'static str, String)> {
             _ => None,
         };
         if let Some(name) = name {
-            out.push(("Mcp-Name", wymcp::headers::encode_value(name).into_owned()));
+            out.push(("Mcp-Name", wymcp::fuzzing::encode_value(name).into_owned()));
         }
     }
     out
@@ -285,7 +285,7 @@ pub fn answer_probe(ex: &Exchange<'_>) -> Flow {
         Era::Modern => "modern",
         Era::Legacy => "legacy",
     };
-    Flow::Answer(wymcp::response::json_response(
+    Flow::Answer(wymcp_tests::json_response(
         StatusCode::OK,
         serde_json::to_vec(&json!({
             "probe": true,

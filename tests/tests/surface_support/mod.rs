@@ -12,8 +12,7 @@
 use http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
-use wymcp::stages::{Dispatch, Stage};
-use wymcp::{Era, Exchange, Flow, MessageKind, Server};
+use wymcp::{Era, MessageKind, Server};
 
 /// The `_meta` a 2026 client sends, with these client capabilities.
 pub fn meta_with(capabilities: &Value) -> Value {
@@ -98,28 +97,38 @@ impl Answer {
     }
 }
 
-/// Runs `Dispatch` on `message` in `era`, as the chain hands it over.
-pub async fn dispatch(server: &Server, era: Era, message: Value) -> Answer {
-    let request = http::Request::post("/mcp")
-        .header("content-type", "application/json")
-        .body(wymcp::axum::body::Body::empty())
-        .unwrap();
-    let mut ex = Exchange::new(server, request);
-    ex.kind = Some(kind_of(&message));
-    ex.message = Some(message);
-    ex.era = era;
-    let Flow::Answer(response) = <Dispatch as Stage>::run(&mut ex).await else {
-        panic!("Dispatch must answer");
-    };
-    let (parts, body) = response.into_parts();
-    let raw = body.collect().await.unwrap().to_bytes().to_vec();
-    let body = serde_json::from_slice(&raw).ok();
-    Answer {
-        status: parts.status,
-        headers: parts.headers,
-        body,
-        raw,
+/// Dispatch as the chain hands it a message, but before Validate: the
+/// parse step and classification run (so the era is the headers' and the
+/// body's bytes are kept, as the chain keeps them), then Dispatch answers
+/// whatever the message is. What the surface answers, for messages
+/// Validate would let through and for the ones it would not.
+#[wymcp::pipeline]
+mod unvalidated {
+    use wymcp::stages;
+    use wymcp::{Exchange, Flow, Stage};
+
+    #[body_bound(reason = "the parse step is what reads the body")]
+    pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
+        stages::parse_body(ex).await
     }
+
+    #[body_bound(reason = "tags the kind and the era")]
+    pub type Classify = stages::Classify;
+
+    #[body_bound(reason = "a test harness: Dispatch on what classification left")]
+    pub async fn dispatch(ex: &mut Exchange<'_>) -> Flow {
+        <stages::Dispatch as Stage>::run(ex).await
+    }
+
+    /// Never reached: Dispatch answers first.
+    pub type Validate = stages::Validate;
+}
+
+/// Sends `message`, with the headers a client of `era` sends, to Dispatch
+/// as the chain hands it over (see [`unvalidated`]).
+pub async fn dispatch(server: &Server, era: Era, message: Value) -> Answer {
+    let response = unvalidated::handle(server, request(era, &message)).await;
+    answer(response).await
 }
 
 fn schema_document(revision: &str) -> Value {
@@ -161,8 +170,21 @@ pub fn assert_schema(revision: &str, definition: &str, value: &Value) {
 /// Sends `message` through the default chain, with the headers a client of
 /// `era` sends (a 2026 request's standard headers bound to its body; a 2025
 /// one only `MCP-Protocol-Version` after `initialize`).
-pub async fn through_chain(server: Server, era: Era, message: Value) -> Answer {
+pub async fn through_chain(
+    server: impl Into<std::sync::Arc<Server>>,
+    era: Era,
+    message: Value,
+) -> Answer {
     use tower::ServiceExt;
+    let response = wymcp::chain::post::router(server.into())
+        .oneshot(request(era, &message))
+        .await
+        .unwrap();
+    answer(response).await
+}
+
+/// A POST of `message` with the headers a client of `era` sends.
+fn request(era: Era, message: &Value) -> http::Request<wymcp::axum::body::Body> {
     let method = message["method"].as_str().unwrap_or_default().to_owned();
     let mut builder = http::Request::post("/mcp")
         .header("host", "localhost")
@@ -180,7 +202,7 @@ pub async fn through_chain(server: Server, era: Era, message: Value) -> Answer {
                 _ => None,
             };
             if let Some(name) = name {
-                builder = builder.header("mcp-name", name);
+                builder = builder.header("mcp-name", wymcp::fuzzing::encode_value(name).as_ref());
             }
         }
         Era::Legacy if method != "initialize" => {
@@ -188,15 +210,14 @@ pub async fn through_chain(server: Server, era: Era, message: Value) -> Answer {
         }
         Era::Legacy => {}
     }
-    let request = builder
+    builder
         .body(wymcp::axum::body::Body::from(
-            serde_json::to_vec(&message).unwrap(),
+            serde_json::to_vec(message).unwrap(),
         ))
-        .unwrap();
-    let response = wymcp::chain::post::router(server)
-        .oneshot(request)
-        .await
-        .unwrap();
+        .unwrap()
+}
+
+async fn answer(response: wymcp::Response) -> Answer {
     let (parts, body) = response.into_parts();
     let raw = body.collect().await.unwrap().to_bytes().to_vec();
     let body = serde_json::from_slice(&raw).ok();

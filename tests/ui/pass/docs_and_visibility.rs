@@ -16,7 +16,7 @@ pub(crate) mod post {
 
     /// Reads the body.
     #[body_bound(reason = "the parse step is what reads the body")]
-    pub(super) async fn parse_body(ex: &mut stages::Exchange<'_>) -> stages::Flow {
+    pub(super) async fn parse_body(ex: &mut wymcp::Exchange<'_>) -> wymcp::Flow {
         stages::parse_body(ex).await
     }
 

@@ -2,7 +2,8 @@
 // the stages and are passed through untouched.
 #[wymcp::pipeline]
 mod post {
-    use wymcp::stages::{self, Exchange, Flow};
+    use wymcp::stages;
+    use wymcp::{Exchange, Flow};
     use wymcp::Stage;
 
     pub const HEADER: &str = "x-tenant";

@@ -19,7 +19,7 @@ mod post {
     pub type Validate = stages::Validate;
 
     pub async fn answer(_ex: &mut Exchange<'_>) -> Flow {
-        Flow::Answer(wymcp::response::accepted())
+        Flow::Answer(wymcp::Response::new(wymcp::axum::body::Body::empty()))
     }
 }
 

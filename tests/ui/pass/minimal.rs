@@ -5,7 +5,7 @@ pub struct Answer;
 
 impl Stage for Answer {
     async fn run(_ex: &mut Exchange<'_>) -> Flow {
-        Flow::Answer(wymcp::response::accepted())
+        Flow::Answer(wymcp::Response::new(wymcp::axum::body::Body::empty()))
     }
 }
 

@@ -33,8 +33,10 @@ use http::{HeaderValue, StatusCode, header};
 
 use crate::auth::AuthError;
 use crate::exchange::Exchange;
-use crate::response::{Rejection, code};
-use crate::stage::{Flow, Stage};
+use crate::protocol::error::ErrorCode;
+use crate::reply::Flow;
+use crate::reply::Rejection;
+use crate::stage::Stage;
 
 /// Authenticates the caller.
 #[derive(Debug, Clone, Copy, Default)]
@@ -70,7 +72,7 @@ impl Stage for Auth {
         let challenge =
             HeaderValue::try_from(challenge).unwrap_or_else(|_| HeaderValue::from_static("Bearer"));
         ex.reject(
-            Rejection::new(status, code::INVALID_REQUEST, message)
+            Rejection::new(status, ErrorCode::INVALID_REQUEST, message)
                 .header(header::WWW_AUTHENTICATE, challenge),
         )
     }

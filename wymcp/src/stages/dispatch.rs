@@ -1,712 +1,370 @@
-//! `Dispatch`: routes a validated message to what answers it.
+//! `Dispatch`: hands a validated message to the surface and turns its
+//! answer into the HTTP response.
 //!
 //! It sits last, after `Validate`: every wire check and the schema check
 //! have passed, so the body is trusted to be a well-formed message of its
-//! method. It answers
+//! method. What answers which method, in which era, is the surface's (see
+//! [`surface`](crate::surface)); Dispatch only translates:
 //!
-//! * a notification with `202 Accepted` and an empty body (the core protocol
-//!   defines no client notification a stateless server acts on);
-//! * a request by its method, in the request's era (tagged by
-//!   classification):
-//!   * 2026-07-28: `server/discover`, `tools/*`, `resources/*`, `prompts/*`,
-//!     `completion/complete`. A method removed in 2026 (`initialize`,
-//!     `ping`, `logging/setLevel`, `resources/subscribe`, …), an unknown one,
-//!     or one gated behind a capability the server does not advertise is
-//!     **404/-32601**. Handler errors are 400 (-32602, -32021) or 500
-//!     (-32603), since the 2026 transport gives every JSON-RPC error an HTTP
-//!     status of its own;
-//!   * 2025 (the legacy path): `initialize`, `ping`, `logging/setLevel`,
-//!     `resources/subscribe`/`unsubscribe` (acknowledged), and the same
-//!     tools, resources, prompts and completion, answered as 2025 results
-//!     (no `resultType`, no caching hint; resource not found is -32002).
-//!     Errors are JSON-RPC errors in a `200 OK`, as 2025 clients expect them.
-//!     No session id is ever issued.
-//!
-//! Every answer that is not a `202` is a JSON-RPC result or an error through
-//! the one rejection sender. Handlers run with a [`Context`]; a handler that
-//! sends progress or log notifications gets them delivered on its request's
-//! answer (see `Running::respond`).
-//!
-//! Being last, Dispatch takes `params` out of the exchange's message instead
-//! of copying them (the `id` and `method` stay): a tool handler owns its
-//! `arguments`, the [`Context`] its `_meta`. An MRTR `requestState` sealed
-//! here is bound to the params of the body as the parse step read it.
+//! * the exchange into the surface's transport-free call: the kind, era and
+//!   revision tagged, the id of the rejection-id rule, the method, the
+//!   params (taken out of the message rather than copied: Dispatch is the
+//!   last stage; the `id` and `method` stay), the principal, and the body as
+//!   the parse step read it (an MRTR `requestState` sealed in the answer is
+//!   bound to its params);
+//! * the answer back: a notification accepted is `202 Accepted` with an
+//!   empty body; a result is `200` JSON; an error is a JSON-RPC error
+//!   through the one rejection sender, whose HTTP status the era decides —
+//!   2026-07-28 gives every JSON-RPC error a status of its own (-32601 is
+//!   404, -32603 is 500, every other 400), a 2025 client reads errors from
+//!   a `200 OK`. No session id is ever issued.
+//! * A handler that sends progress or log notifications gets them delivered
+//!   on its request's answer: the answer stays plain JSON (status included)
+//!   unless the handler sends something before it finishes; then it is a
+//!   `200` SSE stream of its notifications ending with the answer (see
+//!   [`sse`](crate::sse)), an error included, whose status is then
+//!   committed. A client that closes the stream cancels the handler: its
+//!   future lives in the response body. A `subscriptions/listen` answer is
+//!   its SSE stream.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::future::poll_fn;
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
-
 use http::StatusCode;
-use serde::Serialize;
-use serde_json::{Map, Value, json};
 
-use crate::exchange::{Exchange, MessageKind};
-use crate::listen::{Filter, Listen, Support};
-use crate::mrtr::{Binding, InputRequired, Inputs, Sealer};
-use crate::response::{self, Rejection, Rejector, code};
-use crate::revision::Era;
-use crate::stage::{Flow, Stage};
-use crate::stream::{self, Emitter, Notifications};
-use crate::surface::{
-    Advertised, BoxFuture, CompletionRequest, Context, Finishing, HandlerError, ResourceContents,
-    Surface, ToolResult, discover, legacy, pagination,
-};
+use crate::exchange::Exchange;
+use crate::protocol::error::ErrorCode;
+use crate::protocol::jsonrpc::{MessageKind, MessageSource};
+use crate::protocol::revision::Era;
+use crate::reply::{self, Flow, Rejection, Rejector, Response};
+use crate::sse;
+use crate::stage::Stage;
+use crate::surface::call::{Answer, Call, Emitted, Outcome, Running, take};
 
-/// Routes the method to its handler; see the module documentation.
+/// Hands the message to the surface; see the module documentation.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Dispatch;
 
 impl Stage for Dispatch {
     async fn run(ex: &mut Exchange<'_>) -> Flow {
-        // Dispatch is the last stage: it takes `params` out of the message
-        // rather than copying them (`id` and `method` stay, for the
-        // rejection-id rule). Everything up to running the handler is
-        // synchronous; only the handler's future is awaited.
         let params = take(ex.message.as_mut(), "params");
-        match prepare(ex, params) {
-            Prepared::Answered(flow) => flow,
-            Prepared::Running(running) => running.respond().await,
-        }
-    }
-}
-
-/// Removes the member `key` of `value` when it is an object.
-fn take(value: Option<&mut Value>, key: &str) -> Option<Value> {
-    value?.as_object_mut()?.remove(key)
-}
-
-/// How far Dispatch got without awaiting anything.
-enum Prepared {
-    /// The answer, already made.
-    Answered(Flow),
-    /// A handler to run.
-    Running(Running),
-}
-
-impl From<Flow> for Prepared {
-    fn from(flow: Flow) -> Self {
-        Prepared::Answered(flow)
-    }
-}
-
-/// A handler's answer before its envelope: a finished result, or a tool
-/// result serialised straight onto the wire (see [`Finishing::tool`]).
-enum Finished {
-    Value(Value),
-    Tool(ToolResult),
-}
-
-/// A handler's future, its notifications, and what turns its outcome into
-/// the answer.
-struct Running {
-    run: BoxFuture<Result<Finished, HandlerError>>,
-    notifications: Notifications,
-    finisher: Finisher,
-}
-
-impl Running {
-    /// Runs the handler and answers with its outcome: plain JSON, or an SSE
-    /// stream of its notifications ending with the answer as soon as it
-    /// sends one (see [`stream`]). The handler future lives in the response,
-    /// so a client that closes the stream cancels it.
-    async fn respond(self) -> Flow {
-        let Running {
-            run,
-            notifications,
-            finisher,
-        } = self;
-        let response = stream::respond(notifications, async move {
-            let outcome = run.await;
-            finisher.answer(outcome)
-        })
-        .await;
-        Flow::Answer(response)
-    }
-}
-
-fn prepare(ex: &Exchange<'_>, params: Option<Value>) -> Prepared {
-    match ex.kind {
-        Some(MessageKind::Notification) => return Flow::Answer(response::accepted()).into(),
-        Some(MessageKind::Request) => {}
-        _ => {
-            return ex
-                .reject(Rejection::new(
-                    StatusCode::BAD_REQUEST,
-                    code::INVALID_REQUEST,
-                    "the message is not a JSON-RPC request or notification",
-                ))
-                .into();
-        }
-    }
-    let Some(method) = ex.method() else {
-        return ex
-            .reject(Rejection::new(
-                StatusCode::BAD_REQUEST,
-                code::INVALID_REQUEST,
-                "the request has no method",
-            ))
-            .into();
-    };
-    let Some(route) = Route::of(method, ex.era, &ex.server().surface) else {
-        return not_found(ex, method).into();
-    };
-    route.answer(ex, method, params)
-}
-
-/// What answers a method.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Route {
-    Discover,
-    Initialize,
-    Empty,
-    SetLevel,
-    ToolsList,
-    ToolsCall,
-    ResourcesList,
-    TemplatesList,
-    ResourcesRead,
-    PromptsList,
-    PromptsGet,
-    Complete,
-    Listen,
-}
-
-impl Route {
-    /// The route of `method` in `era`, when the server serves it.
-    fn of(method: &str, era: Era, surface: &Surface) -> Option<Route> {
-        let a = surface.advertised;
-        let route = match (method, era) {
-            ("server/discover", Era::Modern) => Route::Discover,
-            ("subscriptions/listen", Era::Modern) if listen_support(a) != Support::default() => {
-                Route::Listen
-            }
-            ("initialize", Era::Legacy) => Route::Initialize,
-            ("ping", Era::Legacy) => Route::Empty,
-            ("logging/setLevel", Era::Legacy) => Route::SetLevel,
-            ("resources/subscribe" | "resources/unsubscribe", Era::Legacy)
-                if a.resources && a.subscribe =>
-            {
-                Route::Empty
-            }
-            ("tools/list", _) if a.tools => Route::ToolsList,
-            ("tools/call", _) if a.tools => Route::ToolsCall,
-            ("resources/list", _) if a.resources => Route::ResourcesList,
-            ("resources/templates/list", _) if a.resources => Route::TemplatesList,
-            ("resources/read", _) if a.resources => Route::ResourcesRead,
-            ("prompts/list", _) if a.prompts => Route::PromptsList,
-            ("prompts/get", _) if a.prompts => Route::PromptsGet,
-            ("completion/complete", _) if a.completions => Route::Complete,
-            _ => return None,
+        let rejector = ex.rejector();
+        let era = ex.era;
+        let call = Call {
+            kind: ex.kind.unwrap_or(MessageKind::Unknown),
+            era,
+            revision: ex.revision,
+            id: rejector.id.clone(),
+            method: ex.method(),
+            params,
+            principal: ex.principal.as_ref(),
+            raw: ex.bytes.clone(),
         };
-        Some(route)
-    }
-
-    fn answer(self, ex: &Exchange<'_>, method: &str, params: Option<Value>) -> Prepared {
-        let server = ex.server();
-        let surface = &server.surface;
-        let immediate = match self {
-            Route::Discover => Ok(discover::result(surface, server.revisions())),
-            Route::Initialize => legacy::initialize(surface, server.revisions(), params.as_ref()),
-            Route::Empty => Ok(json!({})),
-            Route::SetLevel => legacy::set_level(params.as_ref()),
-            Route::ToolsList => {
-                let tools = surface.catalog.tools();
-                let definitions: Vec<&Value> = tools.iter().map(|t| &t.definition).collect();
-                return listed(ex, method, params.as_ref(), "tools", &definitions);
-            }
-            Route::ResourcesList => {
-                let resources = surface.catalog.resources();
-                let listings: Vec<Value> = resources.iter().map(|r| r.listing()).collect();
-                return listed(ex, method, params.as_ref(), "resources", &listings);
-            }
-            Route::TemplatesList => {
-                let templates = surface.catalog.templates();
-                let listings: Vec<Value> = templates.iter().map(|t| t.listing()).collect();
-                return listed(ex, method, params.as_ref(), "resourceTemplates", &listings);
-            }
-            Route::PromptsList => {
-                let prompts = surface.catalog.prompts();
-                let listings: Vec<Value> = prompts.iter().map(|p| p.listing()).collect();
-                return listed(ex, method, params.as_ref(), "prompts", &listings);
-            }
-            Route::ToolsCall => return call_tool(ex, method, params),
-            Route::ResourcesRead => return read_resource(ex, method, params),
-            Route::PromptsGet => return get_prompt(ex, method, params),
-            Route::Complete => return complete(ex, method, params),
-            Route::Listen => return listen(ex, params.as_ref()).into(),
-        };
-        answer(ex, method, immediate).into()
+        let answer = ex.server().surface.answer(call);
+        Flow::Answer(respond(answer, rejector, era).await)
     }
 }
 
-/// One page of a list, serialised from the catalog's own values straight
-/// into the answer (no copy of the definitions).
-fn listed<T: Serialize>(
-    ex: &Exchange<'_>,
-    method: &str,
-    params: Option<&Value>,
-    key: &'static str,
-    items: &[T],
-) -> Prepared {
-    let surface = &ex.server().surface;
-    match pagination::page(items, params, surface.page_size) {
-        Ok((page, next)) => Flow::Answer(response::result(
-            &ex.rejection_id(),
-            &surface.finishing.list(ex.era, key, page, next),
-        ))
-        .into(),
-        Err(error) => answer(ex, method, Err(error)).into(),
-    }
-}
-
-fn not_found(ex: &Exchange<'_>, method: &str) -> Flow {
-    let status = match ex.era {
-        Era::Modern => StatusCode::NOT_FOUND,
-        Era::Legacy => StatusCode::OK,
-    };
-    ex.reject(
-        Rejection::new(
-            status,
-            code::METHOD_NOT_FOUND,
-            format!("method `{method}` not found"),
-        )
-        .data(json!({"method": method})),
-    )
-}
-
-/// The HTTP status of a handler-level JSON-RPC error: the 2026 transport
-/// gives each its own; a 2025 client reads errors from a `200 OK`.
-fn status_of(era: Era, code: i64) -> StatusCode {
+/// The HTTP status of a JSON-RPC error in `era`: the 2026 transport gives
+/// each its own; a 2025 client reads errors from a `200 OK`.
+fn status_of(era: Era, code: ErrorCode) -> StatusCode {
     match era {
         Era::Legacy => StatusCode::OK,
         Era::Modern => match code {
-            code::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
-            code::INTERNAL_ERROR => StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+            ErrorCode::INTERNAL_ERROR => StatusCode::INTERNAL_SERVER_ERROR,
             _ => StatusCode::BAD_REQUEST,
         },
     }
 }
 
-/// Answers with a finished result, or with the error a handler gave.
-fn answer(ex: &Exchange<'_>, method: &str, outcome: Result<Value, HandlerError>) -> Flow {
+async fn respond(answer: Answer, rejector: Rejector, era: Era) -> Response {
+    match answer {
+        Answer::Accepted => reply::accepted(),
+        Answer::Done(outcome) => finished(outcome, &rejector, era),
+        Answer::Listen(stream) => sse::respond([], stream),
+        Answer::Running(running) => run(running, rejector, era).await,
+    }
+}
+
+/// A finished answer as its own JSON response.
+fn finished(outcome: Outcome, rejector: &Rejector, era: Era) -> Response {
     match outcome {
-        Ok(result) => Flow::Answer(response::result(&ex.rejection_id(), &result)),
-        Err(error) => ex.reject(rejection(ex.era, method, error)),
-    }
-}
-
-fn rejection(era: Era, method: &str, error: HandlerError) -> Rejection {
-    let (code, message, data) = match error {
-        HandlerError::InvalidParams { message, data } => (code::INVALID_PARAMS, message, data),
-        HandlerError::MissingCapability(missing) => (
-            code::MISSING_REQUIRED_CLIENT_CAPABILITY,
-            format!(
-                "`{method}` needs client capabilities the request did not declare: {}",
-                missing.keys().cloned().collect::<Vec<_>>().join(", ")
-            ),
-            Some(json!({"requiredCapabilities": missing})),
-        ),
-        HandlerError::Rpc {
-            code,
-            message,
-            data,
-        } => (code, message, data),
-        HandlerError::Execution(message) => (code::INTERNAL_ERROR, message, None),
-        HandlerError::InputRequired(_) => (
-            code::INTERNAL_ERROR,
-            format!(
-                "the handler of `{method}` asked the client for input, which this request cannot carry"
-            ),
-            None,
-        ),
-        HandlerError::Rejected(rejection) => return rejection,
-    };
-    let rejection = Rejection::new(status_of(era, code), code, message);
-    match data {
-        Some(data) => rejection.data(data),
-        None => rejection,
-    }
-}
-
-/// The subject a `requestState` is bound to: the principal's, `""` when
-/// the server has no auth.
-fn subject<'e>(ex: &'e Exchange<'_>) -> &'e str {
-    ex.principal.as_ref().map_or("", |p| p.subject.as_str())
-}
-
-/// The handler's context: `_meta` (taken out of `params`), principal, and
-/// the MRTR view (the retry's `inputResponses` and unsealed `requestState`;
-/// one that does not unseal is 400/-32602).
-fn context(
-    ex: &Exchange<'_>,
-    method: &str,
-    params: &mut Option<Value>,
-) -> Result<(Context, Notifications), HandlerError> {
-    let server = ex.server();
-    let (inputs, (emitter, notifications)) = match ex.era {
-        Era::Modern => (
-            Inputs::from_request(server.sealer(), subject(ex), method, params.as_ref())?,
-            Emitter::for_params(params.as_ref()),
-        ),
-        // 2025 has no MRTR: its params carry no MRTR fields to read.
-        Era::Legacy => (
-            Inputs::from_request(server.sealer(), subject(ex), method, None)?,
-            Emitter::for_legacy_params(params.as_ref()),
-        ),
-    };
-    let meta = take(params.as_mut(), "_meta").unwrap_or(Value::Null);
-    let mut cx = Context::new(
-        server.surface.catalog.clone(),
-        method,
-        ex.era,
-        meta,
-        ex.principal.clone(),
-        inputs,
-        emitter,
-    );
-    cx.revision = ex.revision;
-    Ok((cx, notifications))
-}
-
-/// The params a sealed `requestState` is bound to, kept without copying
-/// them: a served call moves its params into its handler, and only a
-/// handler that asks for input (an MRTR round, rare) needs them again.
-enum Sent {
-    /// The body as the parse step read it, parsed again when needed. The
-    /// unseal of the retry binds the message's params, which are this body's
-    /// unless a stage of a custom chain rewrote them.
-    Body(Bytes),
-    /// An exchange that never went through the parse step (tests, fuzzing):
-    /// the params themselves.
-    Params(Option<Value>),
-}
-
-impl Sent {
-    fn of(ex: &Exchange<'_>, params: Option<&Value>) -> Self {
-        if ex.bytes.is_empty() {
-            Sent::Params(params.cloned())
-        } else {
-            Sent::Body(ex.bytes.clone())
-        }
-    }
-
-    fn params(&self) -> Option<Value> {
-        match self {
-            Sent::Body(bytes) => {
-                let mut message = serde_json::from_slice::<Value>(bytes).ok();
-                take(message.as_mut(), "params")
-            }
-            Sent::Params(params) => params.clone(),
+        Outcome::Result(bytes) => reply::json_response(StatusCode::OK, bytes),
+        Outcome::Error(error) => {
+            rejector.response(Rejection::of(status_of(era, error.code), error))
         }
     }
 }
 
-/// What a handler's answer needs of its exchange, owned, so the answer can
-/// be made by the handler's future after the exchange is gone.
-struct Finisher {
-    era: Era,
-    method: &'static str,
-    sent: Sent,
-    subject: String,
-    sealer: Arc<Sealer>,
-    finishing: Arc<Finishing>,
+/// Runs the handler: its answer as plain JSON when it finishes before
+/// sending anything, else an SSE stream from its first notification on.
+async fn run(mut running: Running, rejector: Rejector, era: Era) -> Response {
+    if !running.notifies() {
+        // Nothing can be sent before the answer (most requests).
+        let outcome = poll_fn(|cx| running.poll_next(cx)).await;
+        return match outcome {
+            Some(Emitted::Final(outcome)) => finished(outcome, &rejector, era),
+            _ => unanswered(&rejector),
+        };
+    }
+    match poll_fn(|cx| running.poll_next(cx)).await {
+        Some(Emitted::Final(outcome)) => finished(outcome, &rejector, era),
+        Some(Emitted::Notification(first)) => sse::respond(
+            [first],
+            Streamed {
+                running,
+                rejector,
+                era,
+                done: false,
+            },
+        ),
+        None => unanswered(&rejector),
+    }
+}
+
+/// A running call that ended without its answer, which the surface never
+/// does: a 500 rather than a hung request.
+fn unanswered(rejector: &Rejector) -> Response {
+    rejector.response(Rejection::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        ErrorCode::INTERNAL_ERROR,
+        "the handler ended without an answer",
+    ))
+}
+
+/// A running call as the source of its SSE stream: its notifications, then
+/// its answer (an error's status is committed by then; the rejection event
+/// still names it).
+struct Streamed {
+    running: Running,
     rejector: Rejector,
+    era: Era,
+    done: bool,
 }
 
-impl Finisher {
-    /// `params` are the request's as Dispatch took them, before anything is
-    /// moved out of them.
-    fn new(ex: &Exchange<'_>, method: &'static str, params: Option<&Value>) -> Self {
-        let server = ex.server();
-        Finisher {
-            era: ex.era,
-            method,
-            sent: Sent::of(ex, params),
-            subject: subject(ex).to_owned(),
-            sealer: Arc::clone(&server.sealer),
-            finishing: Arc::clone(&server.surface.finishing),
-            rejector: ex.rejector(),
-        }
-    }
-
-    fn answer(self, outcome: Result<Finished, HandlerError>) -> response::Response {
-        let outcome = match outcome {
-            Err(HandlerError::InputRequired(input)) => self.input_required(input),
-            other => other,
-        };
-        match outcome {
-            Ok(Finished::Value(result)) => response::result(self.rejector.id(), &result),
-            Ok(Finished::Tool(result)) => {
-                response::result(self.rejector.id(), &self.finishing.tool(self.era, &result))
+impl MessageSource for Streamed {
+    fn poll_message(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        let message = match std::task::ready!(self.running.poll_next(cx)) {
+            None => return Poll::Ready(None),
+            Some(Emitted::Notification(message)) => message,
+            Some(Emitted::Final(outcome)) => {
+                self.done = true;
+                match outcome {
+                    Outcome::Result(bytes) => Bytes::from(bytes),
+                    Outcome::Error(error) => Bytes::from(
+                        self.rejector
+                            .envelope(status_of(self.era, error.code), &error),
+                    ),
+                }
             }
-            Err(error) => self
-                .rejector
-                .response(rejection(self.era, self.method, error)),
-        }
+        };
+        Poll::Ready(Some(message))
     }
 
-    /// The `input_required` result of an MRTR round, its state sealed for
-    /// this request (each input asked is of a kind the client declared:
-    /// [`InputRequired::request`] refuses others). A 2025 client has no MRTR.
-    fn input_required(&self, input: InputRequired) -> Result<Finished, HandlerError> {
-        if self.era == Era::Legacy || !crate::mrtr::MRTR_METHODS.contains(&self.method) {
-            return Err(HandlerError::InputRequired(input));
-        }
-        let binding = Binding::new(&self.subject, self.method, self.sent.params().as_ref());
-        let result = input.into_result(&self.sealer, &binding);
-        Ok(Finished::Value(self.finishing.finish(
-            Era::Modern,
-            result,
-            false,
-        )))
+    fn finished(&self) -> bool {
+        self.done
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use http::header;
+    use http_body_util::BodyExt;
+    use serde_json::{Map, Value, json};
+
+    use super::*;
+    use crate::protocol::error::RpcError;
+    use crate::protocol::jsonrpc::result_envelope;
+    use crate::protocol::meta::LOG_LEVEL;
+    use crate::sse::KEEP_ALIVE;
+    use crate::surface::{Emitter, LogLevel};
+
+    fn params(meta: Value) -> Value {
+        let mut params = Map::new();
+        params.insert("name".into(), json!("t"));
+        params.insert("_meta".into(), meta);
+        Value::Object(params)
     }
 
-    fn running(
-        self,
-        run: BoxFuture<Result<Finished, HandlerError>>,
-        notifications: Notifications,
-    ) -> Prepared {
-        Prepared::Running(Running {
-            run,
-            notifications,
-            finisher: self,
+    fn result(id: u64) -> Outcome {
+        Outcome::Result(result_envelope(
+            &json!(id),
+            &json!({"resultType": "complete", "content": []}),
+        ))
+    }
+
+    /// Runs `handler` as a call of the modern era with `notifications`.
+    async fn respond(
+        notifications: crate::surface::Notifications,
+        handler: impl std::future::Future<Output = Outcome> + Send + 'static,
+    ) -> Response {
+        let rejector = Rejector {
+            id: json!(1),
+            stage: "Dispatch",
+            http2: false,
+        };
+        run(Running::new(notifications, handler), rejector, Era::Modern).await
+    }
+
+    async fn events(response: Response) -> Vec<Value> {
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let text = std::str::from_utf8(&body).unwrap();
+        assert!(text.ends_with("\n\n"), "{text:?}");
+        text.split("\n\n")
+            .filter(|e| !e.is_empty())
+            .map(|e| serde_json::from_str(e.strip_prefix("data: ").unwrap()).unwrap())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn no_emit_is_the_handlers_own_json_response() {
+        let (e, n) = Emitter::for_params(Some(&params(json!({}))));
+        let response = respond(n, async move {
+            e.progress(1.0, None, None);
+            e.log(LogLevel::Emergency, None, json!("x"));
+            Outcome::Error(RpcError::invalid_params("no"))
         })
+        .await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
+        assert!(response.headers().get("x-accel-buffering").is_none());
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let body: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["id"], 1);
     }
-}
 
-fn call_tool(ex: &Exchange<'_>, method: &str, mut params: Option<Value>) -> Prepared {
-    let surface = &ex.server().surface;
-    let name = params
-        .as_ref()
-        .and_then(|p| p.get("name"))
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let Some(tool) = surface.catalog.tool(name) else {
-        return answer(
-            ex,
-            method,
-            Err(HandlerError::InvalidParams {
-                message: format!("unknown tool `{name}`"),
-                data: Some(json!({"name": name})),
-            }),
-        )
-        .into();
-    };
-    let empty = Value::Object(Map::new());
-    let arguments = match params.as_ref().and_then(|p| p.get("arguments")) {
-        None | Some(Value::Null) => &empty,
-        Some(arguments @ Value::Object(_)) => arguments,
-        Some(_) => {
-            return answer(
-                ex,
-                method,
-                Err(HandlerError::invalid_params(
-                    "`arguments` must be an object",
-                )),
-            )
-            .into();
-        }
-    };
-    if let Some(problem) = tool.check_arguments(arguments) {
-        return answer(
-            ex,
-            method,
-            Err(HandlerError::invalid_params(format!(
-                "invalid arguments for tool `{name}`: {problem}"
-            ))),
-        )
-        .into();
-    }
-    let finisher = Finisher::new(ex, "tools/call", params.as_ref());
-    let (cx, notifications) = match context(ex, method, &mut params) {
-        Ok(pair) => pair,
-        Err(error) => return answer(ex, method, Err(error)).into(),
-    };
-    // The handler owns its arguments: moved out of the params, not copied.
-    let arguments = match take(params.as_mut(), "arguments") {
-        Some(arguments @ Value::Object(_)) => arguments,
-        _ => empty,
-    };
-    drop(params);
-    let run = Box::pin(async move {
-        let result = match (tool.handler)(arguments, cx).await {
-            Ok(result) => result,
-            Err(HandlerError::Execution(message)) => ToolResult::error(message),
-            Err(other) => return Err(other),
-        };
-        if let Some(problem) = tool.check_output(&result) {
-            tracing::error!(tool = tool.name(), %problem, "tool result breaks its outputSchema");
-            return Err(HandlerError::Rpc {
-                code: code::INTERNAL_ERROR,
-                message: format!("tool `{}` returned an invalid result", tool.name()),
-                data: None,
-            });
-        }
-        Ok(Finished::Tool(result))
-    });
-    finisher.running(run, notifications)
-}
-
-fn resource_not_found(era: Era, uri: &str) -> HandlerError {
-    // 2026 standardises on -32602 (SEP-2164); 2025 used -32002.
-    HandlerError::Rpc {
-        code: match era {
-            Era::Modern => code::INVALID_PARAMS,
-            Era::Legacy => -32002,
-        },
-        message: format!("resource not found: {uri}"),
-        data: Some(json!({"uri": uri})),
-    }
-}
-
-fn read_resource(ex: &Exchange<'_>, method: &str, mut params: Option<Value>) -> Prepared {
-    let surface = &ex.server().surface;
-    let era = ex.era;
-    let uri = params
-        .as_ref()
-        .and_then(|p| p.get("uri"))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let finisher = Finisher::new(ex, "resources/read", params.as_ref());
-    let (cx, notifications) = match context(ex, method, &mut params) {
-        Ok(pair) => pair,
-        Err(error) => return answer(ex, method, Err(error)).into(),
-    };
-    let run: BoxFuture<Result<Vec<ResourceContents>, HandlerError>> =
-        if let Some(resource) = surface.catalog.resource(&uri) {
-            match &resource.reader {
-                crate::surface::Reader::Static(contents) => {
-                    let contents = resource.static_contents(contents);
-                    Box::pin(async move { Ok(contents) })
-                }
-                crate::surface::Reader::Handler(handler) => handler(uri.clone(), cx),
+    #[tokio::test]
+    async fn an_emit_turns_the_answer_into_sse_ending_with_the_response() {
+        let (e, n) = Emitter::for_params(Some(&params(json!({"progressToken": "p"}))));
+        let response = respond(n, async move {
+            for step in [0.0, 50.0, 100.0] {
+                e.progress(step, Some(100.0), None);
+                tokio::time::sleep(Duration::from_millis(5)).await;
             }
-        } else if let Some((template, vars)) = surface.catalog.template_for(&uri) {
-            let mime = template.mime_type().map(str::to_owned);
-            let run = (template.handler)(uri.clone(), vars, cx);
-            Box::pin(async move {
-                let mut contents = run.await?;
-                for c in &mut contents {
-                    if c.mime_type.is_none() {
-                        c.mime_type.clone_from(&mime);
-                    }
-                }
-                Ok(contents)
-            })
-        } else {
-            return answer(ex, method, Err(resource_not_found(era, &uri))).into();
-        };
-    let finishing = Arc::clone(&surface.finishing);
-    let run = Box::pin(async move {
-        let contents = run.await?;
-        if contents.is_empty() {
-            return Err(resource_not_found(era, &uri));
-        }
-        let value = json!({"contents": contents});
-        Ok(Finished::Value(finishing.finish(era, value, true)))
-    });
-    finisher.running(run, notifications)
-}
-
-fn get_prompt(ex: &Exchange<'_>, method: &str, mut params: Option<Value>) -> Prepared {
-    let surface = &ex.server().surface;
-    let name = params
-        .as_ref()
-        .and_then(|p| p.get("name"))
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let Some(prompt) = surface.catalog.prompt(name) else {
-        return answer(
-            ex,
-            method,
-            Err(HandlerError::InvalidParams {
-                message: format!("unknown prompt `{name}`"),
-                data: Some(json!({"name": name})),
-            }),
-        )
-        .into();
-    };
-    let args: BTreeMap<String, String> = match prompt.arguments_from(params.as_ref()) {
-        Ok(args) => args,
-        Err(error) => return answer(ex, method, Err(error)).into(),
-    };
-    let finisher = Finisher::new(ex, "prompts/get", params.as_ref());
-    let (cx, notifications) = match context(ex, method, &mut params) {
-        Ok(pair) => pair,
-        Err(error) => return answer(ex, method, Err(error)).into(),
-    };
-    let Some(handler) = prompt.handler.clone() else {
-        return answer(
-            ex,
-            method,
-            Err(HandlerError::Execution(format!(
-                "prompt `{}` has no handler",
-                prompt.name
-            ))),
-        )
-        .into();
-    };
-    let finishing = Arc::clone(&surface.finishing);
-    let era = ex.era;
-    let run = Box::pin(async move {
-        let result = handler(args, cx).await?;
-        let value = serde_json::to_value(&result).unwrap_or(Value::Null);
-        Ok(Finished::Value(finishing.finish(era, value, false)))
-    });
-    finisher.running(run, notifications)
-}
-
-fn complete(ex: &Exchange<'_>, method: &str, mut params: Option<Value>) -> Prepared {
-    let surface = &ex.server().surface;
-    let request = match CompletionRequest::from_params(params.as_ref()) {
-        Ok(request) => request,
-        Err(error) => return answer(ex, method, Err(error)).into(),
-    };
-    let Some(handler) = surface.completion.clone() else {
-        return not_found(ex, method).into();
-    };
-    let finisher = Finisher::new(ex, "completion/complete", params.as_ref());
-    let (cx, notifications) = match context(ex, method, &mut params) {
-        Ok(pair) => pair,
-        Err(error) => return answer(ex, method, Err(error)).into(),
-    };
-    let finishing = Arc::clone(&surface.finishing);
-    let era = ex.era;
-    let run = Box::pin(async move {
-        let completions = handler(request, cx).await?.capped();
-        let value = json!({"completion": completions});
-        Ok(Finished::Value(finishing.finish(era, value, false)))
-    });
-    finisher.running(run, notifications)
-}
-
-/// What a listen stream can deliver: the `listChanged` and `subscribe`
-/// capabilities the server advertises.
-fn listen_support(a: Advertised) -> Support {
-    Support {
-        tools_list_changed: a.tools && a.list_changed,
-        prompts_list_changed: a.prompts && a.list_changed,
-        resources_list_changed: a.resources && a.list_changed,
-        resource_subscriptions: a.resources && a.subscribe,
+            result(9)
+        })
+        .await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "text/event-stream"
+        );
+        assert_eq!(response.headers()["x-accel-buffering"], "no");
+        assert_eq!(response.headers()[header::CACHE_CONTROL], "no-cache");
+        let events = events(response).await;
+        assert_eq!(events.len(), 4);
+        let progress: Vec<&Value> = events[..3]
+            .iter()
+            .map(|e| &e["params"]["progress"])
+            .collect();
+        assert_eq!(progress, [&json!(0), &json!(50), &json!(100)]);
+        assert!(
+            events[..3]
+                .iter()
+                .all(|e| e["params"]["progressToken"] == "p")
+        );
+        assert_eq!(events[3]["id"], 9);
+        assert_eq!(events[3]["result"]["resultType"], "complete");
     }
-}
 
-/// `subscriptions/listen`: the SSE stream of the catalog's changes the
-/// client's filter asked for (see [`listen`](crate::listen)).
-fn listen(ex: &Exchange<'_>, params: Option<&Value>) -> Flow {
-    let server = ex.server();
-    let filter = match Filter::from_params(params) {
-        Ok(filter) => filter,
-        Err(rejection) => return ex.reject(rejection),
-    };
-    let response = Listen::new(ex.rejection_id(), filter)
-        .support(listen_support(server.surface.advertised))
-        .result_meta(
-            crate::surface::SERVER_INFO_KEY,
-            server.surface.finishing.info().clone(),
-        )
-        .respond(server.changes());
-    Flow::Answer(response)
+    #[tokio::test]
+    async fn emits_without_awaiting_still_stream_and_late_emits_are_dropped() {
+        let (e, n) = Emitter::for_params(Some(&params(json!({LOG_LEVEL: "debug"}))));
+        let late = e.clone();
+        let response = respond(n, async move {
+            e.log(LogLevel::Info, None, json!("one"));
+            e.log(LogLevel::Info, None, json!("two"));
+            result(3)
+        })
+        .await;
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "text/event-stream"
+        );
+        assert!(
+            !late.log(LogLevel::Info, None, json!("after")),
+            "the stream is closed"
+        );
+        let events = events(response).await;
+        let data: Vec<&Value> = events.iter().map(|e| &e["params"]["data"]).collect();
+        assert_eq!(data, [&json!("one"), &json!("two"), &Value::Null]);
+        assert_eq!(events[2]["id"], 3);
+    }
+
+    #[tokio::test]
+    async fn nothing_is_sent_after_the_final_response() {
+        let (e, n) = Emitter::for_params(Some(&params(json!({"progressToken": 1}))));
+        let late = e.clone();
+        let response = respond(n, async move {
+            e.progress(1.0, None, None);
+            tokio::task::yield_now().await;
+            result(4)
+        })
+        .await;
+        let mut body = response.into_body();
+        let mut frames = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let data = frame.unwrap().into_data().unwrap();
+            let last = data.windows(6).any(|w| w == b"\"id\":4");
+            frames.push(data);
+            if last {
+                break;
+            }
+        }
+        assert_eq!(frames.len(), 2);
+        // The body is still alive, but its stream is finished: no more sends.
+        assert!(!late.progress(2.0, None, None));
+        assert!(body.frame().await.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_stream_gets_keep_alive_comments() {
+        let (e, n) = Emitter::for_params(Some(&params(json!({"progressToken": 1}))));
+        let response = respond(n, async move {
+            e.progress(1.0, None, None);
+            tokio::time::sleep(KEEP_ALIVE * 2 + Duration::from_secs(1)).await;
+            result(1)
+        })
+        .await;
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let text = std::str::from_utf8(&body).unwrap();
+        assert_eq!(text.matches(": keep-alive\n\n").count(), 2, "{text}");
+        assert!(
+            text.ends_with("\"id\":1,\"result\":{\"content\":[],\"resultType\":\"complete\"}}\n\n"),
+            "{text}"
+        );
+    }
+
+    #[tokio::test]
+    async fn dropping_the_stream_drops_the_handler() {
+        struct Guard(Arc<AtomicBool>);
+        impl Drop for Guard {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let dropped = Arc::new(AtomicBool::new(false));
+        let flag = dropped.clone();
+        let (e, n) = Emitter::for_params(Some(&params(json!({"progressToken": 1}))));
+        let response = respond(n, async move {
+            let _guard = Guard(flag);
+            e.progress(1.0, None, None);
+            std::future::pending::<()>().await;
+            result(1)
+        })
+        .await;
+        let mut body = response.into_body();
+        let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert!(first.starts_with(b"data: "));
+        assert!(!dropped.load(Ordering::SeqCst));
+        drop(body);
+        assert!(dropped.load(Ordering::SeqCst));
+    }
 }

@@ -46,17 +46,20 @@ use std::borrow::Cow;
 use http::{HeaderMap, HeaderName, StatusCode};
 use serde_json::{Value, json};
 
-use crate::exchange::{Exchange, MessageKind};
-use crate::headers::{
+use crate::exchange::Exchange;
+use crate::protocol::error::ErrorCode;
+use crate::protocol::headers::{
     HeaderParam, HeaderParamType, HeaderValueError, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION,
     decoded_text, plain_text,
 };
-use crate::response::{Rejection, code};
-use crate::revision::{Era, Revision};
+use crate::protocol::jsonrpc::MessageKind;
+use crate::protocol::revision::{Era, Revision};
+use crate::reply::Flow;
+use crate::reply::Rejection;
 use crate::server::Server;
-use crate::stage::{Flow, Stage};
+use crate::stage::Stage;
 
-use super::protocol_fields::PROTOCOL_VERSION_KEY;
+use crate::protocol::meta::PROTOCOL_VERSION as PROTOCOL_VERSION_KEY;
 
 /// Binds the standard headers to the body.
 #[derive(Debug, Clone, Copy, Default)]
@@ -78,7 +81,7 @@ impl Stage for HeaderBinding {
             Err(mismatch) => ex.reject(
                 Rejection::new(
                     StatusCode::BAD_REQUEST,
-                    code::HEADER_MISMATCH,
+                    ErrorCode::HEADER_MISMATCH,
                     format!("header mismatch: {}", mismatch.reason),
                 )
                 .data(json!({ "header": mismatch.header })),
@@ -349,7 +352,7 @@ fn legacy(ex: &mut Exchange<'_>) -> Flow {
     ex.reject(
         Rejection::new(
             StatusCode::BAD_REQUEST,
-            code::INVALID_REQUEST,
+            ErrorCode::INVALID_REQUEST,
             format!(
                 "unsupported `MCP-Protocol-Version`: this server serves {}",
                 supported.join(", ")

@@ -1,8 +1,8 @@
 //! The stages of wymcp's default POST chain, one file each, named as in the
 //! chain. See [`chain::post`](crate::chain::post) for their order and why.
-
-pub use crate::exchange::Exchange;
-pub use crate::stage::{Flow, Stage};
+//!
+//! Each is an adapter between the [`Exchange`](crate::Exchange) and the
+//! part that owns its rule; no stage imports another.
 
 mod auth;
 mod classify;
@@ -16,11 +16,9 @@ mod validate;
 
 pub use auth::Auth;
 pub use classify::Classify;
-pub use classify::{classify, era_of, is_request_id};
 pub use dispatch::Dispatch;
 pub use header_binding::HeaderBinding;
 pub use origin_check::OriginCheck;
-pub(crate) use origin_check::OriginPolicy;
 pub use parse_body::parse_body;
 pub use protocol_fields::ProtocolFields;
 pub use singleton_headers::SingletonHeaders;

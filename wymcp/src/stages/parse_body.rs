@@ -75,8 +75,9 @@ use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
 
 use crate::exchange::Exchange;
-use crate::response::{Rejection, Response, code};
-use crate::stage::Flow;
+use crate::protocol::error::ErrorCode;
+use crate::reply::Flow;
+use crate::reply::{Rejection, Response};
 
 /// The one message of the 415, for an absent and for a wrong `Content-Type`.
 const NOT_JSON: &str = "nothing declares the body JSON: the Content-Type must be application/json";
@@ -92,14 +93,14 @@ pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
     if types.next().is_some() {
         return ex.reject(Rejection::new(
             StatusCode::BAD_REQUEST,
-            code::INVALID_REQUEST,
+            ErrorCode::INVALID_REQUEST,
             "more than one Content-Type header",
         ));
     }
     if !content_type.is_some_and(declares_json) {
         return ex.reject(Rejection::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            code::INVALID_REQUEST,
+            ErrorCode::INVALID_REQUEST,
             NOT_JSON,
         ));
     }
@@ -109,7 +110,7 @@ pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
             return ex.reject(
                 Rejection::new(
                     StatusCode::URI_TOO_LONG,
-                    code::INVALID_REQUEST,
+                    ErrorCode::INVALID_REQUEST,
                     format!(
                         "the query string exceeds the ceiling of {} bytes",
                         limits.query_bytes
@@ -121,7 +122,7 @@ pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
         if !percent_decodes_to_utf8(query.as_bytes()) {
             return ex.reject(Rejection::new(
                 StatusCode::BAD_REQUEST,
-                code::INVALID_REQUEST,
+                ErrorCode::INVALID_REQUEST,
                 "the query string is not valid UTF-8 once percent-decoded",
             ));
         }
@@ -129,16 +130,12 @@ pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
 
     let body = ex.body.take().unwrap_or_default();
     let bytes = match read(body, limits.body_bytes, limits.read_timeout).await {
-        Ok(bytes) => {
-            // Counted for the idle memory release (see `crate::memory`).
-            ex.server().memory.body_read(bytes.len());
-            bytes
-        }
+        Ok(bytes) => bytes,
         Err(ReadFailure::OverCeiling) => {
             return ex.reject(
                 Rejection::new(
                     StatusCode::PAYLOAD_TOO_LARGE,
-                    code::INVALID_REQUEST,
+                    ErrorCode::INVALID_REQUEST,
                     format!(
                         "the body exceeds the ceiling of {} bytes",
                         limits.body_bytes
@@ -175,7 +172,7 @@ pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
         Err(error) => ex.reject(
             Rejection::new(
                 StatusCode::BAD_REQUEST,
-                code::PARSE_ERROR,
+                ErrorCode::PARSE_ERROR,
                 format!("the body is not valid JSON: {error}"),
             )
             .close(),

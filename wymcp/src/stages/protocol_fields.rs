@@ -40,16 +40,17 @@
 use http::StatusCode;
 use serde_json::{Map, Value, json};
 
-use crate::exchange::{Exchange, MessageKind};
-use crate::headers::{MCP_PROTOCOL_VERSION, plain_text};
-use crate::response::{Rejection, code};
-use crate::revision::{Era, Revision};
-use crate::stage::{Flow, Stage};
+use crate::exchange::Exchange;
+use crate::protocol::error::ErrorCode;
+use crate::protocol::headers::{MCP_PROTOCOL_VERSION, plain_text};
+use crate::protocol::jsonrpc::MessageKind;
+use crate::protocol::revision::{Era, Revision};
+use crate::reply::Flow;
+use crate::reply::Rejection;
+use crate::stage::Stage;
 
-/// The `_meta` key naming the request's protocol revision.
-pub(crate) const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
-/// The `_meta` key declaring the client's capabilities.
-pub(crate) const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+use crate::protocol::meta::CLIENT_CAPABILITIES as CLIENT_CAPABILITIES_KEY;
+use crate::protocol::meta::PROTOCOL_VERSION as PROTOCOL_VERSION_KEY;
 
 /// Enforces the per-request protocol fields.
 #[derive(Debug, Clone, Copy, Default)]
@@ -70,7 +71,7 @@ impl Stage for ProtocolFields {
             Ok(version) => version,
             Err(problem) => {
                 return ex.reject(
-                    Rejection::new(StatusCode::BAD_REQUEST, code::INVALID_PARAMS, problem)
+                    Rejection::new(StatusCode::BAD_REQUEST, ErrorCode::INVALID_PARAMS, problem)
                         .data(json!({ "field": "params._meta" })),
                 );
             }
@@ -106,7 +107,7 @@ impl Stage for ProtocolFields {
         ex.reject(
             Rejection::new(
                 StatusCode::BAD_REQUEST,
-                code::UNSUPPORTED_PROTOCOL_VERSION,
+                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
                 format!(
                     "unsupported protocol version: this server serves {}",
                     supported.join(", ")

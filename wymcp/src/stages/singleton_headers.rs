@@ -19,9 +19,11 @@ use http::{HeaderName, StatusCode, header};
 use serde_json::json;
 
 use crate::exchange::Exchange;
-use crate::headers::{MCP_METHOD, MCP_NAME, MCP_PARAM_PREFIX, MCP_PROTOCOL_VERSION};
-use crate::response::{Rejection, code};
-use crate::stage::{Flow, Stage};
+use crate::protocol::error::ErrorCode;
+use crate::protocol::headers::{MCP_METHOD, MCP_NAME, MCP_PARAM_PREFIX, MCP_PROTOCOL_VERSION};
+use crate::reply::Flow;
+use crate::reply::Rejection;
+use crate::stage::Stage;
 
 /// Refuses a repeated singleton header.
 #[derive(Debug, Clone, Copy, Default)]
@@ -41,7 +43,7 @@ impl Stage for SingletonHeaders {
             Some(name) => ex.reject(
                 Rejection::new(
                     StatusCode::BAD_REQUEST,
-                    code::INVALID_REQUEST,
+                    ErrorCode::INVALID_REQUEST,
                     format!("the `{name}` header must appear at most once"),
                 )
                 .data(json!({ "header": name })),

@@ -45,13 +45,16 @@
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::exchange::{Exchange, MessageKind};
-use crate::response::{Rejection, code};
-use crate::revision::{Era, Revision};
-use crate::schema::DefinitionKind;
-use crate::stage::{Flow, Stage, StageKind};
+use crate::exchange::Exchange;
+use crate::protocol::error::ErrorCode;
+use crate::protocol::jsonrpc::MessageKind;
+use crate::protocol::revision::{Era, Revision};
+use crate::protocol::schema::DefinitionKind;
+use crate::reply::Flow;
+use crate::reply::Rejection;
+use crate::stage::{Stage, StageKind};
 
-use super::protocol_fields::PROTOCOL_VERSION_KEY;
+use crate::protocol::meta::PROTOCOL_VERSION as PROTOCOL_VERSION_KEY;
 
 /// Validates the message against its revision's JSON Schema.
 #[derive(Debug, Clone, Copy, Default)]
@@ -108,7 +111,7 @@ impl Validate {
 }
 
 fn invalid_request(message: impl Into<std::borrow::Cow<'static, str>>, pointer: &str) -> Rejection {
-    Rejection::new(StatusCode::BAD_REQUEST, code::INVALID_REQUEST, message)
+    Rejection::new(StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, message)
         .data(json!({ "pointer": pointer }))
 }
 
@@ -118,7 +121,7 @@ fn validate(ex: &Exchange<'_>) -> Flow {
         // is misassembled; no client input can cause it.
         return ex.reject(Rejection::new(
             StatusCode::INTERNAL_SERVER_ERROR,
-            code::INTERNAL_ERROR,
+            ErrorCode::INTERNAL_ERROR,
             "the chain runs Validate before the parse step and classification",
         ));
     };
@@ -177,9 +180,9 @@ fn validate(ex: &Exchange<'_>) -> Flow {
         return Flow::Continue;
     };
     let (code, what) = if failure.in_params() {
-        (code::INVALID_PARAMS, "invalid params")
+        (ErrorCode::INVALID_PARAMS, "invalid params")
     } else {
-        (code::INVALID_REQUEST, "invalid request")
+        (ErrorCode::INVALID_REQUEST, "invalid request")
     };
     ex.reject(
         Rejection::new(

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::BoxFuture;
-use super::context::{Context, HandlerError};
+use super::call::{Answer, Call, Env};
+use super::context::{BoxFuture, Context, HandlerError};
 
 pub(crate) type CompletionFn = dyn Fn(CompletionRequest, Context) -> BoxFuture<Result<Completions, HandlerError>>
     + Send
@@ -130,4 +130,24 @@ impl Completions {
         }
         self
     }
+}
+
+/// `completion/complete` with the server's `handler`: the request read
+/// (-32602 when malformed), the suggestions capped at
+/// [`MAX_COMPLETION_VALUES`].
+pub(crate) fn complete(handler: Arc<CompletionFn>, mut call: Call<'_>, env: Env<'_>) -> Answer {
+    let request = match CompletionRequest::from_params(call.params.as_ref()) {
+        Ok(request) => request,
+        Err(error) => return error.into_rpc("completion/complete").into(),
+    };
+    let handling = match call.handling("completion/complete", env) {
+        Ok(handling) => handling,
+        Err(error) => return error.into(),
+    };
+    handling.run(move |cx, reply| {
+        Box::pin(async move {
+            let completions = handler(request, cx).await?.capped();
+            Ok(reply.finished(serde_json::json!({"completion": completions}), false))
+        })
+    })
 }

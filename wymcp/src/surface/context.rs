@@ -4,9 +4,9 @@
 //! arguments: the principal, the capabilities the client declared for this
 //! request, the request's `_meta`, the MRTR view of the request
 //! ([`Inputs`]: the `inputResponses` and unsealed `requestState` of a
-//! retry), and the means to send progress and log notifications. Those notifications go to a channel that
-//! [`Dispatch`](crate::stages::Dispatch) drains: with any notification
-//! sent, the answer becomes a `text/event-stream`.
+//! retry), and the means to send progress and log notifications. Those
+//! notifications go to a channel the request's transport drains: over HTTP,
+//! with any notification sent, the answer becomes a `text/event-stream`.
 //!
 //! A handler that needs input from the client (MRTR) builds an
 //! [`InputRequired`] with [`Context::input_required`] and returns it as an
@@ -14,15 +14,18 @@
 //! `input_required`. See [`mrtr`](crate::mrtr).
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::exchange::Principal;
-use crate::mrtr::{InputRequired, Inputs, Sealer, UndeclaredInput};
-use crate::response::Rejection;
-use crate::revision::{Era, Revision};
-use crate::stream::{Emitter, LogLevel};
-use crate::surface::Catalog;
+use super::notify::{Emitter, LogLevel};
+use crate::auth::Principal;
+use crate::mrtr::{InputRequired, Inputs, UndeclaredInput};
+use crate::protocol::error::{ErrorCode, RpcError};
+use crate::protocol::meta;
+use crate::protocol::revision::{Era, Revision};
 
 /// Why a handler did not produce its result.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -44,10 +47,6 @@ pub enum HandlerError {
     /// The handler needs input from the client first (MRTR).
     #[error("input required")]
     InputRequired(InputRequired),
-    /// A rejection made elsewhere (e.g. [`Inputs::require`]'s -32021),
-    /// answered as it is.
-    #[error("request rejected")]
-    Rejected(Rejection),
     /// The request needs client capabilities the client did not declare:
     /// 400/-32021 with `data.requiredCapabilities`.
     #[error("missing required client capability")]
@@ -56,7 +55,7 @@ pub enum HandlerError {
     #[error("{message}")]
     Rpc {
         /// The JSON-RPC code.
-        code: i64,
+        code: ErrorCode,
         /// The message.
         message: String,
         /// The error's `data`.
@@ -95,15 +94,60 @@ impl From<InputRequired> for HandlerError {
 impl From<UndeclaredInput> for HandlerError {
     fn from(undeclared: UndeclaredInput) -> Self {
         // The precise need (e.g. `{"elicitation": {"url": {}}}`), as -32021.
-        HandlerError::Rejected(undeclared.rejection())
+        undeclared.rpc_error().into()
     }
 }
 
-impl From<Rejection> for HandlerError {
-    fn from(rejection: Rejection) -> Self {
-        HandlerError::Rejected(rejection)
+impl From<RpcError> for HandlerError {
+    fn from(error: RpcError) -> Self {
+        HandlerError::Rpc {
+            code: error.code,
+            message: error.message.into_owned(),
+            data: error.data,
+        }
     }
 }
+
+impl HandlerError {
+    /// The JSON-RPC error a request answered with this error carries;
+    /// `method` names the request in the messages that need it.
+    pub(crate) fn into_rpc(self, method: &str) -> RpcError {
+        match self {
+            HandlerError::InvalidParams { message, data } => RpcError {
+                code: ErrorCode::INVALID_PARAMS,
+                message: message.into(),
+                data,
+            },
+            HandlerError::MissingCapability(missing) => RpcError::new(
+                ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                format!(
+                    "`{method}` needs client capabilities the request did not declare: {}",
+                    missing.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            )
+            .data(json!({"requiredCapabilities": missing})),
+            HandlerError::Rpc {
+                code,
+                message,
+                data,
+            } => RpcError {
+                code,
+                message: message.into(),
+                data,
+            },
+            HandlerError::Execution(message) => RpcError::new(ErrorCode::INTERNAL_ERROR, message),
+            HandlerError::InputRequired(_) => RpcError::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!(
+                    "the handler of `{method}` asked the client for input, which this request cannot carry"
+                ),
+            ),
+        }
+    }
+}
+
+/// A boxed, sendable future, as handlers return them once registered.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 /// What a handler knows of its request beyond its arguments.
 #[derive(Debug, Clone)]
@@ -116,17 +160,16 @@ pub struct Context {
     pub(crate) revision: Option<Revision>,
     pub(crate) inputs: Inputs,
     pub(crate) emitter: Emitter,
-    pub(crate) catalog: Catalog,
+    /// What the server shares with every handler, by type: its
+    /// [`Catalog`](super::Catalog) (see [`Context::catalog`]).
+    pub(crate) shared: Arc<http::Extensions>,
 }
-
-/// The `_meta` key of the client's capabilities on a 2026 request.
-pub const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
 
 impl Context {
     /// A context for a request with this `_meta`, in this era, whose
     /// notifications go to `emitter`.
     pub(crate) fn new(
-        catalog: Catalog,
+        shared: Arc<http::Extensions>,
         method: &str,
         era: Era,
         meta: Value,
@@ -136,7 +179,7 @@ impl Context {
     ) -> Self {
         let client_capabilities = match era {
             Era::Modern => meta
-                .get(CLIENT_CAPABILITIES_KEY)
+                .get(meta::CLIENT_CAPABILITIES)
                 .filter(|c| c.is_object())
                 .cloned()
                 .unwrap_or_else(|| json!({})),
@@ -151,28 +194,8 @@ impl Context {
             revision: None,
             inputs,
             emitter,
-            catalog,
+            shared,
         }
-    }
-
-    /// A context for a unit test of a handler: 2026 era, no principal, the
-    /// given `_meta` (client capabilities, log level, progress token), read
-    /// as a request's; its notifications go nowhere.
-    #[must_use]
-    pub fn for_test(meta: Value) -> Self {
-        let params = json!({"_meta": meta.clone()});
-        let inputs = Inputs::from_request(&Sealer::default(), "", "tools/call", Some(&params))
-            .unwrap_or_else(|_| unreachable!("a request without MRTR fields always reads"));
-        Context::new(
-            Catalog::default(),
-            "tools/call",
-            Era::Modern,
-            meta,
-            None,
-            inputs,
-            // The request's emitter, its notifications dropped.
-            Emitter::for_params(Some(&params)).0,
-        )
     }
 
     /// The authenticated caller, when auth is configured.
@@ -219,16 +242,15 @@ impl Context {
         self.revision
     }
 
-    /// The tools, prompts and resources of the server, changeable at run time.
-    #[must_use]
-    pub fn catalog(&self) -> &Catalog {
-        &self.catalog
+    /// A value the server shares with every handler, by its type.
+    pub(crate) fn shared<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.shared.get::<T>()
     }
 
     /// The `progressToken` of the request, if it asked for progress.
     #[must_use]
     pub fn progress_token(&self) -> Option<&Value> {
-        self.meta.get("progressToken")
+        self.meta.get(meta::PROGRESS_TOKEN)
     }
 
     /// Reports progress; sent only when the request carries a

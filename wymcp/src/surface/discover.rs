@@ -4,13 +4,19 @@
 
 use serde_json::{Map, Value};
 
-use super::Surface;
-use crate::revision::{Era, Revision};
+use super::finish::Finishing;
+use crate::protocol::revision::{Era, Revision};
 
 /// The `DiscoverResult` of a server serving `revisions` (only the 2026
 /// ones are listed: a 2025 revision is reached through `initialize`, never
 /// named in a request's `_meta`).
-pub(crate) fn result(surface: &Surface, revisions: &[Revision]) -> Value {
+/// `capabilities` and `instructions` are the server's.
+pub(crate) fn result(
+    revisions: &[Revision],
+    capabilities: Value,
+    instructions: Option<&str>,
+    finishing: &Finishing,
+) -> Value {
     let mut result = Map::new();
     let supported: Vec<Value> = revisions
         .iter()
@@ -18,9 +24,9 @@ pub(crate) fn result(surface: &Surface, revisions: &[Revision]) -> Value {
         .map(|r| Value::from(r.as_str()))
         .collect();
     result.insert("supportedVersions".into(), Value::Array(supported));
-    result.insert("capabilities".into(), surface.capabilities(Era::Modern));
-    if let Some(instructions) = &surface.instructions {
-        result.insert("instructions".into(), instructions.clone().into());
+    result.insert("capabilities".into(), capabilities);
+    if let Some(instructions) = instructions {
+        result.insert("instructions".into(), instructions.into());
     }
-    surface.finish(Era::Modern, Value::Object(result), true)
+    finishing.finish(Era::Modern, Value::Object(result), true)
 }

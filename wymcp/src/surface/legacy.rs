@@ -12,17 +12,20 @@
 
 use serde_json::{Map, Value, json};
 
-use super::LogLevel;
-use super::Surface;
 use super::context::HandlerError;
-use crate::revision::{Era, Revision};
+use super::finish::Finishing;
+use super::notify::LogLevel;
+use crate::protocol::revision::{Era, Revision};
 
 /// The `InitializeResult` for a client asking for `requested`: that
 /// version when served, else the latest 2025 revision served. A server
 /// serving no 2025 revision answers -32602 listing what it serves.
+/// `capabilities` and `instructions` are the server's.
 pub(crate) fn initialize(
-    surface: &Surface,
     revisions: &[Revision],
+    capabilities: Value,
+    instructions: Option<&str>,
+    finishing: &Finishing,
     params: Option<&Value>,
 ) -> Result<Value, HandlerError> {
     let requested = params
@@ -47,10 +50,10 @@ pub(crate) fn initialize(
     };
     let mut result = Map::new();
     result.insert("protocolVersion".into(), chosen.as_str().into());
-    result.insert("capabilities".into(), surface.capabilities(Era::Legacy));
-    result.insert("serverInfo".into(), surface.finishing.info().clone());
-    if let Some(instructions) = &surface.instructions {
-        result.insert("instructions".into(), instructions.clone().into());
+    result.insert("capabilities".into(), capabilities);
+    result.insert("serverInfo".into(), finishing.info().clone());
+    if let Some(instructions) = instructions {
+        result.insert("instructions".into(), instructions.into());
     }
     Ok(Value::Object(result))
 }

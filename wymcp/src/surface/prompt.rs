@@ -8,9 +8,9 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::BoxFuture;
+use super::call::{Answer, Call, Env};
 use super::content::Content;
-use super::context::{Context, HandlerError};
+use super::context::{BoxFuture, Context, HandlerError};
 
 pub(crate) type PromptFn = dyn Fn(BTreeMap<String, String>, Context) -> BoxFuture<Result<PromptResult, HandlerError>>
     + Send
@@ -19,7 +19,7 @@ pub(crate) type PromptFn = dyn Fn(BTreeMap<String, String>, Context) -> BoxFutur
 /// Who speaks a prompt message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Role {
+pub enum PromptRole {
     /// The user.
     User,
     /// The assistant.
@@ -30,7 +30,7 @@ pub enum Role {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PromptMessage {
     /// Who speaks it.
-    pub role: Role,
+    pub role: PromptRole,
     /// What is said.
     pub content: Content,
 }
@@ -56,7 +56,7 @@ impl PromptResult {
     #[must_use]
     pub fn user(mut self, content: impl Into<Content>) -> Self {
         self.messages.push(PromptMessage {
-            role: Role::User,
+            role: PromptRole::User,
             content: content.into(),
         });
         self
@@ -66,7 +66,7 @@ impl PromptResult {
     #[must_use]
     pub fn assistant(mut self, content: impl Into<Content>) -> Self {
         self.messages.push(PromptMessage {
-            role: Role::Assistant,
+            role: PromptRole::Assistant,
             content: content.into(),
         });
         self
@@ -239,4 +239,29 @@ impl Prompt {
         }
         Ok(args)
     }
+}
+
+/// `prompts/get` of `prompt`: its arguments checked (-32602 for a missing
+/// required one or one that is not a string), then rendered by its handler.
+pub(crate) fn get(prompt: &Prompt, mut call: Call<'_>, env: Env<'_>) -> Answer {
+    let args = match prompt.arguments_from(call.params.as_ref()) {
+        Ok(args) => args,
+        Err(error) => return error.into_rpc("prompts/get").into(),
+    };
+    let handling = match call.handling("prompts/get", env) {
+        Ok(handling) => handling,
+        Err(error) => return error.into(),
+    };
+    let Some(handler) = prompt.handler.clone() else {
+        return HandlerError::Execution(format!("prompt `{}` has no handler", prompt.name))
+            .into_rpc("prompts/get")
+            .into();
+    };
+    handling.run(move |cx, reply| {
+        Box::pin(async move {
+            let result = handler(args, cx).await?;
+            let value = serde_json::to_value(&result).unwrap_or(Value::Null);
+            Ok(reply.finished(value, false))
+        })
+    })
 }

@@ -11,11 +11,14 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
+use super::call::{Answer, Call, Env};
 use super::content::ResourceContents;
-use super::context::{Context, HandlerError};
-use super::{BoxFuture, SurfaceError};
+use super::context::{BoxFuture, Context, HandlerError};
+use super::error::SurfaceError;
+use crate::protocol::error::ErrorCode;
+use crate::protocol::revision::Era;
 
 /// The variables a URI matched a template with, by name.
 pub type TemplateVars = BTreeMap<String, String>;
@@ -365,6 +368,78 @@ impl RegisteredTemplate {
         insert_opt(&mut object, "mimeType", t.mime_type.clone());
         Value::Object(object)
     }
+}
+
+/// What a `resources/read` URI names: a resource, or a template it
+/// matched with its variables.
+pub(crate) enum Target {
+    /// A resource at that URI.
+    Resource(Arc<Resource>),
+    /// A template the URI matches.
+    Template(Arc<RegisteredTemplate>, TemplateVars),
+}
+
+/// Resource not found, in the code of the request's era: 2026 standardises
+/// on -32602 (SEP-2164); 2025 used -32002.
+pub(crate) fn not_found(era: Era, uri: &str) -> HandlerError {
+    HandlerError::Rpc {
+        code: match era {
+            Era::Modern => ErrorCode::INVALID_PARAMS,
+            Era::Legacy => ErrorCode::RESOURCE_NOT_FOUND_2025,
+        },
+        message: format!("resource not found: {uri}"),
+        data: Some(json!({"uri": uri})),
+    }
+}
+
+/// `resources/read` of `uri`, which names `target` (`None`: nothing; the
+/// answer is then resource not found). A handler that reads no contents is
+/// resource not found too.
+pub(crate) fn read(
+    target: Option<Target>,
+    uri: String,
+    mut call: Call<'_>,
+    env: Env<'_>,
+) -> Answer {
+    let era = call.era;
+    let handling = match call.handling("resources/read", env) {
+        Ok(handling) => handling,
+        Err(error) => return error.into(),
+    };
+    let Some(target) = target else {
+        return not_found(era, &uri).into_rpc("resources/read").into();
+    };
+    handling.run(move |cx, reply| {
+        let run: BoxFuture<Result<Vec<ResourceContents>, HandlerError>> = match target {
+            Target::Resource(resource) => match &resource.reader {
+                Reader::Static(contents) => {
+                    let contents = resource.static_contents(contents);
+                    Box::pin(async move { Ok(contents) })
+                }
+                Reader::Handler(handler) => handler(uri.clone(), cx),
+            },
+            Target::Template(template, vars) => {
+                let mime = template.mime_type().map(str::to_owned);
+                let run = (template.handler)(uri.clone(), vars, cx);
+                Box::pin(async move {
+                    let mut contents = run.await?;
+                    for c in &mut contents {
+                        if c.mime_type.is_none() {
+                            c.mime_type.clone_from(&mime);
+                        }
+                    }
+                    Ok(contents)
+                })
+            }
+        };
+        Box::pin(async move {
+            let contents = run.await?;
+            if contents.is_empty() {
+                return Err(not_found(era, &uri));
+            }
+            Ok(reply.finished(json!({"contents": contents}), true))
+        })
+    })
 }
 
 #[cfg(test)]

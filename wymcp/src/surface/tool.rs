@@ -23,10 +23,14 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::call::{Answer, Call, Env, take};
 use super::content::Content;
-use super::context::{Context, HandlerError};
-use super::{BoxFuture, SurfaceError};
-use crate::headers::{HeaderParam, HeaderParamType};
+use super::context::{BoxFuture, Context, HandlerError};
+use super::error::SurfaceError;
+use super::finish::ServerMeta;
+use crate::protocol::error::{ErrorCode, RpcError};
+use crate::protocol::headers::{HeaderParam, HeaderParamType};
+use crate::protocol::revision::Era;
 
 pub(crate) type ToolFn =
     dyn Fn(Value, Context) -> BoxFuture<Result<ToolResult, HandlerError>> + Send + Sync;
@@ -64,8 +68,8 @@ pub struct ToolResult {
 /// A [`ToolResult`] as it goes on the wire, completed (on 2026-07-28) with
 /// `resultType` and the server's identity in `_meta`: serialised straight
 /// into the response, with no `Value` tree in between. Built by
-/// [`Finishing::tool`](super::Finishing::tool); the members are
-/// [`ToolResult`]'s plus the two the finish adds.
+/// [`ToolResult::wire`]; the members are [`ToolResult`]'s plus the two the
+/// finish adds.
 #[derive(Serialize)]
 pub(crate) struct WireToolResult<'a> {
     pub(crate) content: &'a [Content],
@@ -76,7 +80,7 @@ pub(crate) struct WireToolResult<'a> {
     #[serde(rename = "resultType", skip_serializing_if = "Option::is_none")]
     pub(crate) result_type: Option<&'static str>,
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub(crate) meta: Option<super::ServerMeta<'a>>,
+    pub(crate) meta: Option<ServerMeta<'a>>,
 }
 
 impl ToolResult {
@@ -116,6 +120,21 @@ impl ToolResult {
     pub fn with(mut self, content: impl Into<Content>) -> Self {
         self.content.push(content.into());
         self
+    }
+
+    /// The result completed for the wire as
+    /// [`Finishing::finish`](super::finish::Finishing::finish) completes one
+    /// (a tool result sets neither `resultType` nor `_meta`, and is never
+    /// cacheable), ready to serialise; `info` is the server's identity.
+    pub(crate) fn wire<'a>(&'a self, era: Era, info: &'a Value) -> WireToolResult<'a> {
+        let modern = era == Era::Modern;
+        WireToolResult {
+            content: &self.content,
+            structured_content: self.structured_content.as_ref(),
+            is_error: self.is_error,
+            result_type: modern.then_some("complete"),
+            meta: modern.then_some(ServerMeta(info)),
+        }
     }
 }
 
@@ -357,6 +376,52 @@ impl Registered {
     }
 }
 
+/// `tools/call` of `tool`: its arguments checked against its `inputSchema`
+/// (-32602 when they break it), its handler run, its result checked against
+/// its `outputSchema` (a handler that breaks its own schema is -32603). An
+/// execution error is the result `isError: true`, which the model sees.
+pub(crate) fn call(tool: Arc<Registered>, mut call: Call<'_>, env: Env<'_>) -> Answer {
+    let name = tool.name();
+    let empty = Value::Object(Map::new());
+    let arguments = match call.params.as_ref().and_then(|p| p.get("arguments")) {
+        None | Some(Value::Null) => &empty,
+        Some(arguments @ Value::Object(_)) => arguments,
+        Some(_) => return RpcError::invalid_params("`arguments` must be an object").into(),
+    };
+    if let Some(problem) = tool.check_arguments(arguments) {
+        return RpcError::invalid_params(format!("invalid arguments for tool `{name}`: {problem}"))
+            .into();
+    }
+    let handling = match call.handling("tools/call", env) {
+        Ok(handling) => handling,
+        Err(error) => return error.into(),
+    };
+    // The handler owns its arguments: moved out of the params, not copied.
+    let arguments = match take(call.params.as_mut(), "arguments") {
+        Some(arguments @ Value::Object(_)) => arguments,
+        _ => empty,
+    };
+    drop(call);
+    handling.run(|cx, reply| {
+        Box::pin(async move {
+        let result = match (tool.handler)(arguments, cx).await {
+            Ok(result) => result,
+            Err(HandlerError::Execution(message)) => ToolResult::error(message),
+            Err(other) => return Err(other),
+        };
+        if let Some(problem) = tool.check_output(&result) {
+            tracing::error!(tool = tool.name(), %problem, "tool result breaks its outputSchema");
+            return Err(HandlerError::Rpc {
+                code: ErrorCode::INTERNAL_ERROR,
+                message: format!("tool `{}` returned an invalid result", tool.name()),
+                data: None,
+            });
+        }
+        Ok(reply.result(&result.wire(reply.era(), reply.finishing().info())))
+        })
+    })
+}
+
 /// Keywords whose values are data, not schemas: an `x-mcp-header` inside
 /// them is not an annotation.
 const DATA_KEYWORDS: [&str; 4] = ["const", "enum", "default", "examples"];
@@ -481,6 +546,39 @@ fn is_tchar(c: char) -> bool {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::surface::finish::{CachePolicy, CacheScope, Finishing, ServerInfo};
+
+    /// The tool result serialised straight onto the wire is the result the
+    /// general finish makes of it, in both eras.
+    #[test]
+    fn a_wire_tool_result_is_the_finished_one() {
+        let info = ServerInfo {
+            title: Some("T".into()),
+            ..ServerInfo::default()
+        };
+        let finishing = Finishing::new(
+            &info,
+            CachePolicy {
+                ttl_ms: 5,
+                scope: CacheScope::Public,
+            },
+        );
+        let mut structured = ToolResult::text("s");
+        structured.structured_content = Some(json!({"n": 1, "s": "\u{1F600}\"\\"}));
+        let results = [
+            ToolResult::text("hello"),
+            ToolResult::error("boom"),
+            ToolResult::new([]),
+            structured,
+        ];
+        for era in [Era::Modern, Era::Legacy] {
+            for result in &results {
+                let wire = serde_json::to_value(result.wire(era, finishing.info())).unwrap();
+                let finished = finishing.finish(era, serde_json::to_value(result).unwrap(), false);
+                assert_eq!(wire, finished, "{era:?} {result:?}");
+            }
+        }
+    }
 
     fn check(schema: &Value) -> Result<Vec<HeaderParam>, SurfaceError> {
         header_params("t", schema)

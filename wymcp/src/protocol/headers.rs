@@ -20,6 +20,9 @@
 //! [`HeaderParam`] describes one `x-mcp-header` annotation of a tool, the
 //! row `HeaderBinding` checks for `Mcp-Param-{Name}`.
 
+// Public for the fuzz targets (`wymcp::fuzzing`), crate-private otherwise.
+#![cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub, dead_code))]
+
 use std::borrow::Cow;
 
 use http::{HeaderName, HeaderValue};
@@ -139,72 +142,34 @@ pub fn encode_value(value: &str) -> Cow<'_, str> {
     }
 }
 
-const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-fn sextet(b: u8) -> Option<u8> {
-    match b {
-        b'A'..=b'Z' => Some(b - b'A'),
-        b'a'..=b'z' => Some(b - b'a' + 26),
-        b'0'..=b'9' => Some(b - b'0' + 52),
-        b'+' => Some(62),
-        b'/' => Some(63),
-        _ => None,
-    }
-}
+/// Standard, padded base64 (RFC 4648 §4), decoded strictly: `=` only as
+/// the last one or two characters, and only as needed, zero bits after the
+/// last encoded byte.
+const STRICT: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
 /// Decodes standard, padded base64 (RFC 4648 §4) strictly: the length is a
 /// multiple of four, `=` appears only as the last one or two characters of
 /// the last quantum, and the bits after the last encoded byte are zero.
 pub fn base64_decode(input: &[u8]) -> Result<Vec<u8>, Base64Error> {
+    use base64::{DecodeError, Engine as _};
     if !input.len().is_multiple_of(4) {
         return Err(Base64Error::Length);
     }
-    let padding = input.iter().rev().take_while(|&&b| b == b'=').count();
-    if padding > 2 {
+    if input.iter().rev().take_while(|&&b| b == b'=').count() > 2 {
         return Err(Base64Error::Padding);
     }
-    let data = &input[..input.len() - padding];
-    let mut out = Vec::with_capacity(input.len() / 4 * 3);
-    let mut acc: u32 = 0;
-    let mut bits = 0u32;
-    for (at, &b) in data.iter().enumerate() {
-        let v = sextet(b).ok_or(Base64Error::Character(at))?;
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            // Truncation keeps exactly the byte just completed.
-            #[allow(clippy::cast_possible_truncation)]
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    // What is left must be the zero bits a canonical encoder pads with.
-    if acc != 0 {
-        return Err(Base64Error::Padding);
-    }
-    Ok(out)
+    STRICT.decode(input).map_err(|error| match error {
+        DecodeError::InvalidByte(at, _) => Base64Error::Character(at),
+        DecodeError::InvalidLength(_) => Base64Error::Length,
+        DecodeError::InvalidLastSymbol { .. } | DecodeError::InvalidPadding => Base64Error::Padding,
+    })
 }
 
 /// Encodes bytes as standard, padded base64 (RFC 4648 §4).
 #[must_use]
 pub fn base64_encode(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, &b)| n | (u32::from(b) << (16 - 8 * i)));
-        let chars = chunk.len() + 1;
-        for i in 0..4 {
-            if i < chars {
-                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    use base64::Engine as _;
+    STRICT.encode(bytes)
 }
 
 /// The JSON type an `x-mcp-header` annotation sits on; only these three may

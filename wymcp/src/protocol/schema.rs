@@ -36,7 +36,7 @@ use jsonschema::error::ValidationErrorKind;
 use jsonschema::{Registry, ValidationError, Validator};
 use serde_json::{Value, json};
 
-use crate::revision::Revision;
+use super::revision::Revision;
 
 /// Why the embedded schemas could not be compiled. This is a bug in wymcp,
 /// never in the caller's configuration; it is reported rather than panicked.
@@ -58,17 +58,17 @@ impl SchemaError {
 
 /// The schema file of a revision, as embedded.
 #[must_use]
-pub const fn source(revision: Revision) -> &'static str {
+pub(crate) const fn source(revision: Revision) -> &'static str {
     match revision {
-        Revision::V2025_06_18 => include_str!("../schema/2025-06-18/schema.json"),
-        Revision::V2025_11_25 => include_str!("../schema/2025-11-25/schema.json"),
-        Revision::V2026_07_28 => include_str!("../schema/2026-07-28/schema.json"),
+        Revision::V2025_06_18 => include_str!("../../schema/2025-06-18/schema.json"),
+        Revision::V2025_11_25 => include_str!("../../schema/2025-11-25/schema.json"),
+        Revision::V2026_07_28 => include_str!("../../schema/2026-07-28/schema.json"),
     }
 }
 
 /// Whether a definition describes a client request or a client notification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DefinitionKind {
+pub(crate) enum DefinitionKind {
     /// A member of the revision's `ClientRequest`: it needs an `id`.
     Request,
     /// A member of the revision's `ClientNotification`: it must carry no `id`.
@@ -76,7 +76,7 @@ pub enum DefinitionKind {
 }
 
 /// One compiled definition: the schema a message of one method is held to.
-pub struct Definition {
+pub(crate) struct Definition {
     revision: Revision,
     kind: DefinitionKind,
     pointer: String,
@@ -94,28 +94,23 @@ impl fmt::Debug for Definition {
 }
 
 impl Definition {
-    /// The revision whose schema this definition belongs to.
-    #[must_use]
-    pub fn revision(&self) -> Revision {
-        self.revision
-    }
-
     /// Request or notification.
     #[must_use]
-    pub fn kind(&self) -> DefinitionKind {
+    pub(crate) fn kind(&self) -> DefinitionKind {
         self.kind
     }
 
     /// The definition's pointer in its schema file, e.g. `#/$defs/CallToolRequest`.
     #[must_use]
-    pub fn pointer(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn pointer(&self) -> &str {
         &self.pointer
     }
 
     /// Whether `message` satisfies the definition. The fast path: no error is
     /// built.
     #[must_use]
-    pub fn is_valid(&self, message: &Value) -> bool {
+    pub(crate) fn is_valid(&self, message: &Value) -> bool {
         self.validator.is_valid(message)
     }
 
@@ -123,7 +118,7 @@ impl Definition {
     /// failure of the envelope (anything outside `params`) before one inside
     /// `params`. Costs more than [`is_valid`](Self::is_valid); call it only once
     /// that said no.
-    pub fn validate(&self, message: &Value) -> Result<(), SchemaFailure> {
+    pub(crate) fn validate(&self, message: &Value) -> Result<(), SchemaFailure> {
         let failures = self
             .validator
             .iter_errors(message)
@@ -151,7 +146,7 @@ const REPORT_LIMIT: usize = 200;
 
 /// Why a message failed its definition, small enough to send back.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SchemaFailure {
+pub(crate) struct SchemaFailure {
     /// The JSON pointer of the failing value in the message, e.g.
     /// `/params/name`. For a missing property, the pointer of the property
     /// that should be there.
@@ -182,7 +177,7 @@ impl SchemaFailure {
     /// missing or mistyped): an invalid-params failure rather than an
     /// invalid request.
     #[must_use]
-    pub fn in_params(&self) -> bool {
+    pub(crate) fn in_params(&self) -> bool {
         self.pointer == "/params" || self.pointer.starts_with("/params/")
     }
 }
@@ -209,13 +204,13 @@ struct RevisionSchemas {
 /// Every revision's compiled definitions; held by the
 /// [`Server`](crate::Server), read by [`Validate`](crate::stages::Validate).
 #[derive(Debug)]
-pub struct Schemas {
+pub(crate) struct Schemas {
     revisions: Vec<RevisionSchemas>,
 }
 
 impl Schemas {
     /// The process-wide compiled set, compiled on first use.
-    pub fn shared() -> Result<Arc<Schemas>, SchemaError> {
+    pub(crate) fn shared() -> Result<Arc<Schemas>, SchemaError> {
         static SHARED: OnceLock<Result<Arc<Schemas>, SchemaError>> = OnceLock::new();
         SHARED
             .get_or_init(|| Schemas::compile().map(Arc::new))
@@ -224,7 +219,7 @@ impl Schemas {
 
     /// Compiles every known revision's definitions. Prefer
     /// [`shared`](Self::shared), which compiles once per process.
-    pub fn compile() -> Result<Schemas, SchemaError> {
+    pub(crate) fn compile() -> Result<Schemas, SchemaError> {
         let revisions = Revision::ALL
             .into_iter()
             .map(compile_revision)
@@ -236,7 +231,7 @@ impl Schemas {
     /// `None` when the revision defines no client request or notification of
     /// that name (an unknown or removed method: Dispatch answers it).
     #[must_use]
-    pub fn definition(&self, revision: Revision, method: &str) -> Option<&Definition> {
+    pub(crate) fn definition(&self, revision: Revision, method: &str) -> Option<&Definition> {
         self.revisions
             .iter()
             .find(|schemas| schemas.revision == revision)?
@@ -245,7 +240,8 @@ impl Schemas {
     }
 
     /// The methods `revision` defines, with their definitions (unordered).
-    pub fn methods(&self, revision: Revision) -> impl Iterator<Item = (&str, &Definition)> {
+    #[cfg(test)]
+    pub(crate) fn methods(&self, revision: Revision) -> impl Iterator<Item = (&str, &Definition)> {
         self.revisions
             .iter()
             .filter(move |schemas| schemas.revision == revision)

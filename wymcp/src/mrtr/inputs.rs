@@ -1,0 +1,261 @@
+//! The retry, as a handler sees it: the declared client capabilities, the
+//! `inputResponses`, and the unsealed `requestState`.
+
+use serde_json::{Map, Value, json};
+
+use super::input::{InputKind, InputRequest, InputRequired, missing_capabilities};
+use super::seal::{Binding, Sealer, UnsealError};
+use crate::protocol::error::RpcError;
+use crate::protocol::meta;
+
+/// One request's MRTR view: the declared client capabilities, the
+/// `inputResponses` of a retry, and the unsealed `requestState`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inputs {
+    capabilities: Value,
+    responses: Map<String, Value>,
+    state: Option<Vec<u8>>,
+}
+
+impl Inputs {
+    /// Reads the MRTR fields of a request by `subject` for `method` with
+    /// `params`. A `requestState` that does not unseal, or an
+    /// `inputResponses` that is not an object, is a -32602 error.
+    pub fn from_request(
+        sealer: &Sealer,
+        subject: &str,
+        method: &str,
+        params: Option<&Value>,
+    ) -> Result<Self, RpcError> {
+        let capabilities = params
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get(meta::CLIENT_CAPABILITIES))
+            .filter(|c| c.is_object())
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let responses = match params.and_then(|p| p.get("inputResponses")) {
+            None => Map::new(),
+            Some(Value::Object(map)) => map.clone(),
+            Some(_) => {
+                return Err(RpcError::invalid_params("inputResponses must be an object"));
+            }
+        };
+        let state = match params.and_then(|p| p.get("requestState")) {
+            None => None,
+            // The binding (a SHA-256 over the params) is worked out only for a
+            // state to unseal: most requests carry none, and Dispatch binds a
+            // state it seals itself.
+            Some(Value::String(token)) => {
+                match sealer.unseal(&Binding::new(subject, method, params), token) {
+                    Ok(state) => Some(state),
+                    Err(error) => {
+                        tracing::debug!(target: "wymcp::mrtr", %error, method, "requestState refused");
+                        return Err(error.rpc_error());
+                    }
+                }
+            }
+            Some(_) => return Err(UnsealError::Malformed.rpc_error()),
+        };
+        Ok(Inputs {
+            capabilities,
+            responses,
+            state,
+        })
+    }
+
+    /// The view of a request that carries no MRTR fields, by a client that
+    /// declared `capabilities`.
+    pub(crate) fn declared(capabilities: Value) -> Self {
+        Inputs {
+            capabilities,
+            responses: Map::new(),
+            state: None,
+        }
+    }
+
+    /// The declared client capabilities (a `ClientCapabilities` object; `{}`
+    /// when none were declared).
+    #[must_use]
+    pub fn capabilities(&self) -> &Value {
+        &self.capabilities
+    }
+
+    /// Whether the client declared the capability `kind` needs.
+    #[must_use]
+    pub fn declares(&self, kind: InputKind) -> bool {
+        kind.declared_in(&self.capabilities)
+    }
+
+    /// Whether the client can answer `request` (its kind, and the mode or
+    /// options it uses, declared).
+    #[must_use]
+    pub fn allows(&self, request: &InputRequest) -> bool {
+        request.allowed_by(&self.capabilities)
+    }
+
+    /// `Ok` when every kind in `kinds` is declared, otherwise the -32021
+    /// error naming the missing ones: for a handler that cannot proceed
+    /// without them.
+    pub fn require(&self, kinds: &[InputKind]) -> Result<(), RpcError> {
+        let missing: Vec<InputKind> = kinds
+            .iter()
+            .copied()
+            .filter(|k| !self.declares(*k))
+            .collect();
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(missing_capabilities(&missing))
+        }
+    }
+
+    /// Every input response of the retry, by key (unknown keys included;
+    /// ignore them).
+    #[must_use]
+    pub fn responses(&self) -> &Map<String, Value> {
+        &self.responses
+    }
+
+    /// The input response under `key`, when it is an object.
+    #[must_use]
+    pub fn response(&self, key: &str) -> Option<&Map<String, Value>> {
+        self.responses.get(key)?.as_object()
+    }
+
+    /// The `content` of an elicitation answered with `action: "accept"` under
+    /// `key`.
+    #[must_use]
+    pub fn accepted(&self, key: &str) -> Option<&Map<String, Value>> {
+        let response = self.response(key)?;
+        if response.get("action")?.as_str()? != "accept" {
+            return None;
+        }
+        response.get("content")?.as_object()
+    }
+
+    /// The state the handler set on the previous round, unsealed and verified.
+    #[must_use]
+    pub fn state(&self) -> Option<&[u8]> {
+        self.state.as_deref()
+    }
+
+    /// A new `input_required` answer for this request's client.
+    #[must_use]
+    pub fn input_required(&self) -> InputRequired {
+        InputRequired::new(self.capabilities.clone())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::mrtr::seal::tests::sealer;
+    use crate::protocol::error::ErrorCode;
+
+    fn params(extra: Value) -> Value {
+        let mut p = json!({
+            "name": "t",
+            "arguments": {},
+            "_meta": {meta::CLIENT_CAPABILITIES: {"elicitation": {}, "roots": {}}},
+        });
+        if let (Value::Object(p), Value::Object(extra)) = (&mut p, extra) {
+            p.extend(extra);
+        }
+        p
+    }
+
+    #[test]
+    fn inputs_round_trip_through_input_required() {
+        let s = sealer();
+        let first = params(json!({}));
+        let inputs = Inputs::from_request(&s, "alice", "tools/call", Some(&first)).unwrap();
+        assert!(inputs.state().is_none());
+        assert!(inputs.declares(InputKind::Elicitation));
+        assert!(!inputs.declares(InputKind::Sampling));
+        let result = inputs
+            .input_required()
+            .request(
+                "user_name",
+                InputRequest::elicit("Name?", json!({"type": "object"})),
+            )
+            .unwrap()
+            .state(b"r1".to_vec())
+            .into_result(&s, &Binding::new("alice", "tools/call", Some(&first)));
+        assert_eq!(result["resultType"], "input_required");
+        assert_eq!(
+            result["inputRequests"]["user_name"]["method"],
+            "elicitation/create"
+        );
+        assert_eq!(
+            result["inputRequests"]["user_name"]["params"]["message"],
+            "Name?"
+        );
+        assert!(result.get("ttlMs").is_none());
+        let retry = params(json!({
+            "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ada"}}, "extra": 1},
+            "requestState": result["requestState"],
+        }));
+        let again = Inputs::from_request(&s, "alice", "tools/call", Some(&retry)).unwrap();
+        assert_eq!(again.state(), Some(&b"r1"[..]));
+        assert_eq!(again.accepted("user_name").unwrap()["name"], "Ada");
+        assert!(again.accepted("extra").is_none());
+        assert_eq!(again.responses().len(), 2);
+        // The same state from another principal is a -32602 rejection.
+        let refused = Inputs::from_request(&s, "bob", "tools/call", Some(&retry)).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::INVALID_PARAMS);
+    }
+
+    #[test]
+    fn malformed_mrtr_fields_are_invalid_params() {
+        let s = sealer();
+        for bad in [
+            json!({"inputResponses": null}),
+            json!({"inputResponses": [1]}),
+            json!({"requestState": 5}),
+            json!({"requestState": "not-a-state"}),
+        ] {
+            let err =
+                Inputs::from_request(&s, "", "tools/call", Some(&params(bad.clone()))).unwrap_err();
+            assert_eq!(err.code, ErrorCode::INVALID_PARAMS, "{bad}");
+        }
+        // A response that is not an object is simply not an answer.
+        let p = params(json!({"inputResponses": {"user_name": 12345}}));
+        let inputs = Inputs::from_request(&s, "", "tools/call", Some(&p)).unwrap();
+        assert!(inputs.response("user_name").is_none());
+        assert!(inputs.accepted("user_name").is_none());
+    }
+
+    #[test]
+    fn undeclared_kinds_cannot_be_requested() {
+        let inputs =
+            Inputs::from_request(&sealer(), "", "tools/call", Some(&params(json!({})))).unwrap();
+        let err = inputs
+            .input_required()
+            .request("s", InputRequest::sample_text("hi", 10))
+            .unwrap_err();
+        assert_eq!(err.0, InputKind::Sampling);
+        assert_eq!(err.required(), &json!({"sampling": {}}));
+        let error = err.rpc_error();
+        assert_eq!(error.code, ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
+        assert!(
+            inputs
+                .require(&[InputKind::Elicitation, InputKind::Roots])
+                .is_ok()
+        );
+        let missing = inputs
+            .require(&[InputKind::Sampling, InputKind::Roots])
+            .unwrap_err();
+        assert_eq!(missing.code, ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
+        // No capabilities at all: nothing may be asked.
+        let bare = Inputs::from_request(&sealer(), "", "tools/call", None).unwrap();
+        assert_eq!(bare.capabilities(), &json!({}));
+        assert!(
+            bare.input_required()
+                .request("r", InputRequest::list_roots())
+                .is_err()
+        );
+        // A capability declared as a non-object is not a declaration.
+        assert!(!InputKind::Roots.declared_in(&json!({"roots": true})));
+    }
+}

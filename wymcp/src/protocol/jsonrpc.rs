@@ -1,0 +1,190 @@
+//! JSON-RPC 2.0 as MCP uses it: the kinds of message a body may be, which ids
+//! identify a request, and the envelopes of the answers.
+
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::error::ErrorCode;
+
+/// The JSON-RPC kind of a message, tagged by classification (see
+/// [`Classify`](crate::stages::Classify)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageKind {
+    /// A string `method` and a string or integer `id`: the one kind whose id a
+    /// rejection echoes.
+    Request,
+    /// A string `method` and any other `id` (null, float, bool, object, array,
+    /// or an integer wymcp cannot carry back exactly).
+    UnidentifiedRequest,
+    /// A string `method` and no `id`.
+    Notification,
+    /// Anything else: a response, a batch, a scalar, no method.
+    Unknown,
+}
+
+/// The JSON-RPC kind of a parsed message (see
+/// [`Classify`](crate::stages::Classify)'s table).
+#[must_use]
+#[cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub))]
+pub fn classify(message: &Value) -> MessageKind {
+    let Some(object) = message.as_object() else {
+        return MessageKind::Unknown;
+    };
+    if !object.get("method").is_some_and(Value::is_string) {
+        return MessageKind::Unknown;
+    }
+    match object.get("id") {
+        None => MessageKind::Notification,
+        Some(id) if is_request_id(id) => MessageKind::Request,
+        Some(_) => MessageKind::UnidentifiedRequest,
+    }
+}
+
+/// Whether `id` is a request id: a string, or an integer serde_json holds
+/// exactly (`i64` or `u64`).
+#[must_use]
+#[cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub))]
+pub fn is_request_id(id: &Value) -> bool {
+    match id {
+        Value::String(_) => true,
+        Value::Number(n) => n.is_i64() || n.is_u64(),
+        _ => false,
+    }
+}
+
+/// A source of JSON-RPC messages, one at a time: what a stream of messages
+/// to one client is (a request's notifications and its answer, a listen
+/// stream), whatever transport carries it.
+pub(crate) trait MessageSource: Send + Unpin + 'static {
+    /// The next message's bytes; `Ready(None)` once there are no more.
+    fn poll_message(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>>;
+
+    /// Whether the message just given was the last (so a transport can end
+    /// the stream with it rather than on the next poll).
+    fn finished(&self) -> bool {
+        false
+    }
+}
+
+#[derive(Serialize)]
+struct ErrorObject<'a> {
+    code: ErrorCode,
+    message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a Value>,
+}
+
+#[derive(Serialize)]
+struct ErrorEnvelope<'a> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    error: ErrorObject<'a>,
+}
+
+#[derive(Serialize)]
+struct ResultEnvelope<'a, R: Serialize> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    result: &'a R,
+}
+
+#[derive(Serialize)]
+struct NotificationEnvelope<'a, P: Serialize> {
+    jsonrpc: &'static str,
+    method: &'a str,
+    params: &'a P,
+}
+
+/// The bytes of a JSON-RPC error response.
+#[must_use]
+pub(crate) fn error_envelope(
+    id: &Value,
+    code: ErrorCode,
+    message: &str,
+    data: Option<&Value>,
+) -> Vec<u8> {
+    let envelope = ErrorEnvelope {
+        jsonrpc: "2.0",
+        id,
+        error: ErrorObject {
+            code,
+            message,
+            data,
+        },
+    };
+    // Serialising plain data to a Vec cannot fail.
+    serde_json::to_vec(&envelope).unwrap_or_default()
+}
+
+/// The first allocation of a result's bytes: a 2026 result with its
+/// `_meta` outgrows serde_json's own start (128 bytes) at once.
+const RESULT_CAPACITY: usize = 512;
+
+/// The bytes of a JSON-RPC result response.
+#[must_use]
+pub(crate) fn result_envelope<R: Serialize>(id: &Value, result: &R) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(RESULT_CAPACITY);
+    let envelope = ResultEnvelope {
+        jsonrpc: "2.0",
+        id,
+        result,
+    };
+    match serde_json::to_writer(&mut bytes, &envelope) {
+        Ok(()) => bytes,
+        // Only a `Serialize` impl that fails (none of wymcp's) gets here.
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The bytes of a JSON-RPC notification.
+#[must_use]
+pub(crate) fn notification<P: Serialize>(method: &str, params: &P) -> Vec<u8> {
+    let envelope = NotificationEnvelope {
+        jsonrpc: "2.0",
+        method,
+        params,
+    };
+    serde_json::to_vec(&envelope).unwrap_or_default()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_table_in_clause_order() {
+        use MessageKind::*;
+        let rows = [
+            (json!({"jsonrpc":"2.0","id":"a","method":"m"}), Request),
+            (json!({"jsonrpc":"2.0","id":0,"method":"m"}), Request),
+            (json!({"jsonrpc":"2.0","id":-7,"method":"m"}), Request),
+            (json!({"jsonrpc":"2.0","id":u64::MAX,"method":"m"}), Request),
+            (json!({"jsonrpc":"1.0","id":"a","method":"m"}), Request),
+            (json!({"id":1.5,"method":"m"}), UnidentifiedRequest),
+            (json!({"id":1.0,"method":"m"}), UnidentifiedRequest),
+            (json!({"id":null,"method":"m"}), UnidentifiedRequest),
+            (json!({"id":true,"method":"m"}), UnidentifiedRequest),
+            (json!({"id":{},"method":"m"}), UnidentifiedRequest),
+            (json!({"id":[1],"method":"m"}), UnidentifiedRequest),
+            (json!({"method":"m"}), Notification),
+            (json!({"id":1}), Unknown),
+            (json!({"id":1,"method":7}), Unknown),
+            (json!({"id":1,"result":{}}), Unknown),
+            (json!({"id":1,"error":{"code":1,"message":"x"}}), Unknown),
+            (json!([{"id":1,"method":"m"}]), Unknown),
+            (json!("m"), Unknown),
+            (json!(null), Unknown),
+        ];
+        for (body, kind) in rows {
+            assert_eq!(classify(&body), kind, "{body}");
+        }
+        let beyond_u64: Value =
+            serde_json::from_str(r#"{"id":18446744073709551616,"method":"m"}"#).unwrap();
+        assert_eq!(classify(&beyond_u64), UnidentifiedRequest);
+    }
+}

@@ -1,0 +1,345 @@
+//! One connection: the protocol recognised from its first bytes, hyper's
+//! connection driven with the idle timeout and the shutdown signal, and
+//! every byte moved noted.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use bytes::Bytes;
+use hyper::body::{Frame, Incoming, SizeHint};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tower::ServiceExt as _;
+
+use super::config::ServeConfig;
+use crate::origin::BoundTo;
+
+/// hyper's default HTTP/1.1 read buffer (8,192 + 100 × 4,096 bytes), which
+/// a larger [`ServeConfig::max_header_bytes`] grows.
+const HEAD_BUFFER: usize = 417_792;
+/// The HTTP/2 connection preface a prior-knowledge client opens with.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Serves one connection: recognises the protocol, then drives hyper's
+/// connection with the idle timeout and the shutdown signal.
+pub(super) async fn serve(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    bound: Option<SocketAddr>,
+    router: Router,
+    config: &ServeConfig,
+    mut stop: watch::Receiver<bool>,
+) {
+    // The first bytes decide the protocol; a client sending none within the
+    // header read timeout is dropped.
+    let mut prefix = Vec::with_capacity(H2_PREFACE.len());
+    let h2 = tokio::time::timeout(config.header_read_timeout, async {
+        loop {
+            let mut byte = [0u8; 24];
+            let want = H2_PREFACE.len() - prefix.len();
+            let n = stream.read(&mut byte[..want]).await?;
+            if n == 0 {
+                return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+            }
+            prefix.extend_from_slice(&byte[..n]);
+            if !H2_PREFACE.starts_with(&prefix) {
+                return Ok(false);
+            }
+            if prefix.len() == H2_PREFACE.len() {
+                return Ok(true);
+            }
+        }
+    });
+    let h2 = tokio::select! {
+        read = h2 => match read {
+            Ok(Ok(h2)) => h2,
+            Ok(Err(_)) => return,
+            Err(_) => {
+                tracing::debug!(target: "wymcp::serve", %peer, "no request within the header read timeout");
+                return;
+            }
+        },
+        _ = stop.changed() => return,
+    };
+
+    let activity = Arc::new(Activity::new());
+    let io = TokioIo::new(Tracked {
+        prefix,
+        at: 0,
+        stream,
+        activity: activity.clone(),
+    });
+    let service = {
+        let activity = activity.clone();
+        hyper::service::service_fn(move |mut request: http::Request<Incoming>| {
+            let guard = InFlight::enter(&activity);
+            if let Some(addr) = bound {
+                request.extensions_mut().insert(BoundTo(addr));
+            }
+            let call = router.clone().oneshot(request.map(Body::new));
+            async move {
+                let response = match call.await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                };
+                Ok::<_, Infallible>(response.map(|body| {
+                    Body::new(Guarded {
+                        body,
+                        _guard: guard,
+                    })
+                }))
+            }
+        })
+    };
+
+    if h2 {
+        let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+        builder
+            .timer(TokioTimer::new())
+            .max_concurrent_streams(config.h2_max_concurrent_streams)
+            .max_pending_accept_reset_streams(config.h2_max_pending_accept_reset_streams)
+            .max_local_error_reset_streams(config.h2_max_local_error_reset_streams)
+            .max_header_list_size(u32::try_from(config.max_header_bytes).unwrap_or(u32::MAX));
+        let conn = builder.serve_connection(io, service);
+        drive(
+            conn,
+            hyper::server::conn::http2::Connection::graceful_shutdown,
+            &activity,
+            config,
+            stop,
+            peer,
+        )
+        .await;
+    } else {
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(config.header_read_timeout)
+            .max_headers(config.max_headers)
+            .max_header_size(config.max_header_bytes)
+            .max_buf_size(config.max_header_bytes.max(HEAD_BUFFER));
+        let conn = builder.serve_connection(io, service);
+        drive(
+            conn,
+            hyper::server::conn::http1::Connection::graceful_shutdown,
+            &activity,
+            config,
+            stop,
+            peer,
+        )
+        .await;
+    }
+}
+
+/// Runs a hyper connection to its end, asking it to finish when the server
+/// stops or when it has been idle for the idle timeout.
+async fn drive<C>(
+    conn: C,
+    graceful: fn(Pin<&mut C>),
+    activity: &Activity,
+    config: &ServeConfig,
+    mut stop: watch::Receiver<bool>,
+    peer: SocketAddr,
+) where
+    C: Future<Output = Result<(), hyper::Error>>,
+{
+    let mut conn = std::pin::pin!(conn);
+    let mut finishing = false;
+    loop {
+        // Biased, the stop first: a connection woken by a request's bytes
+        // after the server began to stop must learn of the stop before it
+        // serves them, so the answer carries `Connection: close` (a random
+        // order could serve it as keep-alive, then close).
+        tokio::select! {
+            biased;
+            _ = stop.changed(), if !finishing => {
+                finishing = true;
+                graceful(conn.as_mut());
+            }
+            result = conn.as_mut() => {
+                if let Err(error) = result {
+                    tracing::debug!(target: "wymcp::serve", %peer, %error, "connection ended");
+                }
+                return;
+            }
+            () = activity.idle_for(config.idle_timeout), if !finishing => {
+                tracing::debug!(target: "wymcp::serve", %peer, "idle timeout");
+                graceful(conn.as_mut());
+                // An idle connection has nothing to finish: bound the goodbye.
+                let _ = tokio::time::timeout(config.header_read_timeout, conn.as_mut()).await;
+                return;
+            }
+        }
+    }
+}
+
+/// When a connection last moved a byte, and how many of its requests are in
+/// flight.
+#[derive(Debug)]
+struct Activity {
+    start: Instant,
+    last_ms: AtomicU64,
+    in_flight: AtomicUsize,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Activity {
+            start: Instant::now(),
+            last_ms: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
+        }
+    }
+
+    fn touch(&self) {
+        let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// Resolves once the connection has had nothing in flight and moved no
+    /// byte for `idle`.
+    async fn idle_for(&self, idle: Duration) {
+        loop {
+            let last = self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
+            let deadline = last + idle;
+            if self.in_flight.load(Ordering::Relaxed) == 0 && Instant::now() >= deadline {
+                return;
+            }
+            let wake = if self.in_flight.load(Ordering::Relaxed) == 0 {
+                deadline
+            } else {
+                Instant::now() + idle
+            };
+            tokio::time::sleep_until(wake).await;
+        }
+    }
+}
+
+/// One request in flight; ends when its response body is dropped.
+#[derive(Debug)]
+struct InFlight(Arc<Activity>);
+
+impl InFlight {
+    fn enter(activity: &Arc<Activity>) -> Self {
+        activity.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(activity.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.0.touch();
+    }
+}
+
+/// A response body that holds its request's [`InFlight`] until dropped.
+struct Guarded {
+    body: Body,
+    _guard: InFlight,
+}
+
+impl http_body::Body for Guarded {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The TCP stream, replaying the bytes read to recognise the protocol first,
+/// and noting every byte moved.
+struct Tracked {
+    prefix: Vec<u8>,
+    at: usize,
+    stream: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl AsyncRead for Tracked {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if self.at < self.prefix.len() {
+            let rest = &self.prefix[self.at..];
+            let n = rest.len().min(buf.remaining());
+            buf.put_slice(&rest[..n]);
+            self.at += n;
+            if self.at == self.prefix.len() {
+                self.prefix = Vec::new();
+                self.at = 0;
+            }
+            return Poll::Ready(Ok(()));
+        }
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.stream).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.activity.touch();
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Tracked {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.stream).poll_write(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        polled
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        polled
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}

@@ -1,0 +1,188 @@
+//! The one SSE writer: every `text/event-stream` answer wymcp sends — a
+//! request's progress and log notifications ending with its response, and a
+//! `subscriptions/listen` stream — is a [`MessageSource`] written by
+//! [`Stream`].
+//!
+//! The writer owns the framing and the liveness of the stream, the source
+//! owns what is said: one `data:` line per message, each followed by a blank
+//! line; a `: keep-alive` comment after every [`KEEP_ALIVE`] of silence, so
+//! the client and the proxies between know the stream is alive; the end of
+//! the stream once the source says it is finished. The response is `200`
+//! with `Content-Type: text/event-stream`, `Cache-Control: no-cache` and
+//! `X-Accel-Buffering: no` (nginx then passes each event on at once).
+//!
+//! Dropping the stream (what hyper does when the client goes away) drops the
+//! source: a source that owns a handler's future cancels it that way.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use bytes::Bytes;
+use http::{HeaderValue, StatusCode, header};
+use http_body::Frame;
+
+use crate::protocol::jsonrpc::MessageSource;
+
+/// How long a stream may stay silent before a keep-alive comment is sent.
+pub(crate) const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// The comment line that keeps an idle stream (and its proxies) alive.
+pub(crate) const KEEP_ALIVE_COMMENT: &[u8] = b": keep-alive\n\n";
+
+/// One SSE event carrying one JSON message.
+pub(crate) fn event(json: &[u8]) -> Bytes {
+    let mut event = Vec::with_capacity(json.len() + 8);
+    event.extend_from_slice(b"data: ");
+    event.extend_from_slice(json);
+    event.extend_from_slice(b"\n\n");
+    Bytes::from(event)
+}
+
+/// The `200` SSE response writing `first` (messages already there), then
+/// everything `source` says.
+pub(crate) fn respond<S: MessageSource>(
+    first: impl IntoIterator<Item = Bytes>,
+    source: S,
+) -> http::Response<Body> {
+    let body = Stream {
+        pending: first.into_iter().map(|m| event(&m)).collect(),
+        done: source.finished(),
+        source,
+        keep_alive: keep_alive_timer(),
+    };
+    let mut response = http::Response::new(Body::new(body));
+    *response.status_mut() = StatusCode::OK;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+fn keep_alive_timer() -> tokio::time::Interval {
+    let mut timer = tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
+    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    timer
+}
+
+/// The body of an SSE answer: the events not yet sent, the source of the
+/// rest, and the keep-alive timer.
+pub(crate) struct Stream<S> {
+    pending: VecDeque<Bytes>,
+    source: S,
+    keep_alive: tokio::time::Interval,
+    done: bool,
+}
+
+impl<S: MessageSource> http_body::Body for Stream<S> {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(event) = this.pending.pop_front() {
+                this.keep_alive.reset();
+                return Poll::Ready(Some(Ok(Frame::data(event))));
+            }
+            if this.done {
+                return Poll::Ready(None);
+            }
+            match this.source.poll_message(cx) {
+                Poll::Ready(Some(message)) => {
+                    this.pending.push_back(event(&message));
+                    this.done = this.source.finished();
+                    continue;
+                }
+                Poll::Ready(None) => {
+                    this.done = true;
+                    continue;
+                }
+                Poll::Pending => {}
+            }
+            if this.keep_alive.poll_tick(cx).is_ready() {
+                this.pending
+                    .push_back(Bytes::from_static(KEEP_ALIVE_COMMENT));
+                continue;
+            }
+            return Poll::Pending;
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done && self.pending.is_empty()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    /// Says its messages one poll apart, then ends.
+    struct Script(VecDeque<&'static str>, bool);
+
+    impl MessageSource for Script {
+        fn poll_message(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+            if self.1 {
+                self.1 = false;
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            self.1 = true;
+            Poll::Ready(
+                self.0
+                    .pop_front()
+                    .map(|m: &'static str| Bytes::from_static(m.as_bytes())),
+            )
+        }
+    }
+
+    #[tokio::test]
+    async fn each_message_is_one_event_and_the_stream_ends_with_the_source() {
+        let response = respond(
+            [Bytes::from_static(b"{\"a\":1}")],
+            Script(VecDeque::from(["{\"b\":2}", "{\"c\":3}"]), false),
+        );
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "text/event-stream"
+        );
+        assert_eq!(response.headers()[header::CACHE_CONTROL], "no-cache");
+        assert_eq!(response.headers()["x-accel-buffering"], "no");
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(
+            &body[..],
+            b"data: {\"a\":1}\n\ndata: {\"b\":2}\n\ndata: {\"c\":3}\n\n"
+        );
+    }
+
+    /// Never says anything.
+    struct Silent;
+
+    impl MessageSource for Silent {
+        fn poll_message(&mut self, _: &mut Context<'_>) -> Poll<Option<Bytes>> {
+            Poll::Pending
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn silence_gets_a_keep_alive_comment() {
+        let mut body = respond([], Silent).into_body();
+        let frame = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert_eq!(&frame[..], KEEP_ALIVE_COMMENT);
+    }
+}

@@ -1,0 +1,360 @@
+//! The transport-free call: a request as a transport hands it to the
+//! surface, and what the surface answers. Nothing here knows HTTP, an
+//! exchange or a socket: the HTTP chain's [`Dispatch`](crate::stages::Dispatch)
+//! translates an exchange into a [`Call`] and an [`Answer`] into a response.
+//!
+//! Everything up to running a handler is synchronous; only the handler's
+//! future is awaited, by the transport, through [`Running`].
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+
+use bytes::Bytes;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::context::{BoxFuture, Context, HandlerError};
+use super::finish::Finishing;
+use super::listen::ListenStream;
+use super::notify::{Emitter, Notifications};
+use crate::auth::Principal;
+use crate::mrtr::{Binding, InputRequired, Inputs, MRTR_METHODS, Sealer};
+use crate::protocol::error::RpcError;
+use crate::protocol::jsonrpc::{self, MessageKind};
+use crate::protocol::revision::{Era, Revision};
+
+/// One message, as a transport hands it to the surface once it is trusted
+/// (past Validate): the kind and era classification tagged, the id an
+/// answer carries, the method, the params (owned: a handler takes its
+/// arguments out of them), the caller.
+#[derive(Debug)]
+pub(crate) struct Call<'a> {
+    /// The message kind.
+    pub(crate) kind: MessageKind,
+    /// The era the message speaks.
+    pub(crate) era: Era,
+    /// The revision, when a stage established it.
+    pub(crate) revision: Option<Revision>,
+    /// The id an answer carries: the message's for a request, `null`
+    /// otherwise (the rejection-id rule).
+    pub(crate) id: Value,
+    /// The method, when it is a string.
+    pub(crate) method: Option<&'a str>,
+    /// The params, taken out of the message.
+    pub(crate) params: Option<Value>,
+    /// The authenticated caller.
+    pub(crate) principal: Option<&'a Principal>,
+    /// The message as the transport read it. An MRTR `requestState` sealed
+    /// in the answer is bound to its params, parsed again from these bytes
+    /// only then (rare), so a served call never copies its params.
+    pub(crate) raw: Bytes,
+}
+
+/// What the surface answers a call with.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    /// A notification, accepted: nothing is sent back.
+    Accepted,
+    /// The answer, already made.
+    Done(Outcome),
+    /// A handler to run; its notifications come before its answer.
+    Running(Running),
+    /// A `subscriptions/listen` stream.
+    Listen(ListenStream),
+}
+
+/// A request's answer: a result, or an error for the transport to send.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// The bytes of the JSON-RPC result response, id included.
+    Result(Vec<u8>),
+    /// A JSON-RPC error; the transport renders it with the call's id.
+    Error(RpcError),
+}
+
+impl From<RpcError> for Answer {
+    fn from(error: RpcError) -> Self {
+        Answer::Done(Outcome::Error(error))
+    }
+}
+
+/// What every handled method's answer needs of the server.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Env<'a> {
+    /// What completes every result.
+    pub(crate) finishing: &'a Arc<Finishing>,
+    /// The sealer of MRTR `requestState`.
+    pub(crate) sealer: &'a Arc<Sealer>,
+    /// What every handler's context shares (the catalog, …).
+    pub(crate) shared: &'a Arc<http::Extensions>,
+}
+
+/// Renders a request's result: its id, its era, the server's identity.
+/// Cheap to clone into a handler's future.
+#[derive(Debug, Clone)]
+pub(crate) struct Reply {
+    id: Value,
+    era: Era,
+    finishing: Arc<Finishing>,
+}
+
+impl Reply {
+    /// The era of the request.
+    pub(crate) fn era(&self) -> Era {
+        self.era
+    }
+
+    /// What completes the request's result.
+    pub(crate) fn finishing(&self) -> &Finishing {
+        &self.finishing
+    }
+
+    /// The response carrying `result` as it is.
+    pub(crate) fn result<R: Serialize>(&self, result: &R) -> Vec<u8> {
+        jsonrpc::result_envelope(&self.id, result)
+    }
+
+    /// The response carrying `result` completed for the wire (see
+    /// [`Finishing::finish`]).
+    pub(crate) fn finished(&self, result: Value, cacheable: bool) -> Vec<u8> {
+        self.result(&self.finishing.finish(self.era, result, cacheable))
+    }
+}
+
+impl Call<'_> {
+    /// The id, era and identity a result of this call is rendered with.
+    pub(crate) fn reply(&self, finishing: &Arc<Finishing>) -> Reply {
+        Reply {
+            id: self.id.clone(),
+            era: self.era,
+            finishing: Arc::clone(finishing),
+        }
+    }
+
+    /// The subject an MRTR state is bound to: the principal's, `""` when
+    /// the server has no auth.
+    fn subject(&self) -> &str {
+        self.principal.map_or("", |p| p.subject.as_str())
+    }
+
+    /// Readies the call's handler: the context (with `_meta` taken out of
+    /// the params), the principal, the MRTR view (the retry's
+    /// `inputResponses` and unsealed `requestState`; one that does not
+    /// unseal is -32602), and the notifications the request asked for.
+    pub(crate) fn handling(
+        &mut self,
+        method: &'static str,
+        env: Env<'_>,
+    ) -> Result<Handling, RpcError> {
+        let (inputs, (emitter, notifications)) = match self.era {
+            Era::Modern => (
+                Inputs::from_request(env.sealer, self.subject(), method, self.params.as_ref())?,
+                Emitter::for_params(self.params.as_ref()),
+            ),
+            // 2025 has no MRTR: its params carry no MRTR fields to read.
+            Era::Legacy => (
+                Inputs::from_request(env.sealer, self.subject(), method, None)?,
+                Emitter::for_legacy_params(self.params.as_ref()),
+            ),
+        };
+        let meta = take(self.params.as_mut(), "_meta").unwrap_or(Value::Null);
+        let mut cx = Context::new(
+            Arc::clone(env.shared),
+            method,
+            self.era,
+            meta,
+            self.principal.cloned(),
+            inputs,
+            emitter,
+        );
+        cx.revision = self.revision;
+        let finisher = Finisher {
+            method,
+            sent: self.raw.clone(),
+            subject: self.subject().to_owned(),
+            sealer: Arc::clone(env.sealer),
+            reply: self.reply(env.finishing),
+        };
+        Ok(Handling {
+            cx,
+            notifications,
+            finisher,
+        })
+    }
+}
+
+/// Removes the member `key` of `value` when it is an object.
+pub(crate) fn take(value: Option<&mut Value>, key: &str) -> Option<Value> {
+    value?.as_object_mut()?.remove(key)
+}
+
+/// A request about to run its handler: the handler's context, the
+/// request's notifications, and what turns the handler's outcome into the
+/// answer.
+#[derive(Debug)]
+pub(crate) struct Handling {
+    cx: Context,
+    notifications: Notifications,
+    finisher: Finisher,
+}
+
+impl Handling {
+    /// Runs the handler `run` makes of the context (its result rendered
+    /// with the [`Reply`] given) as the call's answer. An `input_required`
+    /// error becomes the MRTR result, its state sealed for this request.
+    pub(crate) fn run(
+        self,
+        run: impl FnOnce(Context, Reply) -> BoxFuture<Result<Vec<u8>, HandlerError>>,
+    ) -> Answer {
+        let Handling {
+            cx,
+            notifications,
+            finisher,
+        } = self;
+        let run = run(cx, finisher.reply.clone());
+        let run = Box::pin(async move { finisher.answer(run.await) });
+        Answer::Running(Running {
+            rx: notifications.rx,
+            run: Some(run),
+            queued: VecDeque::new(),
+            last: None,
+        })
+    }
+}
+
+/// What a handler's answer needs of its call, owned, so the answer can be
+/// made by the handler's future after the call is gone.
+#[derive(Debug)]
+struct Finisher {
+    method: &'static str,
+    /// The message's bytes, for the binding of a sealed state.
+    sent: Bytes,
+    subject: String,
+    sealer: Arc<Sealer>,
+    reply: Reply,
+}
+
+impl Finisher {
+    fn answer(self, outcome: Result<Vec<u8>, HandlerError>) -> Outcome {
+        match outcome {
+            Ok(bytes) => Outcome::Result(bytes),
+            Err(HandlerError::InputRequired(input)) => match self.input_required(input) {
+                Ok(bytes) => Outcome::Result(bytes),
+                Err(error) => Outcome::Error(error.into_rpc(self.method)),
+            },
+            Err(error) => Outcome::Error(error.into_rpc(self.method)),
+        }
+    }
+
+    /// The `input_required` result of an MRTR round, its state sealed for
+    /// this request (each input asked is of a kind the client declared:
+    /// [`InputRequired::request`] refuses others). A 2025 client has no
+    /// MRTR.
+    fn input_required(&self, input: InputRequired) -> Result<Vec<u8>, HandlerError> {
+        if self.reply.era == Era::Legacy || !MRTR_METHODS.contains(&self.method) {
+            return Err(HandlerError::InputRequired(input));
+        }
+        let mut message = serde_json::from_slice::<Value>(&self.sent).ok();
+        let params = take(message.as_mut(), "params");
+        let binding = Binding::new(&self.subject, self.method, params.as_ref());
+        let result = input.into_result(&self.sealer, &binding);
+        Ok(self.reply.finished(result, false))
+    }
+}
+
+/// One thing a running call says: a notification, or its answer (the last).
+#[derive(Debug)]
+pub(crate) enum Emitted {
+    /// A progress or log notification's bytes.
+    Notification(Bytes),
+    /// The answer.
+    Final(Outcome),
+}
+
+/// A handler running: its future and its notifications, polled by the
+/// transport until the answer. The handler future lives here, so dropping
+/// the call (a client that went away) cancels it.
+pub(crate) struct Running {
+    /// `None` when the request asked for no notification.
+    rx: Option<mpsc::UnboundedReceiver<Bytes>>,
+    run: Option<BoxFuture<Outcome>>,
+    /// Notifications sent before the answer, still to be given.
+    queued: VecDeque<Bytes>,
+    /// The answer, once the handler gave it.
+    last: Option<Outcome>,
+}
+
+impl std::fmt::Debug for Running {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Running")
+            .field("notifies", &self.rx.is_some())
+            .field("done", &self.run.is_none())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Running {
+    /// A handler's future whose answer needs no rendering, and the
+    /// notifications it sends (for tests of the transports).
+    #[cfg(test)]
+    pub(crate) fn new(
+        notifications: Notifications,
+        run: impl std::future::Future<Output = Outcome> + Send + 'static,
+    ) -> Self {
+        Running {
+            rx: notifications.rx,
+            run: Some(Box::pin(run)),
+            queued: VecDeque::new(),
+            last: None,
+        }
+    }
+
+    /// Whether the call may send notifications before its answer.
+    pub(crate) fn notifies(&self) -> bool {
+        self.rx.is_some()
+    }
+
+    /// The next thing the call says: notifications in the order sent, then
+    /// the answer, then `None`. Nothing the handler sends after its answer
+    /// is given.
+    pub(crate) fn poll_next(&mut self, cx: &mut TaskContext<'_>) -> Poll<Option<Emitted>> {
+        loop {
+            if let Some(message) = self.queued.pop_front() {
+                return Poll::Ready(Some(Emitted::Notification(message)));
+            }
+            if let Some(outcome) = self.last.take() {
+                return Poll::Ready(Some(Emitted::Final(outcome)));
+            }
+            let Some(run) = &mut self.run else {
+                return Poll::Ready(None);
+            };
+            if let Some(rx) = &mut self.rx
+                && let Poll::Ready(Some(message)) = rx.poll_recv(cx)
+            {
+                return Poll::Ready(Some(Emitted::Notification(message)));
+            }
+            let Poll::Ready(outcome) = run.as_mut().poll(cx) else {
+                return Poll::Pending;
+            };
+            self.run = None;
+            if let Some(rx) = &mut self.rx {
+                while let Ok(message) = rx.try_recv() {
+                    self.queued.push_back(message);
+                }
+                // Nothing the handler sends after its answer is delivered.
+                rx.close();
+            }
+            self.last = Some(outcome);
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.run.is_some() {
+            tracing::debug!(target: "wymcp::stream", "the client went away; the handler is cancelled");
+        }
+    }
+}

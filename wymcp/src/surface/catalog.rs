@@ -1,0 +1,295 @@
+//! The [`Catalog`]: the tools, prompts, resources and resource templates a
+//! server offers, changeable at run time.
+
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use super::context::Context;
+use super::error::SurfaceError;
+use super::listen::{Change, ChangeBus};
+use super::notify::Emitter;
+use super::prompt::Prompt;
+use super::resource::{RegisteredTemplate, Resource, ResourceTemplate, TemplateVars};
+use super::tool::{Registered, Tool};
+use crate::mrtr::Inputs;
+use crate::protocol::meta;
+use crate::protocol::revision::Era;
+
+#[derive(Debug, Default)]
+struct Registries {
+    tools: Vec<Arc<Registered>>,
+    prompts: Vec<Arc<Prompt>>,
+    resources: Vec<Arc<Resource>>,
+    templates: Vec<Arc<RegisteredTemplate>>,
+}
+
+/// The tools, prompts, resources and resource templates a server offers,
+/// shared by the server and every handler (through
+/// [`Context::catalog`](super::Context::catalog)), changeable at run time. Each change is published
+/// on the server's change bus, so open `subscriptions/listen` streams
+/// hear it.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    inner: Arc<RwLock<Registries>>,
+    changes: ChangeBus,
+}
+
+impl Default for Catalog {
+    fn default() -> Self {
+        Catalog::new(ChangeBus::new())
+    }
+}
+
+impl Catalog {
+    /// An empty catalog announcing its changes on `changes`.
+    pub(crate) fn new(changes: ChangeBus) -> Self {
+        Catalog {
+            inner: Arc::default(),
+            changes,
+        }
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Registries> {
+        // A panicking writer leaves only whole `Vec` pushes or removals behind.
+        self.inner.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Registries> {
+        self.inner.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn announce(&self, change: Change) {
+        // No listener is not an error: nobody listens.
+        self.changes.publish(change);
+    }
+
+    /// Receives every later change of the catalog.
+    #[must_use]
+    pub fn subscribe(&self) -> broadcast::Receiver<Change> {
+        self.changes.subscribe()
+    }
+
+    /// Announces that the content of the resource at `uri` changed.
+    pub fn resource_updated(&self, uri: impl Into<String>) {
+        self.announce(Change::ResourceUpdated(uri.into()));
+    }
+
+    /// Adds a tool, checking it as the builder does. A tool with
+    /// `x-mcp-header` annotations must be registered with the builder, where
+    /// `HeaderBinding`'s table is made; added later it is refused.
+    pub fn add_tool(&self, tool: Tool) -> Result<(), SurfaceError> {
+        let registered = Arc::new(tool.register()?);
+        if !registered.header_params.is_empty() {
+            return Err(SurfaceError::HeaderParamsAtRunTime(
+                registered.name().to_owned(),
+            ));
+        }
+        self.insert_tool(registered)
+    }
+
+    pub(crate) fn insert_tool(&self, registered: Arc<Registered>) -> Result<(), SurfaceError> {
+        {
+            let mut registries = self.write();
+            if registries
+                .tools
+                .iter()
+                .any(|t| t.name() == registered.name())
+            {
+                return Err(SurfaceError::Duplicate {
+                    kind: "tool",
+                    name: registered.name().to_owned(),
+                });
+            }
+            registries.tools.push(registered);
+        }
+        self.announce(Change::ToolsListChanged);
+        Ok(())
+    }
+
+    /// Removes the tool named `name`; whether there was one.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        let removed = {
+            let mut registries = self.write();
+            let before = registries.tools.len();
+            registries.tools.retain(|t| t.name() != name);
+            registries.tools.len() != before
+        };
+        if removed {
+            self.announce(Change::ToolsListChanged);
+        }
+        removed
+    }
+
+    /// Adds a prompt.
+    pub fn add_prompt(&self, prompt: Prompt) -> Result<(), SurfaceError> {
+        {
+            let mut registries = self.write();
+            if registries.prompts.iter().any(|p| p.name == prompt.name) {
+                return Err(SurfaceError::Duplicate {
+                    kind: "prompt",
+                    name: prompt.name,
+                });
+            }
+            registries.prompts.push(Arc::new(prompt));
+        }
+        self.announce(Change::PromptsListChanged);
+        Ok(())
+    }
+
+    /// Removes the prompt named `name`; whether there was one.
+    pub fn remove_prompt(&self, name: &str) -> bool {
+        let removed = {
+            let mut registries = self.write();
+            let before = registries.prompts.len();
+            registries.prompts.retain(|p| p.name != name);
+            registries.prompts.len() != before
+        };
+        if removed {
+            self.announce(Change::PromptsListChanged);
+        }
+        removed
+    }
+
+    /// Adds a resource.
+    pub fn add_resource(&self, resource: Resource) -> Result<(), SurfaceError> {
+        {
+            let mut registries = self.write();
+            if registries.resources.iter().any(|r| r.uri == resource.uri) {
+                return Err(SurfaceError::Duplicate {
+                    kind: "resource",
+                    name: resource.uri,
+                });
+            }
+            registries.resources.push(Arc::new(resource));
+        }
+        self.announce(Change::ResourcesListChanged);
+        Ok(())
+    }
+
+    /// Removes the resource at `uri`; whether there was one.
+    pub fn remove_resource(&self, uri: &str) -> bool {
+        let removed = {
+            let mut registries = self.write();
+            let before = registries.resources.len();
+            registries.resources.retain(|r| r.uri != uri);
+            registries.resources.len() != before
+        };
+        if removed {
+            self.announce(Change::ResourcesListChanged);
+        }
+        removed
+    }
+
+    /// Adds a resource template.
+    pub fn add_resource_template(&self, template: ResourceTemplate) -> Result<(), SurfaceError> {
+        let registered = Arc::new(template.register()?);
+        {
+            let mut registries = self.write();
+            if registries
+                .templates
+                .iter()
+                .any(|t| t.template.uri_template == registered.template.uri_template)
+            {
+                return Err(SurfaceError::Duplicate {
+                    kind: "resource template",
+                    name: registered.template.uri_template.clone(),
+                });
+            }
+            registries.templates.push(registered);
+        }
+        self.announce(Change::ResourcesListChanged);
+        Ok(())
+    }
+
+    /// The names of the tools, in listing order.
+    #[must_use]
+    pub fn tool_names(&self) -> Vec<String> {
+        self.read()
+            .tools
+            .iter()
+            .map(|t| t.name().to_owned())
+            .collect()
+    }
+
+    pub(crate) fn tool(&self, name: &str) -> Option<Arc<Registered>> {
+        self.read().tools.iter().find(|t| t.name() == name).cloned()
+    }
+
+    pub(crate) fn tools(&self) -> Vec<Arc<Registered>> {
+        self.read().tools.clone()
+    }
+
+    pub(crate) fn prompt(&self, name: &str) -> Option<Arc<Prompt>> {
+        self.read().prompts.iter().find(|p| p.name == name).cloned()
+    }
+
+    pub(crate) fn prompts(&self) -> Vec<Arc<Prompt>> {
+        self.read().prompts.clone()
+    }
+
+    pub(crate) fn resources(&self) -> Vec<Arc<Resource>> {
+        self.read().resources.clone()
+    }
+
+    pub(crate) fn templates(&self) -> Vec<Arc<RegisteredTemplate>> {
+        self.read().templates.clone()
+    }
+
+    pub(crate) fn resource(&self, uri: &str) -> Option<Arc<Resource>> {
+        self.read().resources.iter().find(|r| r.uri == uri).cloned()
+    }
+
+    pub(crate) fn template_for(
+        &self,
+        uri: &str,
+    ) -> Option<(Arc<RegisteredTemplate>, TemplateVars)> {
+        self.read()
+            .templates
+            .iter()
+            .find_map(|t| t.matches(uri).map(|vars| (t.clone(), vars)))
+    }
+}
+
+/// The catalog as a handler reaches it. Written here rather than beside
+/// [`Context`]: the catalog holds the handlers, which take a context, so
+/// the context holds its catalog as a shared value of the server's rather
+/// than by name, and only this file, which knows both, reads it back.
+impl Context {
+    /// The tools, prompts and resources of the server, changeable at run time.
+    #[must_use]
+    pub fn catalog(&self) -> &Catalog {
+        static NONE: std::sync::OnceLock<Catalog> = std::sync::OnceLock::new();
+        // Every context a server makes shares its catalog; one made without
+        // (none is) would see an empty catalog of its own.
+        self.shared::<Catalog>()
+            .unwrap_or_else(|| NONE.get_or_init(Catalog::default))
+    }
+
+    /// A context for a unit test of a handler: 2026 era, no principal, an
+    /// empty catalog of its own, the given `_meta` (client capabilities, log
+    /// level, progress token) read as a request's; its notifications go
+    /// nowhere.
+    #[must_use]
+    pub fn for_test(meta: Value) -> Self {
+        let params = json!({"_meta": meta.clone()});
+        let capabilities = meta
+            .get(meta::CLIENT_CAPABILITIES)
+            .filter(|c| c.is_object())
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let mut shared = http::Extensions::new();
+        shared.insert(Catalog::default());
+        Context::new(
+            Arc::new(shared),
+            "tools/call",
+            Era::Modern,
+            meta,
+            None,
+            Inputs::declared(capabilities),
+            // The request's emitter, its notifications dropped.
+            Emitter::for_params(Some(&params)).0,
+        )
+    }
+}

@@ -1,0 +1,55 @@
+//! Why a tool, resource, prompt or the server's surface could not be
+//! registered.
+
+/// Why a tool, resource, prompt or the server's surface could not be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SurfaceError {
+    /// A tool's `x-mcp-header` annotation breaks a rule of the spec.
+    #[error("tool `{tool}`: property `{property}`: invalid `x-mcp-header`: {reason}")]
+    HeaderAnnotation {
+        /// The tool's name.
+        tool: String,
+        /// The annotated property, as a path from the schema root (`a.b`).
+        property: String,
+        /// The rule broken.
+        reason: String,
+    },
+    /// A schema given for a tool is not a usable JSON Schema.
+    #[error("tool `{tool}`: {which} is not a valid JSON Schema: {reason}")]
+    Schema {
+        /// The tool's name.
+        tool: String,
+        /// `inputSchema` or `outputSchema`.
+        which: &'static str,
+        /// What the schema compiler said.
+        reason: String,
+    },
+    /// A tool was registered without a handler.
+    #[error("tool `{0}` has no handler")]
+    NoHandler(String),
+    /// Two items of one kind share a name (or a URI).
+    #[error("{kind} `{name}` is registered twice")]
+    Duplicate {
+        /// `tool`, `prompt`, `resource` or `resource template`.
+        kind: &'static str,
+        /// The shared name or URI.
+        name: String,
+    },
+    /// A resource template's URI template cannot be parsed.
+    #[error("resource template `{template}`: {reason}")]
+    UriTemplate {
+        /// The template.
+        template: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A tool with `x-mcp-header` annotations was added after start-up.
+    #[error(
+        "tool `{0}` has `x-mcp-header` annotations: register it with the builder, not at run time"
+    )]
+    HeaderParamsAtRunTime(String),
+    /// The page size is zero.
+    #[error("the page size must be at least 1")]
+    PageSize,
+}
