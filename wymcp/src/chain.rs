@@ -33,7 +33,7 @@
 
 /// The default chain. [`post::router`] serves it; [`post::handle`] runs one
 /// request through it.
-#[crate::pipeline]
+#[wymcp_macros::pipeline]
 pub mod post {
     use crate::exchange::Exchange;
     use crate::reply::Flow;
