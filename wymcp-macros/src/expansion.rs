@@ -1,27 +1,16 @@
 //! Snapshots of what `#[pipeline]` expands to, pretty-printed, so a reviewer
 //! can read the generated `handle` and check the order of the calls.
 //!
-//! A proc-macro crate exports nothing but its macros, so the expansion is not
-//! callable from here as a function of `wymcp-macros`. Instead this test
-//! compiles the macro's own passes (`ast`, `attr`, `check`, `ctxt`,
-//! `expand`: everything but the `proc_macro` entry in `lib.rs`) into itself
-//! by path, and calls `expand::pipeline` on `proc_macro2` tokens: the very
-//! source the macro runs, with no extra crate to publish. Stable toolchain,
-//! no cargo-expand.
-
-#[path = "../../wymcp-macros/src/ast.rs"]
-mod ast;
-#[path = "../../wymcp-macros/src/attr.rs"]
-mod attr;
-#[path = "../../wymcp-macros/src/check.rs"]
-mod check;
-#[path = "../../wymcp-macros/src/ctxt.rs"]
-mod ctxt;
-#[path = "../../wymcp-macros/src/expand.rs"]
-mod expand;
+//! Beside the macro: a unit test of the crate calls `expand::pipeline` on
+//! `proc_macro2` tokens, the very function the `proc_macro` entry in
+//! `lib.rs` calls, and unparses what it returns with `prettyplease`. Stable
+//! toolchain, no cargo-expand. The snapshots are `snapshots/*.snap` beside
+//! this file: a change shows as a `.snap.new` to read before accepting it.
 
 use proc_macro2::TokenStream;
 use quote::quote;
+
+use crate::expand;
 
 /// The module as written, then what `#[pipeline]` makes of it.
 fn expand(module: TokenStream) -> String {
