@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod surface_support;
+use crate::surface_support;
 
 use http::StatusCode;
 use serde_json::{Value, json};

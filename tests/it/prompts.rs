@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::needless_pass_by_value)]
 
-mod surface_support;
+use crate::surface_support;
 
 use http::StatusCode;
 use serde_json::json;

@@ -9,7 +9,7 @@
     clippy::similar_names
 )]
 
-mod checks_support;
+use crate::checks_support;
 
 use checks_support::*;
 use serde_json::{Value, json};

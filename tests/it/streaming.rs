@@ -126,7 +126,7 @@ async fn closing_before_anything_was_emitted_cancels_the_handler_too() {
 // only with a logLevel and at or above it, SSE only when something is sent.
 // ---------------------------------------------------------------------------
 
-mod e2e_support;
+use crate::e2e_support;
 
 use std::sync::Arc;
 

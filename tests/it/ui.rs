@@ -2,7 +2,7 @@
 //! chain's DSL, each with the error it gives (`ui/fail/*.stderr`, reviewed),
 //! and the shapes of module it accepts (`ui/pass`).
 //!
-//! Regenerate with `TRYBUILD=overwrite cargo test -p wymcp-tests --test ui`,
+//! Regenerate with `TRYBUILD=overwrite cargo test -p wymcp-tests --test it ui::`,
 //! then read every changed `.stderr` before committing it.
 
 #[test]

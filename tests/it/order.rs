@@ -22,18 +22,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-// The macro's own passes, compiled in by path (as `expand.rs` does), to
-// snapshot what `#[pipeline]` makes of the default chain.
-#[path = "../../wymcp-macros/src/ast.rs"]
-mod ast;
-#[path = "../../wymcp-macros/src/attr.rs"]
-mod attr;
-#[path = "../../wymcp-macros/src/check.rs"]
-mod check;
-#[path = "../../wymcp-macros/src/ctxt.rs"]
-mod ctxt;
-#[path = "../../wymcp-macros/src/expand.rs"]
-mod expand;
 
 use std::sync::Arc;
 
@@ -45,6 +33,8 @@ use tower::ServiceExt;
 use wymcp::auth::Principal;
 use wymcp::auth::{AuthConfig, StaticTokens};
 use wymcp::{Role, Server, StageInfo, Tool, ToolResult};
+
+use crate::expand;
 
 const TOKEN: &str = "good-token";
 const V: &str = "io.modelcontextprotocol/protocolVersion";

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod e2e_support;
+use crate::e2e_support;
 
 use std::sync::Arc;
 use std::time::Duration;

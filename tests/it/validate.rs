@@ -8,7 +8,7 @@
 //! (`wymcp::chain::post::router`), with every wire check satisfied, and pins
 //! that Validate answers them with exactly one rejection event.
 
-mod checks_support;
+use crate::checks_support;
 
 use checks_support::{conforming, post, post_text, send_to};
 use http::{HeaderMap, StatusCode, header};

@@ -8,7 +8,7 @@
     clippy::similar_names
 )]
 
-mod checks_support;
+use crate::checks_support;
 
 use std::sync::Arc;
 

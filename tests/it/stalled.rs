@@ -1,6 +1,6 @@
 //! 1,000 stalled bodies against one server, with its memory bounded. In a
-//! file of its own: the test reads this process's RSS, which other tests
-//! running in parallel in the same binary would disturb.
+//! process of its own ([`alone`]): the test reads the process's RSS, which
+//! the other tests of the binary, running beside it, would disturb.
 
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
 
@@ -9,6 +9,8 @@ use std::time::Duration;
 use serde_json::json;
 use wymcp::{ServeConfig, Server};
 use wymcp_tests::wire::{RawRequest, RawResponse, TestServer, rss_bytes};
+
+use crate::support::alone;
 
 const PING: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
 
@@ -29,8 +31,22 @@ fn assert_pong(response: &RawResponse) {
 /// stall. The server holds them all with bounded memory, still answers a
 /// good request meanwhile, and each stalled one gets the parse step's 408
 /// at the read timeout.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_thousand_stalled_bodies_stay_within_bounded_memory() {
+#[test]
+fn a_thousand_stalled_bodies_stay_within_bounded_memory() {
+    alone(
+        "stalled::a_thousand_stalled_bodies_stay_within_bounded_memory",
+        || {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(stalled_bodies());
+        },
+    );
+}
+
+async fn stalled_bodies() {
     const STALLED: usize = 1000;
     let builder = Server::builder().read_timeout(Duration::from_secs(4));
     let server = TestServer::start_with(chain(builder), ServeConfig::default()).await;

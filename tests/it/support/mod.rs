@@ -1,0 +1,6 @@
+//! What the tests share: [`alone`] for a test that needs a process of its
+//! own.
+
+mod alone;
+
+pub use alone::alone;
