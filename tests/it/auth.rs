@@ -2,22 +2,15 @@
 //! helpers, the RFC 9728 metadata document, and auth answering before the
 //! singleton-header check.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::needless_pass_by_value,
-    clippy::similar_names
-)]
-
-use crate::checks_support;
-
 use std::sync::Arc;
 
-use checks_support::*;
-use http::{Request, StatusCode};
+use http::StatusCode;
 use serde_json::{Value, json};
 use wymcp::Server;
 use wymcp::auth::Principal;
 use wymcp::auth::{AuthConfig, AuthError, BearerAuth, StaticTokens};
+
+use crate::support::{Reply, Req, probe};
 
 const RESOURCE: &str = "https://mcp.example.com/mcp";
 const METADATA: &str = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp";
@@ -43,29 +36,26 @@ fn with_auth(config: AuthConfig) -> Arc<Server> {
     Arc::new(Server::builder().auth(tokens, config).build().unwrap())
 }
 
-fn request_body() -> Value {
-    modern(json!("r-1"), "tools/list", json!({}))
+/// A server with the defaults (serves 2025-11-25 and 2026-07-28).
+fn server() -> Arc<Server> {
+    Arc::new(Server::builder().build().unwrap())
 }
 
-fn bearer(token: &str) -> String {
-    format!("Bearer {token}")
+/// A conforming 2026 `tools/list`, id `r-1`.
+fn list() -> Req {
+    Req::modern("r-1", "tools/list")
 }
 
 #[tokio::test]
 async fn without_an_authenticator_every_request_continues() {
-    let reply = send(&server(), conforming(&request_body(), &[])).await;
+    let reply = probe(&server(), list()).await;
     assert_eq!(reply.passed()["principal"], Value::Null);
 }
 
 #[tokio::test]
 async fn a_good_token_sets_the_principal() {
     let server = with_auth(full_config());
-    let auth = bearer("good");
-    let reply = send(
-        &server,
-        conforming(&request_body(), &[("Authorization", &auth)]),
-    )
-    .await;
+    let reply = probe(&server, list().bearer("good")).await;
     assert_eq!(reply.passed()["principal"], "alice");
 }
 
@@ -88,7 +78,7 @@ async fn a_401_challenge_names_exactly_what_is_configured() {
     ];
     for (config, challenge) in cases {
         let server = with_auth(config);
-        let reply = send(&server, conforming(&request_body(), &[])).await;
+        let reply = probe(&server, list()).await;
         reply.rejected("Auth", 401, -32600, &json!("r-1"));
         assert_eq!(reply.header("www-authenticate"), challenge);
     }
@@ -97,20 +87,19 @@ async fn a_401_challenge_names_exactly_what_is_configured() {
 #[tokio::test]
 async fn missing_wrong_and_malformed_credentials_are_401() {
     let server = with_auth(full_config());
-    let wrong = bearer("bad");
     for authorization in [
         None,
-        Some(wrong.as_str()),
+        Some("Bearer bad"),
         Some("Basic Z29vZA=="),
         Some("Bearer"),
         Some("Bearer good extra"),
         Some("good"),
     ] {
-        let extra: Vec<(&str, &str)> = authorization
-            .map(|a| ("Authorization", a))
-            .into_iter()
-            .collect();
-        let reply = send(&server, conforming(&request_body(), &extra)).await;
+        let req = match authorization {
+            Some(authorization) => list().header("Authorization", authorization),
+            None => list(),
+        };
+        let reply = probe(&server, req).await;
         reply.rejected("Auth", 401, -32600, &json!("r-1"));
         assert_eq!(
             reply.header("www-authenticate"),
@@ -119,23 +108,14 @@ async fn missing_wrong_and_malformed_credentials_are_401() {
         );
     }
     // The scheme is case-insensitive.
-    let reply = send(
-        &server,
-        conforming(&request_body(), &[("Authorization", "bEaReR good")]),
-    )
-    .await;
+    let reply = probe(&server, list().header("Authorization", "bEaReR good")).await;
     reply.passed();
 }
 
 #[tokio::test]
 async fn a_token_without_a_required_scope_is_403_insufficient_scope() {
     let server = with_auth(full_config());
-    let auth = bearer("narrow");
-    let reply = send(
-        &server,
-        conforming(&request_body(), &[("Authorization", &auth)]),
-    )
-    .await;
+    let reply = probe(&server, list().bearer("narrow")).await;
     reply.rejected("Auth", 403, -32600, &json!("r-1"));
     assert_eq!(
         reply.header("www-authenticate"),
@@ -163,27 +143,15 @@ async fn an_authenticator_may_require_scopes_per_method() {
             .build()
             .unwrap(),
     );
-    let reply = send(
-        &server,
-        conforming(&request_body(), &[("Authorization", "Bearer admin")]),
-    )
-    .await;
+    let reply = probe(&server, list().bearer("admin")).await;
     reply.rejected("Auth", 403, -32600, &json!("r-1"));
     assert_eq!(
         reply.header("www-authenticate"),
         r#"Bearer error="insufficient_scope", scope="tools:admin tools:call""#
     );
-    let reply = send(
-        &server,
-        conforming(&request_body(), &[("Authorization", "Bearer ok")]),
-    )
-    .await;
+    let reply = probe(&server, list().bearer("ok")).await;
     assert_eq!(reply.passed()["principal"], "alice");
-    let reply = send(
-        &server,
-        conforming(&request_body(), &[("Authorization", "Bearer nope")]),
-    )
-    .await;
+    let reply = probe(&server, list().bearer("nope")).await;
     reply.rejected("Auth", 401, -32600, &json!("r-1"));
     assert_eq!(reply.header("www-authenticate"), "Bearer");
 }
@@ -191,36 +159,12 @@ async fn an_authenticator_may_require_scopes_per_method() {
 #[tokio::test]
 async fn auth_answers_before_the_singleton_header_check() {
     let server = with_auth(full_config());
-    let body = request_body();
+    let repeated = || list().repeat("MCP-Protocol-Version");
     // Bad credentials and a repeated MCP-Protocol-Version: auth's 401.
-    let reply = send(
-        &server,
-        post(
-            &body,
-            &[
-                ("MCP-Protocol-Version", MODERN),
-                ("MCP-Protocol-Version", MODERN),
-                ("Mcp-Method", "tools/list"),
-                ("Authorization", "Bearer bad"),
-            ],
-        ),
-    )
-    .await;
+    let reply = probe(&server, repeated().bearer("bad")).await;
     reply.rejected("Auth", 401, -32600, &json!("r-1"));
     // Good credentials: the singleton-header check answers next.
-    let reply = send(
-        &server,
-        post(
-            &body,
-            &[
-                ("MCP-Protocol-Version", MODERN),
-                ("MCP-Protocol-Version", MODERN),
-                ("Mcp-Method", "tools/list"),
-                ("Authorization", "Bearer good"),
-            ],
-        ),
-    )
-    .await;
+    let reply = probe(&server, repeated().bearer("good")).await;
     reply.rejected("SingletonHeaders", 400, -32600, &json!("r-1"));
     assert_eq!(
         reply.body["error"]["data"]["header"],
@@ -231,37 +175,17 @@ async fn auth_answers_before_the_singleton_header_check() {
 #[tokio::test]
 async fn a_repeated_authorization_header_is_auths_401_when_auth_is_configured() {
     // Even two good tokens: ambiguous credentials are no credentials.
-    let reply = send(
-        &with_auth(full_config()),
-        conforming(
-            &request_body(),
-            &[
-                ("Authorization", "Bearer good"),
-                ("Authorization", "Bearer good"),
-            ],
-        ),
-    )
-    .await;
+    let twice = || list().bearer("good").repeat("Authorization");
+    let reply = probe(&with_auth(full_config()), twice()).await;
     reply.rejected("Auth", 401, -32600, &json!("r-1"));
     // Without an authenticator, the singleton-header check names it.
-    let reply = send(
-        &server(),
-        conforming(
-            &request_body(),
-            &[
-                ("Authorization", "Bearer good"),
-                ("Authorization", "Bearer good"),
-            ],
-        ),
-    )
-    .await;
+    let reply = probe(&server(), twice()).await;
     reply.rejected("SingletonHeaders", 400, -32600, &json!("r-1"));
     assert_eq!(reply.body["error"]["data"]["header"], "Authorization");
 }
 
 async fn get(server: &Arc<Server>, path: &str) -> Reply {
-    let request = Request::get(path).body(axum::body::Body::empty()).unwrap();
-    send_to(probe_router(server.clone()), request).await
+    probe(server, Req::get(path)).await
 }
 
 #[tokio::test]
@@ -290,7 +214,7 @@ async fn the_metadata_document_is_served_at_both_well_known_paths() {
             }),
             "{path}"
         );
-        assert!(reply.events.is_empty());
+        assert!(reply.rejections.is_empty());
     }
 }
 

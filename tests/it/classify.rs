@@ -3,18 +3,18 @@
 //! kind, on every stage from classification to header binding that can
 //! reject.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::needless_pass_by_value,
-    clippy::similar_names
-)]
+use std::sync::Arc;
 
-use crate::checks_support;
-
-use checks_support::*;
 use serde_json::{Value, json};
 use wymcp::Server;
 use wymcp::auth::{AuthConfig, StaticTokens};
+
+use crate::support::{C, MODERN, Req, chain, meta, probe, send, validated};
+
+/// A server with the defaults (serves 2025-11-25 and 2026-07-28).
+fn server() -> Arc<Server> {
+    Arc::new(Server::builder().build().unwrap())
+}
 
 /// `(row, body as sent, kind)`: the seed's table in clause order.
 const TABLE: &[(&str, &str, &str)] = &[
@@ -120,7 +120,7 @@ fn rejection_id(body: &str, kind: &str) -> Value {
 async fn every_row_of_the_table_is_tagged_with_its_kind() {
     let server = server();
     for (row, body, kind) in TABLE {
-        let reply = send(&server, post_text(body, [])).await;
+        let reply = probe(&server, Req::raw(*body)).await;
         assert_eq!(reply.passed()["kind"], *kind, "row: {row}");
     }
 }
@@ -131,8 +131,10 @@ async fn a_request_id_is_echoed_exactly_and_no_other_id_is() {
     // rejection id of every row.
     let server = server();
     for (row, body, kind) in TABLE {
-        let headers = [("Mcp-Method", b"a".as_slice()), ("Mcp-Method", b"a")];
-        let reply = send(&server, post_text(body, headers)).await;
+        let req = Req::raw(*body)
+            .header("Mcp-Method", "a")
+            .header("Mcp-Method", "a");
+        let reply = probe(&server, req).await;
         let id = rejection_id(body, kind);
         reply.rejected("SingletonHeaders", 400, -32600, &id);
         if *kind == "request" {
@@ -149,29 +151,28 @@ async fn a_request_id_is_echoed_exactly_and_no_other_id_is() {
 
 #[tokio::test]
 async fn auth_401_follows_the_rejection_id_rule_for_every_kind() {
-    let server = std::sync::Arc::new(
+    let server = Arc::new(
         Server::builder()
             .auth(StaticTokens::new(), AuthConfig::new())
             .build()
             .unwrap(),
     );
     for (_, body, kind) in TABLE {
-        let reply = send(&server, post_text(body, [])).await;
+        let reply = probe(&server, Req::raw(*body)).await;
         reply.rejected("Auth", 401, -32600, &rejection_id(body, kind));
     }
 }
 
 /// Per kind, the one body each stage of the 2026 checks reads.
 fn modern_bodies() -> Vec<(&'static str, Value)> {
-    let mut unidentified = modern(json!(null), "tools/list", json!({}));
-    unidentified["id"] = json!(1.5);
+    let request = |id: Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {"_meta": meta()}});
     vec![
-        ("request", modern(json!(7), "tools/list", json!({}))),
+        ("request", request(json!(7))),
         (
             "notification",
             json!({"jsonrpc":"2.0","method":"notifications/x","params":{"_meta":{}}}),
         ),
-        ("unidentified_request", unidentified),
+        ("unidentified_request", request(json!(1.5))),
         (
             "unknown",
             json!({"jsonrpc":"2.0","id":7,"params":{"_meta":meta()}}),
@@ -185,7 +186,11 @@ async fn protocol_fields_follows_the_rejection_id_rule_and_reads_only_requests_a
     for (kind, mut body) in modern_bodies() {
         // A malformed `_meta` capabilities value: -32602 where it is read.
         body["params"]["_meta"][C] = json!("none");
-        let reply = send(&server, post(&body, &[("MCP-Protocol-Version", MODERN)])).await;
+        let reply = probe(
+            &server,
+            Req::body(body).header("MCP-Protocol-Version", MODERN),
+        )
+        .await;
         match kind {
             "request" => {
                 reply.rejected("ProtocolFields", 400, -32602, &json!(7));
@@ -203,11 +208,10 @@ async fn protocol_fields_follows_the_rejection_id_rule_and_reads_only_requests_a
 async fn header_binding_follows_the_rejection_id_rule_and_reads_only_requests_and_notifications() {
     let server = server();
     for (kind, body) in modern_bodies() {
-        let headers = [
-            ("MCP-Protocol-Version", MODERN),
-            ("Mcp-Method", "wrong/method"),
-        ];
-        let reply = send(&server, post(&body, &headers)).await;
+        let req = Req::body(body)
+            .header("MCP-Protocol-Version", MODERN)
+            .header("Mcp-Method", "wrong/method");
+        let reply = probe(&server, req).await;
         match kind {
             "request" => {
                 reply.rejected("HeaderBinding", 400, -32020, &json!(7));
@@ -224,8 +228,8 @@ async fn header_binding_follows_the_rejection_id_rule_and_reads_only_requests_an
 async fn the_legacy_header_row_follows_the_rejection_id_rule() {
     let server = server();
     for (row, body, kind) in TABLE {
-        let headers = [("MCP-Protocol-Version", b"2025-06-18".as_slice())];
-        let reply = send(&server, post_text(body, headers)).await;
+        let req = Req::raw(*body).header("MCP-Protocol-Version", "2025-06-18");
+        let reply = probe(&server, req).await;
         reply.rejected("HeaderBinding", 400, -32600, &rejection_id(body, kind));
         assert_eq!(
             reply.body["error"]["data"]["requested"], "2025-06-18",
@@ -238,7 +242,7 @@ async fn the_legacy_header_row_follows_the_rejection_id_rule() {
 async fn the_era_is_tagged_from_the_header_then_the_body() {
     let server = server();
     let bare = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{}});
-    let with_meta = modern(json!(1), "tools/list", json!({}));
+    let with_meta = Req::modern(1, "tools/list").message().clone();
     let cases = [
         (&bare, None, "legacy", Value::Null),
         (&bare, Some("2025-11-25"), "legacy", json!("2025-11-25")),
@@ -252,12 +256,13 @@ async fn the_era_is_tagged_from_the_header_then_the_body() {
         (&with_meta, Some(MODERN), "modern", json!(MODERN)),
     ];
     for (body, header, era, revision) in cases {
-        let mut headers = vec![];
+        let mut req = Req::body(body.clone());
         if let Some(h) = header {
-            headers.push(("MCP-Protocol-Version", h));
-            headers.push(("Mcp-Method", body["method"].as_str().unwrap()));
+            req = req
+                .header("MCP-Protocol-Version", h)
+                .header("Mcp-Method", body["method"].as_str().unwrap());
         }
-        let reply = send(&server, post(body, &headers)).await;
+        let reply = probe(&server, req).await;
         if header.is_none() && era == "modern" {
             // A modern request without the header: classified modern, so
             // header binding's missing-header row answers it.
@@ -276,9 +281,8 @@ async fn the_era_is_tagged_from_the_header_then_the_body() {
 #[tokio::test]
 async fn jsonrpc_1_0_with_a_string_id_keeps_its_id_through_validates_rejection() {
     let server = server();
-    let mut body = modern(json!("old-1"), "tools/list", json!({}));
-    body["jsonrpc"] = json!("1.0");
-    let reply = send_validated(&server, conforming(&body, &[])).await;
+    let req = Req::modern("old-1", "tools/list").edit(|body| body["jsonrpc"] = json!("1.0"));
+    let reply = validated(&server, req).await;
     reply.rejected("Validate", 400, -32600, &json!("old-1"));
 }
 
@@ -289,17 +293,15 @@ async fn unidentified_and_unknown_bodies_pass_the_wire_checks_and_meet_validates
         if *kind == "request" || *kind == "notification" {
             continue;
         }
-        let headers = [("MCP-Protocol-Version", MODERN.as_bytes())];
-        let reply = send_validated(&server, post_text(body, headers)).await;
+        let req = Req::raw(*body).header("MCP-Protocol-Version", MODERN);
+        let reply = validated(&server, req).await;
         reply.rejected("Validate", 400, -32600, &Value::Null);
     }
 }
 
 #[tokio::test]
 async fn through_the_default_chain_jsonrpc_1_0_keeps_its_id() {
-    let mut body = modern(json!("old-1"), "tools/list", json!({}));
-    body["jsonrpc"] = json!("1.0");
-    let router = wymcp::chain::post::router(server());
-    let reply = send_to(router, conforming(&body, &[])).await;
+    let req = Req::modern("old-1", "tools/list").edit(|body| body["jsonrpc"] = json!("1.0"));
+    let reply = send(&chain(server()), req).await;
     reply.rejected("Validate", 400, -32600, &json!("old-1"));
 }

@@ -1,14 +1,11 @@
 //! Dispatch: method routing, removed and unknown methods, capability
 //! gating, notifications, and `server/discover`.
 
-#![allow(clippy::unwrap_used)]
-
-use crate::surface_support;
-
 use http::StatusCode;
 use serde_json::{Value, json};
-use surface_support::{assert_schema, dispatch, legacy, modern};
 use wymcp::{Era, Server, Tool, ToolResult};
+
+use crate::support::{Req, assert_schema, chain, dispatch, send};
 
 fn bare() -> Server {
     Server::builder().build().unwrap()
@@ -46,7 +43,7 @@ async fn removed_and_unknown_methods_are_404_method_not_found() {
     .enumerate()
     {
         let id = json!(500 + i);
-        let answer = dispatch(&server, Era::Modern, modern(id.clone(), method, &json!({}))).await;
+        let answer = dispatch(&server, Req::modern(id.clone(), method)).await;
         let error = answer.error(StatusCode::NOT_FOUND, -32601, &id);
         assert_eq!(error["data"]["method"], method);
     }
@@ -68,23 +65,13 @@ async fn methods_of_unadvertised_capabilities_are_404() {
         "completion/complete",
     ] {
         let id = json!("s-1");
-        let answer = dispatch(&server, Era::Modern, modern(id.clone(), method, &json!({}))).await;
+        let answer = dispatch(&server, Req::modern(id.clone(), method)).await;
         answer.error(StatusCode::NOT_FOUND, -32601, &id);
     }
-    let discover = dispatch(
-        &server,
-        Era::Modern,
-        modern(json!(1), "server/discover", &json!({})),
-    )
-    .await;
+    let discover = dispatch(&server, Req::modern(1, "server/discover")).await;
     assert_eq!(discover.ok(&json!(1))["capabilities"], json!({}));
     // With a tool registered, the tools methods are served.
-    let answer = dispatch(
-        &with_tool(),
-        Era::Modern,
-        modern(json!(2), "tools/list", &json!({})),
-    )
-    .await;
+    let answer = dispatch(&with_tool(), Req::modern(2, "tools/list")).await;
     assert!(answer.ok(&json!(2))["tools"].is_array());
 }
 
@@ -99,7 +86,7 @@ async fn notifications_are_202_with_an_empty_body() {
         (Era::Legacy, "notifications/roots/list_changed"),
     ] {
         let message = json!({"jsonrpc": "2.0", "method": method, "params": {}});
-        let answer = dispatch(&server, era, message).await;
+        let answer = dispatch(&server, Req::body(message).bind(era)).await;
         assert_eq!(answer.status, StatusCode::ACCEPTED, "{method}");
         assert!(answer.raw.is_empty(), "{method}");
         assert!(answer.headers.get("content-type").is_none());
@@ -116,7 +103,7 @@ async fn messages_that_are_not_requests_are_400_invalid_request() {
         json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
         json!({"jsonrpc": "2.0", "id": null, "method": "tools/list", "params": {}}),
     ] {
-        let answer = dispatch(&server, Era::Modern, message).await;
+        let answer = dispatch(&server, Req::body(message).bind(Era::Modern)).await;
         answer.error(StatusCode::BAD_REQUEST, -32600, &Value::Null);
     }
 }
@@ -127,12 +114,7 @@ async fn messages_that_are_not_requests_are_400_invalid_request() {
 #[tokio::test]
 async fn discover_reports_versions_capabilities_and_identity() {
     let server = with_tool();
-    let answer = dispatch(
-        &server,
-        Era::Modern,
-        modern(json!(7), "server/discover", &json!({})),
-    )
-    .await;
+    let answer = dispatch(&server, Req::modern(7, "server/discover")).await;
     let result = answer.ok(&json!(7));
     assert_eq!(result["supportedVersions"], json!(["2026-07-28"]));
     assert_eq!(result["capabilities"], json!({"tools": {}}));
@@ -145,8 +127,7 @@ async fn discover_reports_versions_capabilities_and_identity() {
         json!({"name": "dispatch-test", "version": "1.2.3"})
     );
     assert_schema("2026-07-28", "DiscoverResult", result);
-    let body = answer.body.as_ref().unwrap();
-    assert_schema("2026-07-28", "JSONRPCResultResponse", body);
+    assert_schema("2026-07-28", "JSONRPCResultResponse", &answer.body);
 }
 
 /// The caching hint is configurable.
@@ -156,12 +137,7 @@ async fn discover_carries_the_configured_cache_policy() {
         .cache(60_000, wymcp::CacheScope::Public)
         .build()
         .unwrap();
-    let answer = dispatch(
-        &server,
-        Era::Modern,
-        modern(json!(1), "server/discover", &json!({})),
-    )
-    .await;
+    let answer = dispatch(&server, Req::modern(1, "server/discover")).await;
     let result = answer.ok(&json!(1));
     assert_eq!(
         (result["ttlMs"].clone(), result["cacheScope"].clone()),
@@ -175,8 +151,7 @@ async fn discover_carries_the_configured_cache_policy() {
 async fn discover_is_not_a_legacy_method() {
     let answer = dispatch(
         &with_tool(),
-        Era::Legacy,
-        legacy(json!(3), "server/discover", &json!({})),
+        Req::legacy(3, "server/discover").params(json!({})),
     )
     .await;
     answer.error(StatusCode::OK, -32601, &json!(3));
@@ -197,12 +172,7 @@ async fn removed_methods_are_404_through_the_chain() {
     .enumerate()
     {
         let id = json!(600 + i);
-        let answer = surface_support::through_chain(
-            with_tool(),
-            Era::Modern,
-            modern(id.clone(), method, &json!({})),
-        )
-        .await;
+        let answer = send(&chain(with_tool()), Req::modern(id.clone(), method)).await;
         answer.error(StatusCode::NOT_FOUND, -32601, &id);
     }
 }
@@ -213,14 +183,13 @@ async fn removed_methods_are_404_through_the_chain() {
 async fn notifications_and_discover_through_the_chain() {
     let notification = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 1}});
-    let answer = surface_support::through_chain(with_tool(), Era::Modern, notification).await;
-    assert_eq!(answer.status, StatusCode::ACCEPTED);
-    assert!(answer.raw.is_empty());
-    let answer = surface_support::through_chain(
-        with_tool(),
-        Era::Modern,
-        modern(json!("d"), "server/discover", &json!({})),
+    let answer = send(
+        &chain(with_tool()),
+        Req::body(notification).bind(Era::Modern),
     )
     .await;
+    assert_eq!(answer.status, StatusCode::ACCEPTED);
+    assert!(answer.raw.is_empty());
+    let answer = send(&chain(with_tool()), Req::modern("d", "server/discover")).await;
     assert_schema("2026-07-28", "DiscoverResult", answer.ok(&json!("d")));
 }

@@ -4,8 +4,6 @@
 //! engine. A crash the fuzzer found, minimised and added to the corpus,
 //! stays fixed here.
 
-#![allow(clippy::unwrap_used)]
-
 use std::path::PathBuf;
 
 use wymcp_tests::fuzz::{Check, TARGETS};

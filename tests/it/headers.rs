@@ -2,19 +2,14 @@
 //! row of the spec notes §2–§3, through the probe router. Each rejection
 //! pins status, JSON-RPC code, id, content type and its one event.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::needless_pass_by_value,
-    clippy::similar_names
-)]
-
-use crate::checks_support;
+#![allow(clippy::needless_pass_by_value, clippy::similar_names)]
 
 use std::sync::Arc;
 
-use checks_support::*;
 use serde_json::{Value, json};
-use wymcp::{Revision, Server};
+use wymcp::{Era, Revision, Server};
+
+use crate::support::{C, MODERN, Reply, Req, V, chain, probe, send};
 
 const ID: i64 = 41;
 
@@ -22,46 +17,22 @@ fn id() -> Value {
     json!(ID)
 }
 
-fn tools_list() -> Value {
-    modern(id(), "tools/list", json!({}))
+/// A server with the defaults (serves 2025-11-25 and 2026-07-28).
+fn server() -> Arc<Server> {
+    Arc::new(Server::builder().build().unwrap())
 }
 
-fn tools_call(name: &str, arguments: Value) -> Value {
-    modern(
-        id(),
-        "tools/call",
-        json!({"name": name, "arguments": arguments}),
-    )
+fn tools_list() -> Req {
+    Req::modern(ID, "tools/list")
 }
 
-/// `(header, value)` pairs from owned strings.
-fn pairs<'a>(headers: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
-    headers.iter().map(|(n, v)| (*n, v.as_str())).collect()
+fn tools_call(name: &str, arguments: Value) -> Req {
+    Req::modern(ID, "tools/call").params(json!({"name": name, "arguments": arguments}))
 }
 
-/// The standard headers of `body`, with `name` replaced by `value` (or
-/// removed when `None`).
-fn with_header(
-    body: &Value,
-    name: &'static str,
-    value: Option<&str>,
-) -> Vec<(&'static str, String)> {
-    let mut headers: Vec<_> = standard_headers(body)
-        .into_iter()
-        .filter(|(n, _)| !n.eq_ignore_ascii_case(name))
-        .collect();
-    if let Some(value) = value {
-        headers.push((name, value.to_owned()));
-    }
-    headers
-}
-
-async fn send_with(
-    server: &Arc<Server>,
-    body: &Value,
-    headers: &[(&'static str, String)],
-) -> Reply {
-    send(server, post(body, &pairs(headers))).await
+/// Sets the body's protocol version in `_meta`.
+fn body_version(req: Req, version: &str) -> Req {
+    req.edit(|body| body["params"]["_meta"][V] = json!(version))
 }
 
 // ---------------------------------------------------------------- singleton
@@ -69,7 +40,6 @@ async fn send_with(
 #[tokio::test]
 async fn each_singleton_header_repeated_is_400_naming_it() {
     let server = server();
-    let body = tools_call("echo", json!({}));
     for (sent, named) in [
         ("MCP-Protocol-Version", "MCP-Protocol-Version"),
         ("mcp-method", "Mcp-Method"),
@@ -77,21 +47,18 @@ async fn each_singleton_header_repeated_is_400_naming_it() {
         ("Authorization", "Authorization"),
         ("Mcp-Param-Region", "Mcp-Param-region"),
     ] {
-        let mut headers = standard_headers(&body);
-        let value = headers
+        let call = tools_call("echo", json!({}));
+        // A standard header is sent once more; any other twice.
+        let standard = call
+            .headers()
             .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(sent))
-            .map_or("x".to_owned(), |(_, v)| v.clone());
-        headers.push((sent, value.clone()));
-        if headers
-            .iter()
-            .filter(|(n, _)| n.eq_ignore_ascii_case(sent))
-            .nth(1)
-            .is_none()
-        {
-            headers.push((sent, value));
-        }
-        let reply = send_with(&server, &body, &headers).await;
+            .any(|(n, _)| n.eq_ignore_ascii_case(sent));
+        let req = if standard {
+            call.repeat(sent)
+        } else {
+            call.header(sent, "x").header(sent, "x")
+        };
+        let reply = probe(&server, req).await;
         reply.rejected("SingletonHeaders", 400, -32600, &id());
         assert_eq!(reply.body["error"]["data"]["header"], named);
         assert!(
@@ -106,12 +73,11 @@ async fn each_singleton_header_repeated_is_400_naming_it() {
 #[tokio::test]
 async fn other_repeated_headers_and_distinct_params_pass_the_singleton_check() {
     let server = server();
-    let body = tools_list();
-    let mut headers = standard_headers(&body);
-    headers.push(("Accept", "application/json".into()));
-    headers.push(("Mcp-Param-A", "1".into()));
-    headers.push(("Mcp-Param-B", "1".into()));
-    send_with(&server, &body, &headers).await.passed();
+    let req = tools_list()
+        .header("Accept", "application/json")
+        .header("Mcp-Param-A", "1")
+        .header("Mcp-Param-B", "1");
+    probe(&server, req).await.passed();
 }
 
 // ---------------------------------------------------------- protocol fields
@@ -130,7 +96,7 @@ async fn a_request_missing_or_malforming_its_protocol_fields_is_400_invalid_para
         json!({"jsonrpc":"2.0","id":ID,"method":"tools/list","params":{"_meta":{V:MODERN, C:[]}}}),
     ];
     for body in bodies {
-        let reply = send_with(&server, &body, &standard_headers(&body)).await;
+        let reply = probe(&server, Req::body(body).bind(Era::Modern)).await;
         reply.rejected("ProtocolFields", 400, -32602, &id());
     }
 }
@@ -138,10 +104,8 @@ async fn a_request_missing_or_malforming_its_protocol_fields_is_400_invalid_para
 #[tokio::test]
 async fn an_unsupported_version_the_header_agrees_with_is_32022_with_supported_and_requested() {
     let server = server();
-    let mut body = tools_list();
-    body["params"]["_meta"][V] = json!("v999.0.0");
-    let headers = with_header(&body, "MCP-Protocol-Version", Some("v999.0.0"));
-    let reply = send_with(&server, &body, &headers).await;
+    let req = body_version(tools_list(), "v999.0.0").set("MCP-Protocol-Version", "v999.0.0");
+    let reply = probe(&server, req).await;
     reply.rejected("ProtocolFields", 400, -32022, &id());
     assert_eq!(
         reply.body["error"]["data"],
@@ -157,7 +121,7 @@ async fn a_known_revision_the_server_does_not_serve_is_32022() {
             .build()
             .unwrap(),
     );
-    let reply = send_with(&server, &tools_list(), &standard_headers(&tools_list())).await;
+    let reply = probe(&server, tools_list()).await;
     reply.rejected("ProtocolFields", 400, -32022, &id());
     assert_eq!(
         reply.body["error"]["data"],
@@ -171,7 +135,7 @@ async fn a_served_2025_revision_named_in_meta_is_32022() {
     // 2025 makes the message legacy.
     let body =
         json!({"jsonrpc":"2.0","method":"notifications/x","params":{"_meta":{V: "2025-11-25"}}});
-    let reply = send(&server(), post(&body, &[])).await;
+    let reply = probe(&server(), Req::body(body)).await;
     reply.rejected("ProtocolFields", 400, -32022, &Value::Null);
     assert_eq!(
         reply.body["error"]["data"]["supported"],
@@ -183,11 +147,9 @@ async fn a_served_2025_revision_named_in_meta_is_32022() {
 async fn a_header_body_version_disagreement_is_32020_whatever_either_names() {
     // DESIGN §3's refinement; conformance: header 2026-07-28, body v999.0.0.
     let server = server();
-    for (header, body_version) in [(MODERN, "v999.0.0"), ("v999.0.0", MODERN), ("v1", "v2")] {
-        let mut body = tools_list();
-        body["params"]["_meta"][V] = json!(body_version);
-        let headers = with_header(&body, "MCP-Protocol-Version", Some(header));
-        let reply = send_with(&server, &body, &headers).await;
+    for (header, version) in [(MODERN, "v999.0.0"), ("v999.0.0", MODERN), ("v1", "v2")] {
+        let req = body_version(tools_list(), version).set("MCP-Protocol-Version", header);
+        let reply = probe(&server, req).await;
         reply.rejected("HeaderBinding", 400, -32020, &id());
         assert_eq!(
             reply.body["error"]["data"]["header"],
@@ -199,35 +161,33 @@ async fn a_header_body_version_disagreement_is_32020_whatever_either_names() {
 #[tokio::test]
 async fn a_request_without_the_version_header_is_32020_even_for_an_unserved_body_version() {
     let server = server();
-    let mut body = tools_list();
-    body["params"]["_meta"][V] = json!("v999.0.0");
-    let headers = with_header(&body, "MCP-Protocol-Version", None);
-    let reply = send_with(&server, &body, &headers).await;
+    let req = body_version(tools_list(), "v999.0.0").without("MCP-Protocol-Version");
+    let reply = probe(&server, req).await;
     reply.rejected("HeaderBinding", 400, -32020, &id());
 }
 
 #[tokio::test]
 async fn a_served_version_sets_the_revision() {
-    let reply = send_with(&server(), &tools_list(), &standard_headers(&tools_list())).await;
+    let reply = probe(&server(), tools_list()).await;
     assert_eq!(reply.passed()["revision"], MODERN);
 }
 
 #[tokio::test]
 async fn a_notifications_meta_requires_nothing_but_is_read_when_present() {
     let server = server();
-    let headers = [("MCP-Protocol-Version", MODERN)];
+    let with_header = |body| Req::body(body).header("MCP-Protocol-Version", MODERN);
     for body in [
         json!({"jsonrpc":"2.0","method":"notifications/x","params":{"_meta":{}}}),
         json!({"jsonrpc":"2.0","method":"notifications/x","params":{}}),
         json!({"jsonrpc":"2.0","method":"notifications/x"}),
     ] {
         assert_eq!(
-            send(&server, post(&body, &headers)).await.passed()["kind"],
+            probe(&server, with_header(body)).await.passed()["kind"],
             "notification"
         );
     }
     let malformed = json!({"jsonrpc":"2.0","method":"notifications/x","params":{"_meta":{V: 1}}});
-    send(&server, post(&malformed, &headers)).await.rejected(
+    probe(&server, with_header(malformed)).await.rejected(
         "ProtocolFields",
         400,
         -32602,
@@ -235,12 +195,12 @@ async fn a_notifications_meta_requires_nothing_but_is_read_when_present() {
     );
     // No header row to bind: support is judged on the body alone.
     let unserved = json!({"jsonrpc":"2.0","method":"notifications/x","params":{"_meta":{V: "v9"}}});
-    let reply = send(&server, post(&unserved, &[])).await;
+    let reply = probe(&server, Req::body(unserved)).await;
     reply.rejected("ProtocolFields", 400, -32022, &Value::Null);
     assert_eq!(reply.body["error"]["data"]["requested"], "v9");
     let served = json!({"jsonrpc":"2.0","method":"notifications/x","params":{"_meta":{V: MODERN}}});
     assert_eq!(
-        send(&server, post(&served, &[])).await.passed()["revision"],
+        probe(&server, Req::body(served)).await.passed()["revision"],
         MODERN
     );
 }
@@ -251,21 +211,21 @@ async fn a_notifications_meta_requires_nothing_but_is_read_when_present() {
 async fn a_missing_standard_header_on_a_request_is_32020() {
     let server = server();
     let call = tools_call("echo", json!({}));
-    for (body, header) in [
+    for (req, header) in [
         (tools_list(), "MCP-Protocol-Version"),
         (tools_list(), "Mcp-Method"),
         (call.clone(), "Mcp-Method"),
         (call, "Mcp-Name"),
         (
-            modern(id(), "prompts/get", json!({"name": "greet"})),
+            Req::modern(ID, "prompts/get").params(json!({"name": "greet"})),
             "Mcp-Name",
         ),
         (
-            modern(id(), "resources/read", json!({"uri": "file:///a"})),
+            Req::modern(ID, "resources/read").params(json!({"uri": "file:///a"})),
             "Mcp-Name",
         ),
     ] {
-        let reply = send_with(&server, &body, &with_header(&body, header, None)).await;
+        let reply = probe(&server, req.without(header)).await;
         reply.rejected("HeaderBinding", 400, -32020, &id());
         assert_eq!(reply.body["error"]["data"]["header"], header);
     }
@@ -275,7 +235,7 @@ async fn a_missing_standard_header_on_a_request_is_32020() {
 async fn a_mismatched_standard_header_is_32020() {
     let server = server();
     let call = tools_call("echo", json!({}));
-    let read = modern(id(), "resources/read", json!({"uri": "file:///a"}));
+    let read = Req::modern(ID, "resources/read").params(json!({"uri": "file:///a"}));
     let cases = [
         (tools_list(), "Mcp-Method", "prompts/list"),
         (tools_list(), "Mcp-Method", "TOOLS/LIST"),
@@ -284,15 +244,15 @@ async fn a_mismatched_standard_header_is_32020() {
         (call.clone(), "Mcp-Name", "ECHO"),
         (call, "Mcp-Name", "=?BASE64?ZWNobw==?="),
         (
-            modern(id(), "prompts/get", json!({"name": "greet"})),
+            Req::modern(ID, "prompts/get").params(json!({"name": "greet"})),
             "Mcp-Name",
             "Greet",
         ),
         (read.clone(), "Mcp-Name", "file:///b"),
         (read, "Mcp-Name", "file:///A"),
     ];
-    for (body, header, value) in cases {
-        let reply = send_with(&server, &body, &with_header(&body, header, Some(value))).await;
+    for (req, header, value) in cases {
+        let reply = probe(&server, req.set(header, value)).await;
         reply.rejected("HeaderBinding", 400, -32020, &id());
         assert_eq!(reply.body["error"]["data"]["header"], header, "{value}");
     }
@@ -301,15 +261,15 @@ async fn a_mismatched_standard_header_is_32020() {
 #[tokio::test]
 async fn header_names_are_case_insensitive_and_values_lose_their_ows() {
     let server = server();
-    let call = tools_call("echo", json!({}));
-    let mut headers = vec![
-        ("mcp-protocol-version", format!(" {MODERN}\t")),
-        ("MCP-METHOD", "  tools/call ".to_owned()),
-        ("mCp-NaMe", "\t echo  ".to_owned()),
-    ];
-    send_with(&server, &call, &headers).await.passed();
-    headers[1].1 = "tools /call".into();
-    send_with(&server, &call, &headers)
+    let call = |method: &str| {
+        tools_call("echo", json!({}))
+            .unbound()
+            .header("mcp-protocol-version", format!(" {MODERN}\t"))
+            .header("MCP-METHOD", method)
+            .header("mCp-NaMe", "\t echo  ")
+    };
+    probe(&server, call("  tools/call ")).await.passed();
+    probe(&server, call("tools /call"))
         .await
         .rejected("HeaderBinding", 400, -32020, &id());
 }
@@ -317,21 +277,14 @@ async fn header_names_are_case_insensitive_and_values_lose_their_ows() {
 #[tokio::test]
 async fn invalid_characters_in_a_standard_header_are_32020() {
     let server = server();
-    let call = tools_call("café", json!({}));
     for header in ["MCP-Protocol-Version", "Mcp-Method", "Mcp-Name"] {
-        let mut headers: Vec<(&str, Vec<u8>)> = standard_headers(&call)
-            .into_iter()
-            .filter(|(n, _)| *n != header)
-            .map(|(n, v)| (n, v.into_bytes()))
-            .collect();
         let value = match header {
             "Mcp-Name" => "café".as_bytes().to_vec(),
             "Mcp-Method" => b"tools/call\xff".to_vec(),
             _ => b"2026-07-28\x80".to_vec(),
         };
-        headers.push((header, value));
-        let raw = headers.iter().map(|(n, v)| (*n, v.as_slice()));
-        let reply = send(&server, post_raw(&call, raw)).await;
+        let req = tools_call("café", json!({})).set(header, value);
+        let reply = probe(&server, req).await;
         reply.rejected("HeaderBinding", 400, -32020, &id());
         assert_eq!(reply.body["error"]["data"]["header"], header);
     }
@@ -341,28 +294,26 @@ async fn invalid_characters_in_a_standard_header_are_32020() {
 async fn mcp_name_takes_the_base64_form() {
     let server = server();
     let call = tools_call("café", json!({}));
-    // standard_headers encodes a non-ASCII name.
-    assert_eq!(standard_headers(&call)[2].1, "=?base64?Y2Fmw6k=?=");
-    send_with(&server, &call, &standard_headers(&call))
-        .await
-        .passed();
+    // The builder encodes a non-ASCII name.
+    let name: Vec<_> = call
+        .headers()
+        .into_iter()
+        .filter(|(n, _)| n == "Mcp-Name")
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(name, [b"=?base64?Y2Fmw6k=?=".to_vec()]);
+    probe(&server, call.clone()).await.passed();
     for bad in [
         "=?base64?Y2Fmw6k?=",
         "=?base64?Y2Fm!6k=?=",
         "=?base64?/w==?=",
     ] {
-        let reply = send_with(&server, &call, &with_header(&call, "Mcp-Name", Some(bad))).await;
+        let reply = probe(&server, call.clone().set("Mcp-Name", bad)).await;
         reply.rejected("HeaderBinding", 400, -32020, &id());
     }
     // Mcp-Method takes no sentinel: the encoded method is a literal mismatch.
-    let list = tools_list();
     let encoded = "=?base64?dG9vbHMvbGlzdA==?=";
-    let reply = send_with(
-        &server,
-        &list,
-        &with_header(&list, "Mcp-Method", Some(encoded)),
-    )
-    .await;
+    let reply = probe(&server, tools_list().set("Mcp-Method", encoded)).await;
     reply.rejected("HeaderBinding", 400, -32020, &id());
 }
 
@@ -370,47 +321,29 @@ async fn mcp_name_takes_the_base64_form() {
 async fn a_name_with_no_header_spelling_binds_nothing() {
     // A non-string params.name is Validate's to answer, not header binding's.
     let server = server();
-    let body = modern(id(), "tools/call", json!({"name": 7}));
-    let headers = with_header(&body, "Mcp-Name", None);
-    send_with(&server, &body, &headers).await.passed();
+    let req = Req::modern(ID, "tools/call")
+        .params(json!({"name": 7}))
+        .without("Mcp-Name");
+    probe(&server, req).await.passed();
 }
 
 #[tokio::test]
 async fn a_notification_may_omit_mcp_method_but_not_mismatch_it() {
     let server = server();
-    let body = notification("notifications/x");
-    send(&server, post(&body, &[("MCP-Protocol-Version", MODERN)]))
+    // Bound: MCP-Protocol-Version and Mcp-Method.
+    let notification = || Req::notification("notifications/x");
+    probe(&server, notification().without("Mcp-Method"))
         .await
         .passed();
-    send(&server, post(&body, &[])).await.passed();
-    send(
-        &server,
-        post(
-            &body,
-            &[
-                ("MCP-Protocol-Version", MODERN),
-                ("Mcp-Method", "notifications/x"),
-            ],
-        ),
-    )
-    .await
-    .passed();
-    let reply = send(
-        &server,
-        post(
-            &body,
-            &[
-                ("MCP-Protocol-Version", MODERN),
-                ("Mcp-Method", "notifications/y"),
-            ],
-        ),
-    )
-    .await;
+    probe(&server, notification().unbound()).await.passed();
+    probe(&server, notification()).await.passed();
+    let reply = probe(&server, notification().set("Mcp-Method", "notifications/y")).await;
     reply.rejected("HeaderBinding", 400, -32020, &Value::Null);
     assert_eq!(reply.body["error"]["data"]["header"], "Mcp-Method");
-    let mut versioned = body.clone();
-    versioned["params"]["_meta"][V] = json!(MODERN);
-    let reply = send(&server, post(&versioned, &[("MCP-Protocol-Version", "v2")])).await;
+    let versioned = body_version(notification(), MODERN)
+        .without("Mcp-Method")
+        .set("MCP-Protocol-Version", "v2");
+    let reply = probe(&server, versioned).await;
     reply.rejected("HeaderBinding", 400, -32020, &Value::Null);
 }
 
@@ -431,10 +364,12 @@ fn param_server() -> Arc<Server> {
 }
 
 async fn deploy(arguments: Value, params: &[(&'static str, &str)]) -> Reply {
-    let body = tools_call("deploy", arguments);
-    let mut headers = standard_headers(&body);
-    headers.extend(params.iter().map(|(n, v)| (*n, (*v).to_owned())));
-    send_with(&param_server(), &body, &headers).await
+    let req = params
+        .iter()
+        .fold(tools_call("deploy", arguments), |req, (name, value)| {
+            req.header(name, value)
+        });
+    probe(&param_server(), req).await
 }
 
 #[tokio::test]
@@ -527,11 +462,8 @@ async fn param_header_defects_are_32020() {
 
 #[tokio::test]
 async fn a_param_header_with_invalid_characters_is_32020() {
-    let body = tools_call("deploy", json!({"region": "café"}));
-    let standard = standard_headers(&body);
-    let mut raw: Vec<(&str, &[u8])> = standard.iter().map(|(n, v)| (*n, v.as_bytes())).collect();
-    raw.push(("Mcp-Param-Region", "café".as_bytes()));
-    let reply = send(&param_server(), post_raw(&body, raw)).await;
+    let req = tools_call("deploy", json!({"region": "café"})).header("Mcp-Param-Region", "café");
+    let reply = probe(&param_server(), req).await;
     reply.rejected("HeaderBinding", 400, -32020, &id());
 }
 
@@ -566,10 +498,8 @@ async fn absent_null_and_headerless_values_expect_no_header() {
         deploy(args, &[]).await.passed();
     }
     // No arguments at all.
-    let body = modern(id(), "tools/call", json!({"name": "deploy"}));
-    send_with(&param_server(), &body, &standard_headers(&body))
-        .await
-        .passed();
+    let req = Req::modern(ID, "tools/call").params(json!({"name": "deploy"}));
+    probe(&param_server(), req).await.passed();
 }
 
 #[tokio::test]
@@ -592,19 +522,12 @@ async fn undeclared_param_headers_and_other_tools_are_ignored() {
     deploy(json!({}), &[("Mcp-Param-Unknown", "x")])
         .await
         .passed();
-    let body = tools_call("other", json!({"region": "Hello"}));
-    send_with(&param_server(), &body, &standard_headers(&body))
-        .await
-        .passed();
+    let req = tools_call("other", json!({"region": "Hello"}));
+    probe(&param_server(), req).await.passed();
     // Only tools/call binds parameters.
-    let body = modern(
-        id(),
-        "prompts/get",
-        json!({"name": "deploy", "arguments": {"region": "x"}}),
-    );
-    send_with(&param_server(), &body, &standard_headers(&body))
-        .await
-        .passed();
+    let req = Req::modern(ID, "prompts/get")
+        .params(json!({"name": "deploy", "arguments": {"region": "x"}}));
+    probe(&param_server(), req).await.passed();
 }
 
 // ------------------------------------------------------------------ legacy
@@ -612,29 +535,17 @@ async fn undeclared_param_headers_and_other_tools_are_ignored() {
 #[tokio::test]
 async fn legacy_requests_meet_only_the_2025_rules() {
     let server = server();
-    let initialize = json!({"jsonrpc":"2.0","id":ID,"method":"initialize","params":{"protocolVersion":"2025-11-25"}});
     // No header: the 2025 handshake.
-    assert_eq!(
-        send(&server, post(&initialize, &[])).await.passed()["era"],
-        "legacy"
-    );
-    // A served 2025 revision; 2026 rows are not checked.
-    let ping = json!({"jsonrpc":"2.0","id":ID,"method":"ping"});
-    let reply = send(
-        &server,
-        post(
-            &ping,
-            &[
-                ("MCP-Protocol-Version", "2025-11-25"),
-                ("Mcp-Method", "other"),
-            ],
-        ),
-    )
-    .await;
+    let initialize = Req::legacy(ID, "initialize").params(json!({"protocolVersion": "2025-11-25"}));
+    assert_eq!(probe(&server, initialize).await.passed()["era"], "legacy");
+    // A served 2025 revision (bound: MCP-Protocol-Version: 2025-11-25);
+    // 2026 rows are not checked.
+    let ping = || Req::legacy(ID, "ping");
+    let reply = probe(&server, ping().header("Mcp-Method", "other")).await;
     assert_eq!(reply.passed()["revision"], "2025-11-25");
     // An unserved or unknown 2025 revision: a plain 400.
     for version in ["2025-06-18", "2025-03-26", " 2025-03-26 "] {
-        let reply = send(&server, post(&ping, &[("MCP-Protocol-Version", version)])).await;
+        let reply = probe(&server, ping().set("MCP-Protocol-Version", version)).await;
         reply.rejected("HeaderBinding", 400, -32600, &id());
         assert_eq!(
             reply.body["error"]["data"],
@@ -645,16 +556,8 @@ async fn legacy_requests_meet_only_the_2025_rules() {
 
 // ------------------------------------------------------- the default chain
 
-/// A server, a body, its headers, and the rejection expected: stage,
-/// status, code.
-type Case = (
-    Arc<Server>,
-    Value,
-    Vec<(&'static str, String)>,
-    &'static str,
-    u16,
-    i64,
-);
+/// A server, a request, and the rejection expected: stage, status, code.
+type Case = (Arc<Server>, Req, &'static str, u16, i64);
 
 #[tokio::test]
 async fn through_the_default_chain_each_check_answers_as_declared() {
@@ -667,63 +570,31 @@ async fn through_the_default_chain_each_check_answers_as_declared() {
             .build()
             .unwrap(),
     );
-    let body = tools_list();
-    let mut unsupported = tools_list();
-    unsupported["params"]["_meta"][V] = json!("v9");
-    let mut no_caps = tools_list();
-    no_caps["params"]["_meta"]
-        .as_object_mut()
-        .unwrap()
-        .remove(C);
+    let unsupported = body_version(tools_list(), "v9").set("MCP-Protocol-Version", "v9");
+    let no_caps = tools_list().edit(|body| {
+        body["params"]["_meta"].as_object_mut().unwrap().remove(C);
+    });
     let cases: Vec<Case> = vec![
-        (
-            auth_server,
-            body.clone(),
-            standard_headers(&body),
-            "Auth",
-            401,
-            -32600,
-        ),
+        (auth_server, tools_list(), "Auth", 401, -32600),
         (
             server(),
-            body.clone(),
-            [
-                standard_headers(&body),
-                vec![("Mcp-Method", "tools/list".into())],
-            ]
-            .concat(),
+            tools_list().header("Mcp-Method", "tools/list"),
             "SingletonHeaders",
             400,
             -32600,
         ),
+        (server(), no_caps, "ProtocolFields", 400, -32602),
+        (server(), unsupported, "ProtocolFields", 400, -32022),
         (
             server(),
-            no_caps.clone(),
-            standard_headers(&no_caps),
-            "ProtocolFields",
-            400,
-            -32602,
-        ),
-        (
-            server(),
-            unsupported.clone(),
-            with_header(&unsupported, "MCP-Protocol-Version", Some("v9")),
-            "ProtocolFields",
-            400,
-            -32022,
-        ),
-        (
-            server(),
-            body.clone(),
-            with_header(&body, "Mcp-Method", Some("tools/call")),
+            tools_list().set("Mcp-Method", "tools/call"),
             "HeaderBinding",
             400,
             -32020,
         ),
     ];
-    for (server, body, headers, stage, status, code) in cases {
-        let router = wymcp::chain::post::router(server);
-        let reply = send_to(router, post(&body, &pairs(&headers))).await;
+    for (server, req, stage, status, code) in cases {
+        let reply = send(&chain(server), req).await;
         reply.rejected(stage, status, code, &id());
     }
 }

@@ -4,8 +4,6 @@
 //! an explicit [`ServeConfig`] limit. Every loop is bounded in count and time;
 //! everything is on loopback.
 
-#![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
-
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};

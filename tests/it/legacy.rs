@@ -1,15 +1,12 @@
 //! The legacy path for 2025 clients: initialize, ping, logging/setLevel,
 //! notifications/initialized, subscribe acknowledgements, and 2025 results.
 
-#![allow(clippy::unwrap_used, clippy::needless_pass_by_value)]
-
-use crate::surface_support;
-
 use http::StatusCode;
 use serde_json::json;
-use surface_support::{assert_schema, dispatch, legacy};
 use wymcp::NoArgs;
 use wymcp::{Era, Resource, Revision, Server, Tool, ToolResult};
+
+use crate::support::{Req, assert_schema, chain, dispatch, send};
 
 fn server() -> Server {
     Server::builder()
@@ -26,14 +23,12 @@ fn server() -> Server {
         .unwrap()
 }
 
-fn initialize(version: &str) -> serde_json::Value {
-    legacy(
-        json!(1),
-        "initialize",
-        &json!({
-            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}
-        }),
-    )
+/// A 2025 `initialize`, id 1, asking for `version` (sent with no MCP
+/// header).
+fn initialize(version: &str) -> Req {
+    Req::legacy(1, "initialize").params(json!({
+        "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}
+    }))
 }
 
 /// initialize answers the requested version when served, else the latest
@@ -47,7 +42,7 @@ async fn initialize_negotiates_a_2025_version() {
         ("2025-03-26", "2025-11-25"),
         ("2026-07-28", "2025-11-25"),
     ] {
-        let answer = dispatch(&server, Era::Legacy, initialize(asked)).await;
+        let answer = dispatch(&server, initialize(asked)).await;
         let result = answer.ok(&json!(1));
         assert_eq!(result["protocolVersion"], answered, "asked {asked}");
         assert_eq!(
@@ -72,7 +67,7 @@ async fn initialize_negotiates_a_2025_version() {
         ])
         .build()
         .unwrap();
-    let answer = dispatch(&both, Era::Legacy, initialize("2025-06-18")).await;
+    let answer = dispatch(&both, initialize("2025-06-18")).await;
     assert_eq!(answer.ok(&json!(1))["protocolVersion"], "2025-06-18");
 }
 
@@ -84,7 +79,7 @@ async fn initialize_without_a_legacy_revision_lists_the_supported_ones() {
         .revisions([Revision::V2026_07_28])
         .build()
         .unwrap();
-    let answer = dispatch(&modern_only, Era::Legacy, initialize("2025-11-25")).await;
+    let answer = dispatch(&modern_only, initialize("2025-11-25")).await;
     let error = answer.error(StatusCode::OK, -32602, &json!(1));
     assert_eq!(
         error["data"],
@@ -97,26 +92,22 @@ async fn initialize_without_a_legacy_revision_lists_the_supported_ones() {
 #[tokio::test]
 async fn ping_and_set_level_answer_empty_objects() {
     let server = server();
-    let answer = dispatch(&server, Era::Legacy, legacy(json!("p"), "ping", &json!({}))).await;
+    let answer = dispatch(&server, Req::legacy("p", "ping").params(json!({}))).await;
     assert_eq!(answer.ok(&json!("p")), &json!({}));
-    let no_params = json!({"jsonrpc": "2.0", "id": "q", "method": "ping"});
+    let no_params = Req::legacy("q", "ping");
     assert_eq!(
-        dispatch(&server, Era::Legacy, no_params)
-            .await
-            .ok(&json!("q")),
+        dispatch(&server, no_params).await.ok(&json!("q")),
         &json!({})
     );
     let answer = dispatch(
         &server,
-        Era::Legacy,
-        legacy(json!(2), "logging/setLevel", &json!({"level": "debug"})),
+        Req::legacy(2, "logging/setLevel").params(json!({"level": "debug"})),
     )
     .await;
     assert_eq!(answer.ok(&json!(2)), &json!({}));
     let answer = dispatch(
         &server,
-        Era::Legacy,
-        legacy(json!(3), "logging/setLevel", &json!({"level": "loud"})),
+        Req::legacy(3, "logging/setLevel").params(json!({"level": "loud"})),
     )
     .await;
     answer.error(StatusCode::OK, -32602, &json!(3));
@@ -126,7 +117,7 @@ async fn ping_and_set_level_answer_empty_objects() {
 #[tokio::test]
 async fn initialized_is_accepted() {
     let message = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let answer = dispatch(&server(), Era::Legacy, message).await;
+    let answer = dispatch(&server(), Req::body(message).bind(Era::Legacy)).await;
     assert_eq!(answer.status, StatusCode::ACCEPTED);
     assert!(answer.raw.is_empty());
     assert!(answer.headers.get("mcp-session-id").is_none());
@@ -137,18 +128,16 @@ async fn initialized_is_accepted() {
 #[tokio::test]
 async fn subscriptions_are_acknowledged_only_when_advertised() {
     for method in ["resources/subscribe", "resources/unsubscribe"] {
-        let message = legacy(json!(4), method, &json!({"uri": "test://r"}));
+        let message = Req::legacy(4, method).params(json!({"uri": "test://r"}));
         assert_eq!(
-            dispatch(&server(), Era::Legacy, message.clone())
-                .await
-                .ok(&json!(4)),
+            dispatch(&server(), message.clone()).await.ok(&json!(4)),
             &json!({})
         );
         let plain = Server::builder()
             .resource(Resource::new("test://r", "r").text("r"))
             .build()
             .unwrap();
-        dispatch(&plain, Era::Legacy, message)
+        dispatch(&plain, message)
             .await
             .error(StatusCode::OK, -32601, &json!(4));
     }
@@ -159,12 +148,7 @@ async fn subscriptions_are_acknowledged_only_when_advertised() {
 #[tokio::test]
 async fn legacy_tools_are_2025_results() {
     let server = server();
-    let answer = dispatch(
-        &server,
-        Era::Legacy,
-        legacy(json!(5), "tools/list", &json!({})),
-    )
-    .await;
+    let answer = dispatch(&server, Req::legacy(5, "tools/list").params(json!({}))).await;
     let result = answer.ok(&json!(5));
     assert_schema("2025-11-25", "ListToolsResult", result);
     assert!(
@@ -174,8 +158,7 @@ async fn legacy_tools_are_2025_results() {
     );
     let answer = dispatch(
         &server,
-        Era::Legacy,
-        legacy(json!(6), "tools/call", &json!({"name": "t"})),
+        Req::legacy(6, "tools/call").params(json!({"name": "t"})),
     )
     .await;
     let result = answer.ok(&json!(6));
@@ -186,8 +169,7 @@ async fn legacy_tools_are_2025_results() {
     );
     let answer = dispatch(
         &server,
-        Era::Legacy,
-        legacy(json!(7), "tools/call", &json!({"name": "x"})),
+        Req::legacy(7, "tools/call").params(json!({"name": "x"})),
     )
     .await;
     answer.error(StatusCode::OK, -32602, &json!(7));
@@ -198,23 +180,20 @@ async fn legacy_tools_are_2025_results() {
 /// `MCP-Protocol-Version: 2025-11-25`; never a session id.
 #[tokio::test]
 async fn a_2025_session_through_the_chain() {
-    let chain = |message| surface_support::through_chain(server(), Era::Legacy, message);
-    let answer = chain(initialize("2025-11-25")).await;
+    let through = |req| async move { send(&chain(server()), req).await };
+    let answer = through(initialize("2025-11-25")).await;
     assert_eq!(answer.ok(&json!(1))["protocolVersion"], "2025-11-25");
-    let answer = chain(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let answer = through(Req::body(initialized).bind(Era::Legacy)).await;
     assert_eq!(answer.status, StatusCode::ACCEPTED);
     assert!(answer.raw.is_empty() && answer.headers.get("mcp-session-id").is_none());
     assert_eq!(
-        chain(legacy(json!(2), "ping", &json!({})))
+        through(Req::legacy(2, "ping").params(json!({})))
             .await
             .ok(&json!(2)),
         &json!({})
     );
-    let answer = chain(legacy(
-        json!(3),
-        "tools/call",
-        &json!({"name": "t", "arguments": {}}),
-    ))
-    .await;
+    let answer =
+        through(Req::legacy(3, "tools/call").params(json!({"name": "t", "arguments": {}}))).await;
     assert_eq!(answer.ok(&json!(3))["content"][0]["text"], "ok");
 }

@@ -3,18 +3,15 @@
 //! filter honoured, list_changed on a catalog change at run time,
 //! resources/updated for a watched resource, and a clean close.
 
-#![allow(clippy::unwrap_used)]
-
-use crate::e2e_support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use e2e_support::{Stream, meta, request, router, send};
 use http::StatusCode;
 use serde_json::{Value, json};
 use wymcp::fuzzing::meta::SUBSCRIPTION_ID;
 use wymcp::{Context, Prompt, PromptResult, Resource, Server, Tool, ToolResult};
+
+use crate::support::{Req, Stream, chain, meta, send};
 
 fn tool(name: &str) -> Tool {
     Tool::new(name)
@@ -37,22 +34,14 @@ fn server() -> Arc<Server> {
     )
 }
 
-fn listen_params(notifications: &Value) -> Value {
-    json!({"_meta": meta(json!({}), json!({})), "notifications": notifications})
+/// A `subscriptions/listen` asking for `notifications`.
+fn listen_request(id: &Value, notifications: &Value) -> Req {
+    Req::modern(id.clone(), "subscriptions/listen").params(json!({"notifications": notifications}))
 }
 
 async fn listen(server: &Arc<Server>, id: &Value, notifications: &Value) -> Stream {
-    let app = router(server.clone());
-    let stream = Stream::open(
-        &app,
-        request(
-            id,
-            "subscriptions/listen",
-            &listen_params(notifications),
-            None,
-        ),
-    )
-    .await;
+    let app = chain(server.clone());
+    let stream = Stream::open(&app, listen_request(id, notifications)).await;
     assert_eq!(stream.status, StatusCode::OK);
     assert_eq!(stream.headers["content-type"], "text/event-stream");
     assert_eq!(stream.headers["x-accel-buffering"], "no");
@@ -159,26 +148,19 @@ async fn closing_subscriptions_ends_each_stream_with_a_complete_result() {
 #[tokio::test]
 async fn a_listen_without_a_filter_object_is_invalid_params() {
     let server = server();
-    let app = router(server.clone());
+    let app = chain(server.clone());
     let id = json!(5);
-    let params = json!({"_meta": meta(json!({}), json!({})), "notifications": [true]});
-    let reply = send(&app, request(&id, "subscriptions/listen", &params, None)).await;
+    let reply = send(&app, listen_request(&id, &json!([true]))).await;
     reply.error(StatusCode::BAD_REQUEST, -32602, &id);
 }
 
 #[tokio::test]
 async fn no_log_messages_ever_reach_a_listen_stream() {
     let server = server();
-    let app = router(server.clone());
-    let params = json!({
-        "_meta": meta(json!({}), json!({"io.modelcontextprotocol/logLevel": "debug"})),
-        "notifications": {"toolsListChanged": true},
-    });
-    let mut stream = Stream::open(
-        &app,
-        request(&json!(1), "subscriptions/listen", &params, None),
-    )
-    .await;
+    let app = chain(server.clone());
+    let req = listen_request(&json!(1), &json!({"toolsListChanged": true}))
+        .meta(json!({"io.modelcontextprotocol/logLevel": "debug"}));
+    let mut stream = Stream::open(&app, req).await;
     let _ = stream.next().await;
     server.catalog().add_tool(tool("third")).unwrap();
     let change = stream.next().await;
@@ -204,7 +186,7 @@ async fn a_graceful_shutdown_ends_open_listen_streams_cleanly() {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let closer = server.clone();
     let serving = tokio::spawn(
-        wymcp::serve(listener, router(server.clone()))
+        wymcp::serve(listener, chain(server.clone()))
             .with_graceful_shutdown(async move {
                 let _ = stopped.await;
                 closer.close_subscriptions();
@@ -212,10 +194,10 @@ async fn a_graceful_shutdown_ends_open_listen_streams_cleanly() {
             .into_future(),
     );
 
-    let params = listen_params(&json!({"toolsListChanged": true}));
-    let body =
-        json!({"jsonrpc": "2.0", "id": "bye", "method": "subscriptions/listen", "params": params})
-            .to_string();
+    let body = json!({"jsonrpc": "2.0", "id": "bye", "method": "subscriptions/listen", "params": {
+        "_meta": meta(), "notifications": {"toolsListChanged": true},
+    }})
+    .to_string();
     let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
     let head = format!(
         "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\

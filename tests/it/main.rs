@@ -28,11 +28,6 @@ mod expand;
 
 mod support;
 
-// The request builders and reply assertions of three families of tests.
-mod checks_support;
-mod e2e_support;
-mod surface_support;
-
 mod auth;
 mod classify;
 mod dispatch;

@@ -3,8 +3,6 @@
 //! keep coming. Observed through `ReleaseMemory::releases`, not RSS (which
 //! other tests in the same binary would disturb).
 
-#![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

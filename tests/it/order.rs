@@ -20,25 +20,18 @@
 //! classification's tag: its 401 echoes a request's id and no other kind's,
 //! and it answers an unknown body before Validate would.
 
-#![allow(clippy::unwrap_used)]
-
-
 use std::sync::Arc;
 
-use axum::body::Body;
-use http::{Request, StatusCode};
-use http_body_util::BodyExt;
+use http::StatusCode;
 use serde_json::{Value, json};
-use tower::ServiceExt;
 use wymcp::auth::Principal;
 use wymcp::auth::{AuthConfig, StaticTokens};
 use wymcp::{Role, Server, StageInfo, Tool, ToolResult};
 
 use crate::expand;
+use crate::support::{C, Reply, Req, V, chain, send};
 
 const TOKEN: &str = "good-token";
-const V: &str = "io.modelcontextprotocol/protocolVersion";
-const C: &str = "io.modelcontextprotocol/clientCapabilities";
 
 /// A server with one tool, `echo`, and bearer auth with one token.
 fn server() -> Arc<Server> {
@@ -61,114 +54,35 @@ fn server() -> Arc<Server> {
     Arc::new(server)
 }
 
-/// One request under construction: a JSON body (or raw text) and headers
-/// in order (a name may repeat).
-#[derive(Debug, Clone)]
-struct Req {
-    body: Value,
-    raw: Option<&'static str>,
-    headers: Vec<(&'static str, &'static str)>,
+/// A valid 2026-07-28 `tools/call` of `echo`, id 7, with every header the
+/// wire checks want and a good token.
+fn valid() -> Req {
+    Req::modern(7, "tools/call")
+        .params(json!({"name": "echo", "arguments": {"x": 1}}))
+        .bearer(TOKEN)
 }
 
-impl Req {
-    /// A valid 2026-07-28 `tools/call` of `echo`, id 7, with every header
-    /// the wire checks want and a good token.
-    fn valid() -> Self {
-        Req {
-            body: json!({
-                "jsonrpc": "2.0",
-                "id": 7,
-                "method": "tools/call",
-                "params": {"_meta": {V: "2026-07-28", C: {}}, "name": "echo", "arguments": {"x": 1}}
-            }),
-            raw: None,
-            headers: vec![
-                ("content-type", "application/json"),
-                ("accept", "application/json, text/event-stream"),
-                ("authorization", "Bearer good-token"),
-                ("mcp-protocol-version", "2026-07-28"),
-                ("mcp-method", "tools/call"),
-                ("mcp-name", "echo"),
-            ],
-        }
-    }
-
-    /// A valid 2025-11-25 `ping`, id 7, as a 2025 client sends it after
-    /// `initialize`: the protocol header, no `_meta`, a good token.
-    fn legacy() -> Self {
-        Req {
-            body: json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}),
-            raw: None,
-            headers: vec![
-                ("content-type", "application/json"),
-                ("accept", "application/json, text/event-stream"),
-                ("authorization", "Bearer good-token"),
-                ("mcp-protocol-version", "2025-11-25"),
-            ],
-        }
-    }
-
-    fn set_header(&mut self, name: &'static str, value: &'static str) {
-        self.headers.retain(|(n, _)| *n != name);
-        self.headers.push((name, value));
-    }
-
-    fn repeat_header(&mut self, name: &'static str) {
-        let value = self
-            .headers
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| *v)
-            .unwrap();
-        self.headers.push((name, value));
-    }
-
-    fn request(&self) -> Request<Body> {
-        let body = match self.raw {
-            Some(raw) => raw.to_owned(),
-            None => self.body.to_string(),
-        };
-        let mut request = Request::post("/mcp");
-        for (name, value) in &self.headers {
-            request = request.header(*name, *value);
-        }
-        request.body(Body::from(body)).unwrap()
-    }
+/// A valid 2025-11-25 `ping`, id 7, as a 2025 client sends it after
+/// `initialize`: the protocol header, no `_meta`, a good token.
+fn legacy() -> Req {
+    Req::legacy(7, "ping").bearer(TOKEN)
 }
 
-/// What came back.
-#[derive(Debug)]
-struct Answer {
-    status: StatusCode,
-    /// Header names and values, `content-length` left out, sorted.
-    headers: Vec<(String, String)>,
-    body: Value,
+/// Sends `req` through the default chain around `server`.
+async fn answer(server: &Arc<Server>, req: Req) -> Reply {
+    send(&chain(server.clone()), req).await
 }
 
-async fn send(server: &Arc<Server>, req: &Req) -> Answer {
-    let response = wymcp::chain::post::router(server.clone())
-        .oneshot(req.request())
-        .await
-        .unwrap();
-    let (parts, body) = response.into_parts();
-    let bytes = body.collect().await.unwrap().to_bytes();
-    let body = if bytes.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_slice(&bytes).unwrap()
-    };
-    let mut headers: Vec<(String, String)> = parts
+/// The response headers, `content-length` left out, sorted.
+fn headers(reply: &Reply) -> Vec<(String, String)> {
+    let mut headers: Vec<(String, String)> = reply
         .headers
         .iter()
         .filter(|(name, _)| *name != http::header::CONTENT_LENGTH)
         .map(|(name, value)| (name.to_string(), value.to_str().unwrap().to_owned()))
         .collect();
     headers.sort();
-    Answer {
-        status: parts.status,
-        headers,
-        body,
-    }
+    headers
 }
 
 /// What a stage answers: status, code, id, one value of the error that
@@ -197,13 +111,9 @@ enum Id {
 }
 
 impl Expect {
-    /// Whether `answer` is this stage's answer; what differs, if not.
-    fn check(&self, answer: &Answer) -> Result<(), String> {
-        let Answer {
-            status,
-            headers,
-            body,
-        } = answer;
+    /// Whether `reply` is this stage's answer; what differs, if not.
+    fn check(&self, reply: &Reply) -> Result<(), String> {
+        let (status, headers, body) = (reply.status, headers(reply), &reply.body);
         let id = match self.id {
             Id::Null => Value::Null,
             Id::Seven => json!(7),
@@ -235,7 +145,7 @@ impl Expect {
         if !says_it {
             wrong.push(format!("error{pointer} is not {says:?}"));
         }
-        if *headers != expected_headers {
+        if headers != expected_headers {
             wrong.push(format!("headers {headers:?}, not {expected_headers:?}"));
         }
         if wrong.is_empty() {
@@ -246,8 +156,8 @@ impl Expect {
     }
 
     #[track_caller]
-    fn assert(&self, answer: &Answer, what: &str) {
-        if let Err(wrong) = self.check(answer) {
+    fn assert(&self, reply: &Reply, what: &str) {
+        if let Err(wrong) = self.check(reply) {
             panic!("{what}: {wrong}");
         }
     }
@@ -260,9 +170,9 @@ struct Pair {
     earlier: &'static str,
     later: &'static str,
     /// The defect the earlier stage refuses.
-    earlier_defect: fn(&mut Req),
+    earlier_defect: fn(Req) -> Req,
     /// The defect the later stage refuses.
-    later_defect: fn(&mut Req),
+    later_defect: fn(Req) -> Req,
     earlier_answer: Expect,
     later_answer: Expect,
 }
@@ -273,53 +183,52 @@ const INVALID_PARAMS: i64 = -32602;
 const METHOD_NOT_FOUND: i64 = -32601;
 const HEADER_MISMATCH: i64 = -32020;
 
-fn disallowed_origin(req: &mut Req) {
-    req.set_header("origin", "https://evil.example");
+fn disallowed_origin(req: Req) -> Req {
+    req.set("origin", "https://evil.example")
 }
-fn text_plain(req: &mut Req) {
-    req.set_header("content-type", "text/plain");
+fn text_plain(req: Req) -> Req {
+    req.set("content-type", "text/plain")
 }
-fn malformed_json(req: &mut Req) {
-    req.raw = Some(r#"{"jsonrpc": "2.0", "id": 7, "method": "tools/call""#);
+fn malformed_json(req: Req) -> Req {
+    req.bytes(r#"{"jsonrpc": "2.0", "id": 7, "method": "tools/call""#)
 }
-fn bad_token(req: &mut Req) {
-    req.set_header("authorization", "Bearer wrong-token");
+fn bad_token(req: Req) -> Req {
+    req.bearer("wrong-token")
 }
-fn repeated_protocol_version(req: &mut Req) {
-    req.repeat_header("mcp-protocol-version");
+fn repeated_protocol_version(req: Req) -> Req {
+    req.repeat("mcp-protocol-version")
 }
-fn repeated_mcp_method(req: &mut Req) {
-    req.repeat_header("mcp-method");
+fn repeated_mcp_method(req: Req) -> Req {
+    req.repeat("mcp-method")
 }
-fn no_client_capabilities(req: &mut Req) {
-    req.body["params"]["_meta"]
-        .as_object_mut()
-        .unwrap()
-        .remove(C);
+fn no_client_capabilities(req: Req) -> Req {
+    req.edit(|body| {
+        body["params"]["_meta"].as_object_mut().unwrap().remove(C);
+    })
 }
-fn mcp_name_mismatch(req: &mut Req) {
-    req.set_header("mcp-name", "other");
+fn mcp_name_mismatch(req: Req) -> Req {
+    req.set("mcp-name", "other")
 }
-fn jsonrpc_1_0(req: &mut Req) {
-    req.body["jsonrpc"] = json!("1.0");
+fn jsonrpc_1_0(req: Req) -> Req {
+    req.edit(|body| body["jsonrpc"] = json!("1.0"))
 }
-fn arguments_not_an_object(req: &mut Req) {
-    req.body["params"]["arguments"] = json!([1]);
+fn arguments_not_an_object(req: Req) -> Req {
+    req.edit(|body| body["params"]["arguments"] = json!([1]))
 }
-fn unknown_method(req: &mut Req) {
-    req.body["method"] = json!("foo/bar");
-    req.set_header("mcp-method", "foo/bar");
+fn unknown_method(req: Req) -> Req {
+    req.edit(|body| body["method"] = json!("foo/bar"))
+        .set("mcp-method", "foo/bar")
 }
-fn unknown_tool(req: &mut Req) {
-    req.body["params"]["name"] = json!("nope");
-    req.set_header("mcp-name", "nope");
+fn unknown_tool(req: Req) -> Req {
+    req.edit(|body| body["params"]["name"] = json!("nope"))
+        .set("mcp-name", "nope")
 }
 
-fn unserved_legacy_version(req: &mut Req) {
-    req.set_header("mcp-protocol-version", "2025-03-26");
+fn unserved_legacy_version(req: Req) -> Req {
+    req.set("mcp-protocol-version", "2025-03-26")
 }
-fn params_not_an_object(req: &mut Req) {
-    req.body["params"] = json!(5);
+fn params_not_an_object(req: Req) -> Req {
+    req.edit(|body| body["params"] = json!(5))
 }
 
 const ORIGIN_403: Expect = Expect {
@@ -403,7 +312,7 @@ const DISPATCH_UNKNOWN_TOOL: Expect = Expect {
 
 const PAIRS: &[Pair] = &[
     Pair {
-        base: Req::valid,
+        base: valid,
         earlier: "OriginCheck",
         later: "parse_body",
         earlier_defect: disallowed_origin,
@@ -423,7 +332,7 @@ const PAIRS: &[Pair] = &[
         },
     },
     Pair {
-        base: Req::valid,
+        base: valid,
         earlier: "OriginCheck",
         later: "parse_body",
         earlier_defect: disallowed_origin,
@@ -439,7 +348,7 @@ const PAIRS: &[Pair] = &[
         },
     },
     Pair {
-        base: Req::valid,
+        base: valid,
         earlier: "Auth",
         later: "SingletonHeaders",
         earlier_defect: bad_token,
@@ -448,7 +357,7 @@ const PAIRS: &[Pair] = &[
         later_answer: SINGLETON_PROTOCOL_VERSION,
     },
     Pair {
-        base: Req::valid,
+        base: valid,
         earlier: "SingletonHeaders",
         later: "ProtocolFields",
         earlier_defect: repeated_mcp_method,
@@ -457,7 +366,7 @@ const PAIRS: &[Pair] = &[
         later_answer: PROTOCOL_FIELDS_32602,
     },
     Pair {
-        base: Req::valid,
+        base: valid,
         earlier: "ProtocolFields",
         later: "HeaderBinding",
         earlier_defect: no_client_capabilities,
@@ -466,7 +375,7 @@ const PAIRS: &[Pair] = &[
         later_answer: BINDING_MCP_NAME,
     },
     Pair {
-        base: Req::valid,
+        base: valid,
         earlier: "HeaderBinding",
         later: "Validate",
         earlier_defect: mcp_name_mismatch,
@@ -475,7 +384,7 @@ const PAIRS: &[Pair] = &[
         later_answer: VALIDATE_JSONRPC,
     },
     Pair {
-        base: Req::valid,
+        base: valid,
         earlier: "Validate",
         later: "Dispatch",
         earlier_defect: jsonrpc_1_0,
@@ -484,7 +393,7 @@ const PAIRS: &[Pair] = &[
         later_answer: DISPATCH_404,
     },
     Pair {
-        base: Req::valid,
+        base: valid,
         earlier: "Validate",
         later: "Dispatch",
         earlier_defect: arguments_not_an_object,
@@ -495,7 +404,7 @@ const PAIRS: &[Pair] = &[
     // The legacy era (2025-11-25): the 2026 rows of the wire checks do not
     // apply, but the order does.
     Pair {
-        base: Req::legacy,
+        base: legacy,
         earlier: "Auth",
         later: "SingletonHeaders",
         earlier_defect: bad_token,
@@ -504,7 +413,7 @@ const PAIRS: &[Pair] = &[
         later_answer: SINGLETON_PROTOCOL_VERSION,
     },
     Pair {
-        base: Req::legacy,
+        base: legacy,
         earlier: "HeaderBinding",
         later: "Validate",
         earlier_defect: unserved_legacy_version,
@@ -525,7 +434,7 @@ const PAIRS: &[Pair] = &[
         },
     },
     Pair {
-        base: Req::legacy,
+        base: legacy,
         earlier: "Validate",
         later: "Dispatch",
         earlier_defect: jsonrpc_1_0,
@@ -541,11 +450,11 @@ const PAIRS: &[Pair] = &[
 
 #[tokio::test]
 async fn the_valid_request_the_rows_start_from_is_answered_200() {
-    for base in [Req::valid(), Req::legacy()] {
-        let answer = send(&server(), &base).await;
-        assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
-        assert_eq!(answer.body["id"], 7);
-        assert!(answer.body["result"].is_object(), "{}", answer.body);
+    for base in [valid(), legacy()] {
+        let reply = answer(&server(), base).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        assert_eq!(reply.body["id"], 7);
+        assert!(reply.body["result"].is_object(), "{}", reply.body);
     }
 }
 
@@ -572,13 +481,13 @@ async fn of_two_adjacent_stages_that_would_refuse_a_request_the_earlier_answers(
         for (case, with_earlier, with_later, expected) in cases {
             let mut req = base();
             if with_later {
-                later_defect(&mut req);
+                req = later_defect(req);
             }
             if with_earlier {
-                earlier_defect(&mut req);
+                req = earlier_defect(req);
             }
-            if let Err(wrong) = expected.check(&send(&server, &req).await) {
-                let method = &base().body["method"];
+            if let Err(wrong) = expected.check(&answer(&server, req).await) {
+                let method = base().message()["method"].clone();
                 failures.push(format!("{earlier}/{later} ({method}), {case}: {wrong}"));
             }
         }
@@ -621,30 +530,23 @@ fn every_adjacent_pair_of_the_chain_is_covered() {
 async fn the_parse_step_answers_before_classification_so_its_id_is_null() {
     let server = server();
     // A request with id 7 the parse step refuses: its envelope carries null.
-    let mut req = Req::valid();
-    text_plain(&mut req);
-    let answer = send(&server, &req).await;
-    assert_eq!(answer.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
-    assert_eq!(answer.body["id"], Value::Null);
-    assert_eq!(answer.body["error"]["code"], INVALID_REQUEST);
+    let reply = answer(&server, text_plain(valid())).await;
+    assert_eq!(reply.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert_eq!(reply.body["id"], Value::Null);
+    assert_eq!(reply.body["error"]["code"], INVALID_REQUEST);
 
-    let mut req = Req::valid();
-    malformed_json(&mut req);
-    let answer = send(&server, &req).await;
-    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
-    assert_eq!(answer.body["id"], Value::Null);
-    assert_eq!(answer.body["error"]["code"], PARSE_ERROR);
-    assert!(
-        answer
-            .headers
-            .contains(&("connection".to_owned(), "close".to_owned()))
-    );
+    let reply = answer(&server, malformed_json(valid())).await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST);
+    assert_eq!(reply.body["id"], Value::Null);
+    assert_eq!(reply.body["error"]["code"], PARSE_ERROR);
+    assert!(headers(&reply).contains(&("connection".to_owned(), "close".to_owned())));
 
     // The same request, refused by the first stage after classification:
     // the id is echoed, because classification tagged it a request.
-    let mut req = Req::valid();
-    bad_token(&mut req);
-    AUTH_401.assert(&send(&server, &req).await, "after classification");
+    AUTH_401.assert(
+        &answer(&server, bad_token(valid())).await,
+        "after classification",
+    );
 }
 
 #[tokio::test]
@@ -675,30 +577,24 @@ async fn auth_reads_the_kind_classification_tagged() {
         ),
     ];
     for (body, id) in rows {
-        let req = Req {
-            body: body.clone(),
-            raw: None,
-            headers: vec![
-                ("content-type", "application/json"),
-                ("authorization", "Bearer wrong-token"),
-            ],
-        };
-        let answer = send(&server, &req).await;
+        // A JSON body, no MCP header, no `Accept`.
+        let req = Req::body(body.clone())
+            .without("accept")
+            .bearer("wrong-token");
+        let reply = answer(&server, req).await;
         // Auth answers, even for the kinds Validate would refuse.
         assert_eq!(
-            answer.status,
+            reply.status,
             StatusCode::UNAUTHORIZED,
             "{body}: {}",
-            answer.body
+            reply.body
         );
-        assert_eq!(answer.body["id"], *id, "{body}");
-        assert_eq!(answer.body["error"]["code"], INVALID_REQUEST, "{body}");
+        assert_eq!(reply.body["id"], *id, "{body}");
+        assert_eq!(reply.body["error"]["code"], INVALID_REQUEST, "{body}");
         assert!(
-            answer
-                .headers
-                .contains(&("www-authenticate".to_owned(), "Bearer".to_owned())),
+            headers(&reply).contains(&("www-authenticate".to_owned(), "Bearer".to_owned())),
             "{body}: {:?}",
-            answer.headers
+            reply.headers
         );
     }
 }
@@ -711,25 +607,18 @@ async fn with_a_good_token_the_unknown_kinds_meet_validate() {
         json!([{"jsonrpc": "2.0", "id": 7, "method": "tools/list"}]),
         json!({"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}),
     ] {
-        let req = Req {
-            body: body.clone(),
-            raw: None,
-            headers: vec![
-                ("content-type", "application/json"),
-                ("authorization", "Bearer good-token"),
-            ],
-        };
-        let answer = send(&server, &req).await;
+        let req = Req::body(body.clone()).without("accept").bearer(TOKEN);
+        let reply = answer(&server, req).await;
         assert_eq!(
-            answer.status,
+            reply.status,
             StatusCode::BAD_REQUEST,
             "{body}: {}",
-            answer.body
+            reply.body
         );
-        assert_eq!(answer.body["id"], Value::Null, "{body}");
-        assert_eq!(answer.body["error"]["code"], INVALID_REQUEST, "{body}");
+        assert_eq!(reply.body["id"], Value::Null, "{body}");
+        assert_eq!(reply.body["error"]["code"], INVALID_REQUEST, "{body}");
         assert_eq!(
-            answer.headers,
+            headers(&reply),
             [("content-type".to_owned(), "application/json".to_owned())],
             "{body}"
         );

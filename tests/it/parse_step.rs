@@ -15,6 +15,8 @@ use wymcp_tests::wire::{
     json_of_len, stalling,
 };
 
+use crate::support::{Req, send};
+
 const PING: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
 const CEILING: usize = 8_000_000;
 const EOF_WAIT: Duration = Duration::from_secs(5);
@@ -492,7 +494,6 @@ async fn the_default_chain_answers_with_the_parse_step() {
 /// HTTP/2 request carries no `Connection` header, while the HTTP/1.1 one does.
 #[tokio::test]
 async fn the_closing_arms_set_no_connection_header_for_http2() {
-    use tower::ServiceExt as _;
     let router = front_router(Server::builder().build().expect("a valid server"));
     let bodies: [(&str, Vec<u8>, u16); 2] = [
         ("413", vec![b' '; CEILING + 1], 413),
@@ -500,14 +501,9 @@ async fn the_closing_arms_set_no_connection_header_for_http2() {
     ];
     for (case, body, status) in bodies {
         for version in [http::Version::HTTP_11, http::Version::HTTP_2] {
-            let request = http::Request::post("/mcp")
-                .version(version)
-                .header("content-type", "application/json")
-                .body(wymcp::axum::body::Body::from(body.clone()))
-                .expect("a request");
-            let response = router.clone().oneshot(request).await.expect("infallible");
-            assert_eq!(response.status(), status, "{case} {version:?}");
-            let connection = response.headers().get("connection");
+            let reply = send(&router, Req::raw(body.clone()).version(version)).await;
+            assert_eq!(reply.status, status, "{case} {version:?}");
+            let connection = reply.headers.get("connection");
             if version == http::Version::HTTP_2 {
                 assert_eq!(connection, None, "{case}: HTTP/2 gets no Connection header");
             } else {

@@ -6,9 +6,10 @@
 use std::cell::{Cell, RefCell};
 
 use axum::body::Body;
-use http::{Method, Request, StatusCode, header};
-use tower::ServiceExt as _;
+use http::{Method, StatusCode, header};
 use wymcp::{Exchange, Flow, Role, Server, Stage, StageInfo};
+
+use crate::support::{Req, answered, send};
 
 thread_local! {
     /// The stages that ran, by declared name, on this test's thread.
@@ -78,13 +79,9 @@ fn server() -> Server {
         .expect("the default server builds")
 }
 
-fn post(uri: &str) -> Request<Body> {
-    Request::builder()
-        .method(Method::POST)
-        .uri(uri)
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#))
-        .expect("a valid request")
+/// A POST of a `ping` to `/mcp`.
+fn ping() -> Req {
+    Req::raw(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
 }
 
 #[test]
@@ -164,8 +161,8 @@ async fn run_answering_at(answer_at: &'static str) -> (StatusCode, Vec<&'static 
     RAN.with_borrow_mut(Vec::clear);
     ANSWER_AT.set(answer_at);
     let server = server();
-    let response = recorded::handle(&server, post("/mcp")).await;
-    (response.status(), ran())
+    let reply = answered(recorded::handle(&server, ping().build())).await;
+    (reply.status, ran())
 }
 
 #[tokio::test]
@@ -195,11 +192,8 @@ async fn handle_runs_the_stages_in_order_and_stops_at_the_first_that_answers() {
 async fn the_router_runs_the_chain_for_post_on_the_endpoint() {
     RAN.with_borrow_mut(Vec::clear);
     ANSWER_AT.set("First");
-    let response = recorded::router(server())
-        .oneshot(post("/mcp"))
-        .await
-        .expect("the router is infallible");
-    assert_eq!(response.status(), StatusCode::IM_A_TEAPOT);
+    let reply = send(&recorded::router(server()), ping()).await;
+    assert_eq!(reply.status, StatusCode::IM_A_TEAPOT);
     assert_eq!(ran(), ["First"]);
 }
 
@@ -218,23 +212,15 @@ async fn the_router_answers_every_other_verb_405_allow_post_and_runs_no_stage() 
         RAN.with_borrow_mut(Vec::clear);
         // Were any stage to run, the first would answer 418.
         ANSWER_AT.set("First");
-        let request = Request::builder()
-            .method(method.clone())
-            .uri("/mcp")
-            .body(Body::empty())
-            .expect("a valid request");
-        let response = recorded::router(server())
-            .oneshot(request)
-            .await
-            .expect("the router is infallible");
+        let reply = send(
+            &recorded::router(server()),
+            Req::new(method.clone(), "/mcp"),
+        )
+        .await;
+        assert_eq!(reply.status, StatusCode::METHOD_NOT_ALLOWED, "{method}");
         assert_eq!(
-            response.status(),
-            StatusCode::METHOD_NOT_ALLOWED,
-            "{method}"
-        );
-        assert_eq!(
-            response
-                .headers()
+            reply
+                .headers
                 .get_all(header::ALLOW)
                 .iter()
                 .collect::<Vec<_>>(),

@@ -1,14 +1,11 @@
 //! Prompts (listing, arguments, missing arguments) and completion.
 
-#![allow(clippy::unwrap_used, clippy::needless_pass_by_value)]
-
-use crate::surface_support;
-
 use http::StatusCode;
 use serde_json::json;
-use surface_support::{assert_schema, dispatch, modern};
 use wymcp::{CompletionRef, Completions};
-use wymcp::{Content, Era, Prompt, PromptResult, Server};
+use wymcp::{Content, Prompt, PromptResult, Server};
+
+use crate::support::{Req, assert_schema, dispatch};
 
 fn server() -> Server {
     Server::builder()
@@ -42,12 +39,7 @@ fn server() -> Server {
 /// prompts/list lists the arguments, required or not; cacheable.
 #[tokio::test]
 async fn prompts_list_lists_arguments() {
-    let answer = dispatch(
-        &server(),
-        Era::Modern,
-        modern(json!(1), "prompts/list", &json!({})),
-    )
-    .await;
+    let answer = dispatch(&server(), Req::modern(1, "prompts/list")).await;
     let result = answer.ok(&json!(1));
     assert_schema("2026-07-28", "ListPromptsResult", result);
     assert_eq!(
@@ -66,8 +58,7 @@ async fn prompts_get_renders_messages() {
     let params = json!({"name": "greet", "arguments": {"name": "Ada", "tone": "warm"}});
     let answer = dispatch(
         &server(),
-        Era::Modern,
-        modern(json!(2), "prompts/get", &params),
+        Req::modern(2, "prompts/get").params(params.clone()),
     )
     .await;
     let result = answer.ok(&json!(2));
@@ -94,22 +85,17 @@ async fn bad_prompt_requests_are_invalid_params() {
     ] {
         let answer = dispatch(
             &server,
-            Era::Modern,
-            modern(json!(id), "prompts/get", &params),
+            Req::modern(id, "prompts/get").params(params.clone()),
         )
         .await;
         answer.error(StatusCode::BAD_REQUEST, -32602, &json!(id));
     }
     let answer = dispatch(
         &server,
-        Era::Modern,
-        modern(json!(3), "prompts/get", &json!({"name": "greet"})),
+        Req::modern(3, "prompts/get").params(json!({"name": "greet"})),
     )
     .await;
-    assert_eq!(
-        answer.body.unwrap()["error"]["data"]["missing"],
-        json!(["name"])
-    );
+    assert_eq!(answer.body["error"]["data"]["missing"], json!(["name"]));
 }
 
 /// completion/complete answers suggestions, at most 100 (hasMore beyond),
@@ -120,8 +106,7 @@ async fn completion_suggests_values() {
     let params = json!({"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "name", "value": "par"}});
     let answer = dispatch(
         &server,
-        Era::Modern,
-        modern(json!(7), "completion/complete", &params),
+        Req::modern(7, "completion/complete").params(params.clone()),
     )
     .await;
     let result = answer.ok(&json!(7));
@@ -133,8 +118,7 @@ async fn completion_suggests_values() {
     let params = json!({"ref": {"type": "ref/resource", "uri": "x://{a}"}, "argument": {"name": "a", "value": ""}});
     let answer = dispatch(
         &server,
-        Era::Modern,
-        modern(json!(8), "completion/complete", &params),
+        Req::modern(8, "completion/complete").params(params.clone()),
     )
     .await;
     let result = answer.ok(&json!(8));
@@ -153,8 +137,7 @@ async fn completion_suggests_values() {
     let params = json!({"ref": {"type": "ref/nothing"}, "argument": {"name": "a", "value": ""}});
     let answer = dispatch(
         &server,
-        Era::Modern,
-        modern(json!(9), "completion/complete", &params),
+        Req::modern(9, "completion/complete").params(params.clone()),
     )
     .await;
     answer.error(StatusCode::BAD_REQUEST, -32602, &json!(9));

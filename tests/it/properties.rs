@@ -4,8 +4,6 @@
 //! (FUZZING.md) search the same ground by coverage; these build each case
 //! by construction, so each property states the rule it pins.
 
-#![allow(clippy::unwrap_used)]
-
 use http::{HeaderMap, HeaderValue};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};

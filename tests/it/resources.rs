@@ -1,14 +1,11 @@
 //! Resources: static and template reads, listing, not found (-32602 with
 //! `data.uri` on 2026, -32002 on 2025), caching hints, pagination cursors.
 
-#![allow(clippy::unwrap_used, clippy::needless_pass_by_value)]
-
-use crate::surface_support;
-
 use http::StatusCode;
 use serde_json::{Value, json};
-use surface_support::{assert_schema, dispatch, legacy, modern};
 use wymcp::{Era, Resource, ResourceContents, ResourceTemplate, Server};
+
+use crate::support::{Reply, Req, assert_schema, dispatch};
 
 fn server() -> Server {
     Server::builder()
@@ -38,13 +35,12 @@ fn server() -> Server {
         .unwrap()
 }
 
-async fn read(server: &Server, era: Era, id: i64, uri: &str) -> surface_support::Answer {
-    let params = json!({"uri": uri});
-    let message = match era {
-        Era::Modern => modern(json!(id), "resources/read", &params),
-        Era::Legacy => legacy(json!(id), "resources/read", &params),
+async fn read(server: &Server, era: Era, id: i64, uri: &str) -> Reply {
+    let req = match era {
+        Era::Modern => Req::modern(id, "resources/read"),
+        Era::Legacy => Req::legacy(id, "resources/read"),
     };
-    dispatch(server, era, message).await
+    dispatch(server, req.params(json!({"uri": uri}))).await
 }
 
 /// resources/list lists direct resources only; templates/list the
@@ -52,12 +48,7 @@ async fn read(server: &Server, era: Era, id: i64, uri: &str) -> surface_support:
 #[tokio::test]
 async fn lists_resources_and_templates() {
     let server = server();
-    let answer = dispatch(
-        &server,
-        Era::Modern,
-        modern(json!(1), "resources/list", &json!({})),
-    )
-    .await;
+    let answer = dispatch(&server, Req::modern(1, "resources/list")).await;
     let result = answer.ok(&json!(1));
     assert_schema("2026-07-28", "ListResourcesResult", result);
     assert_eq!(
@@ -68,12 +59,7 @@ async fn lists_resources_and_templates() {
     );
     assert_eq!(result["resources"].as_array().unwrap().len(), 3);
     assert_eq!(result["cacheScope"], "private");
-    let answer = dispatch(
-        &server,
-        Era::Modern,
-        modern(json!(2), "resources/templates/list", &json!({})),
-    )
-    .await;
+    let answer = dispatch(&server, Req::modern(2, "resources/templates/list")).await;
     let result = answer.ok(&json!(2));
     assert_schema("2026-07-28", "ListResourceTemplatesResult", result);
     assert_eq!(
@@ -156,8 +142,7 @@ async fn pages_follow_cursors_and_refuse_bad_ones() {
     for id in 10..13 {
         let answer = dispatch(
             &server,
-            Era::Modern,
-            modern(json!(id), "resources/list", &params),
+            Req::modern(id, "resources/list").params(params.clone()),
         )
         .await;
         let result = answer.ok(&json!(id)).clone();
@@ -183,8 +168,7 @@ async fn pages_follow_cursors_and_refuse_bad_ones() {
         let params = json!({"cursor": cursor});
         let answer = dispatch(
             &server,
-            Era::Modern,
-            modern(json!(id), "resources/list", &params),
+            Req::modern(id, "resources/list").params(params.clone()),
         )
         .await;
         answer.error(StatusCode::BAD_REQUEST, -32602, &json!(id));

@@ -5,8 +5,6 @@
 //! the process exits 0. In process, over HTTP/2: the shutdown's `GOAWAY`,
 //! and an idle connection's.
 
-#![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
-
 use std::future::IntoFuture as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

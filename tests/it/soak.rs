@@ -9,8 +9,6 @@
 //! `scripts/test`, 10 minutes as the long soak). `WYMCP_SOAK_SECONDS` sets
 //! the load's length.
 
-#![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
-
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

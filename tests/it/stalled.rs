@@ -2,8 +2,6 @@
 //! process of its own ([`alone`]): the test reads the process's RSS, which
 //! the other tests of the binary, running beside it, would disturb.
 
-#![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
-
 use std::time::Duration;
 
 use serde_json::json;

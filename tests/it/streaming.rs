@@ -1,7 +1,6 @@
 //! Streaming over a real socket: a client that closes the SSE stream cancels
 //! the handler (SH §Cancellation: closing the stream is cancellation).
-
-#![allow(clippy::unwrap_used)]
+//! Then, in-process through the default chain: what streams, and when.
 
 use std::time::Duration;
 
@@ -9,6 +8,11 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
+use wymcp::LogLevel;
+use wymcp::{Context, Server, Tool, ToolResult};
+
+use crate::support::{Req, chain, send};
+
 /// Signals when the handler future is dropped, i.e. cancelled.
 struct DropSignal(Option<oneshot::Sender<()>>);
 
@@ -126,15 +130,7 @@ async fn closing_before_anything_was_emitted_cancels_the_handler_too() {
 // only with a logLevel and at or above it, SSE only when something is sent.
 // ---------------------------------------------------------------------------
 
-use crate::e2e_support;
-
-use std::sync::Arc;
-
-use e2e_support::{meta, request, router, send};
-use wymcp::LogLevel;
-use wymcp::{Context, Server, Tool, ToolResult};
-
-fn chain() -> wymcp::axum::Router {
+fn logging_chain() -> wymcp::axum::Router {
     let progress = Tool::new("progress").raw_handler(|_args: Value, cx: Context| async move {
         for step in [0.0, 50.0, 100.0] {
             cx.progress(step, Some(100.0), None);
@@ -148,32 +144,30 @@ fn chain() -> wymcp::axum::Router {
         cx.log(LogLevel::Error, json!("error"));
         Ok(ToolResult::text("logged"))
     });
-    router(Arc::new(
+    chain(
         Server::builder()
             .tool(progress)
             .tool(logs)
             .logging()
             .build()
             .unwrap(),
-    ))
+    )
 }
 
-fn call(tool: &str, extra_meta: &Value) -> Value {
-    json!({"name": tool, "arguments": {}, "_meta": meta(json!({}), extra_meta.clone())})
+/// A `tools/call` of `tool` with these extra `_meta` keys.
+fn call(id: &Value, tool: &str, extra_meta: &Value) -> Req {
+    Req::modern(id.clone(), "tools/call")
+        .params(json!({"name": tool, "arguments": {}}))
+        .meta(extra_meta.clone())
 }
 
 #[tokio::test]
 async fn progress_streams_only_with_a_progress_token() {
-    let app = chain();
+    let app = logging_chain();
     let id = json!("p1");
     let reply = send(
         &app,
-        request(
-            &id,
-            "tools/call",
-            &call("progress", &json!({"progressToken": "tok"})),
-            None,
-        ),
+        call(&id, "progress", &json!({"progressToken": "tok"})),
     )
     .await;
     let events = reply.events();
@@ -190,24 +184,16 @@ async fn progress_streams_only_with_a_progress_token() {
 
     // No token: no notification, a plain JSON answer.
     let id = json!("p2");
-    let reply = send(
-        &app,
-        request(&id, "tools/call", &call("progress", &json!({})), None),
-    )
-    .await;
-    assert_eq!(reply.result(&id)["content"][0]["text"], "done");
+    let reply = send(&app, call(&id, "progress", &json!({}))).await;
+    assert_eq!(reply.ok(&id)["content"][0]["text"], "done");
 }
 
 #[tokio::test]
 async fn logs_stream_only_with_a_log_level_and_at_or_above_it() {
-    let app = chain();
+    let app = logging_chain();
     let id = json!(1);
     let level = json!({"io.modelcontextprotocol/logLevel": "info"});
-    let reply = send(
-        &app,
-        request(&id, "tools/call", &call("logs", &level), None),
-    )
-    .await;
+    let reply = send(&app, call(&id, "logs", &level)).await;
     let events = reply.events();
     let logged: Vec<(&Value, &Value)> = events[..events.len() - 1]
         .iter()
@@ -227,12 +213,8 @@ async fn logs_stream_only_with_a_log_level_and_at_or_above_it() {
 
     // No logLevel: no log message at all, a plain JSON answer.
     let id = json!(2);
-    let reply = send(
-        &app,
-        request(&id, "tools/call", &call("logs", &json!({})), None),
-    )
-    .await;
-    assert_eq!(reply.result(&id)["content"][0]["text"], "logged");
+    let reply = send(&app, call(&id, "logs", &json!({}))).await;
+    assert_eq!(reply.ok(&id)["content"][0]["text"], "logged");
 }
 
 /// Through the chain, over a real socket: a client that closes a tool's SSE
@@ -250,14 +232,14 @@ async fn closing_a_tool_call_stream_cancels_the_tool() {
             Ok(ToolResult::text("never"))
         }
     });
-    let app = router(Arc::new(Server::builder().tool(hang).build().unwrap()));
+    let app = chain(Server::builder().tool(hang).build().unwrap());
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
 
-    let params = call("hang", &json!({"progressToken": 1}));
-    let body =
-        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string();
+    let body = call(&json!(1), "hang", &json!({"progressToken": 1}))
+        .message()
+        .to_string();
     let mut socket = TcpStream::connect(addr).await.unwrap();
     let head = format!(
         "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\

@@ -2,16 +2,15 @@
 //! outputSchema check, MRTR rounds, and the `x-mcp-header` rules checked at
 //! registration.
 
-#![allow(clippy::unwrap_used, clippy::needless_pass_by_value)]
-
-use crate::surface_support;
+#![allow(clippy::needless_pass_by_value)]
 
 use http::StatusCode;
 use serde_json::{Value, json};
-use surface_support::{assert_schema, dispatch, meta_with, modern};
 use wymcp::mrtr::InputRequest;
-use wymcp::{BuildError, Era, HandlerError, Server, Tool, ToolResult};
+use wymcp::{BuildError, HandlerError, Server, Tool, ToolResult};
 use wymcp::{NoArgs, SurfaceError};
+
+use crate::support::{Reply, Req, assert_schema, dispatch, meta};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Add {
@@ -87,13 +86,8 @@ fn server() -> Server {
         .unwrap()
 }
 
-async fn call(server: &Server, id: i64, params: Value) -> surface_support::Answer {
-    dispatch(
-        server,
-        Era::Modern,
-        modern(json!(id), "tools/call", &params),
-    )
-    .await
+async fn call(server: &Server, id: i64, params: Value) -> Reply {
+    dispatch(server, Req::modern(id, "tools/call").params(params)).await
 }
 
 /// tools/list: typed schemas derived from the argument type, verbatim ones
@@ -101,12 +95,7 @@ async fn call(server: &Server, id: i64, params: Value) -> surface_support::Answe
 #[tokio::test]
 async fn tools_list_lists_derived_and_verbatim_schemas() {
     let server = server();
-    let answer = dispatch(
-        &server,
-        Era::Modern,
-        modern(json!(1), "tools/list", &json!({})),
-    )
-    .await;
+    let answer = dispatch(&server, Req::modern(1, "tools/list")).await;
     let result = answer.ok(&json!(1));
     assert_schema("2026-07-28", "ListToolsResult", result);
     assert_eq!(
@@ -240,10 +229,11 @@ async fn structured_content_is_checked_against_the_output_schema() {
     answer.error(StatusCode::INTERNAL_SERVER_ERROR, -32603, &json!(16));
 }
 
-fn with_capabilities(params: &Value, capabilities: &Value) -> Value {
-    let mut params = params.clone();
-    params["_meta"] = meta_with(capabilities);
-    json!({"jsonrpc": "2.0", "id": 20, "method": "tools/call", "params": params})
+/// A `tools/call`, id 20, from a client declaring `capabilities`.
+fn with_capabilities(params: &Value, capabilities: &Value) -> Req {
+    Req::modern(20, "tools/call")
+        .capabilities(capabilities.clone())
+        .params(params.clone())
 }
 
 /// MRTR: an input_required result with a sealed requestState; the retry
@@ -255,7 +245,6 @@ async fn input_required_rounds_carry_a_sealed_state() {
     let elicitation = json!({"elicitation": {}});
     let first = dispatch(
         &server,
-        Era::Modern,
         with_capabilities(&json!({"name": "ask"}), &elicitation),
     )
     .await;
@@ -270,28 +259,17 @@ async fn input_required_rounds_carry_a_sealed_state() {
     let state = result["requestState"].as_str().unwrap().to_owned();
     let retry = json!({"name": "ask", "requestState": state,
         "inputResponses": {"who": {"action": "accept", "content": {"name": "Ada"}}}});
-    let second = dispatch(
-        &server,
-        Era::Modern,
-        with_capabilities(&retry, &elicitation),
-    )
-    .await;
+    let second = dispatch(&server, with_capabilities(&retry, &elicitation)).await;
     assert_eq!(
         second.ok(&json!(20))["content"][0]["text"],
         "round-1: \"Ada\""
     );
     let mut tampered = retry.clone();
     tampered["requestState"] = json!(format!("{state}x"));
-    let third = dispatch(
-        &server,
-        Era::Modern,
-        with_capabilities(&tampered, &elicitation),
-    )
-    .await;
+    let third = dispatch(&server, with_capabilities(&tampered, &elicitation)).await;
     third.error(StatusCode::BAD_REQUEST, -32602, &json!(20));
     let undeclared = dispatch(
         &server,
-        Era::Modern,
         with_capabilities(&json!({"name": "ask"}), &json!({})),
     )
     .await;
@@ -528,7 +506,7 @@ async fn catalog_changes_reach_the_change_bus() {
 fn context_sends_only_what_the_request_asked_for() {
     use wymcp::Context;
     use wymcp::LogLevel;
-    let silent = Context::for_test(meta_with(&json!({})));
+    let silent = Context::for_test(meta());
     assert!(silent.progress_token().is_none());
     assert!(!silent.has_client_capability("sampling"));
     let asked = Context::for_test(json!({

@@ -8,25 +8,16 @@
 //! (`wymcp::chain::post::router`), with every wire check satisfied, and pins
 //! that Validate answers them with exactly one rejection event.
 
-use crate::checks_support;
-
-use checks_support::{conforming, post, post_text, send_to};
-use http::{HeaderMap, StatusCode, header};
-use http_body_util::BodyExt;
+use http::StatusCode;
 use serde_json::{Value, json};
 use wymcp::stages::Validate;
 use wymcp::{Era, Exchange, Flow, MessageKind, Revision, Server, Stage};
 
-/// What Validate did with one exchange.
-#[derive(Debug)]
-enum Outcome {
-    Continue,
-    Answer {
-        status: StatusCode,
-        headers: HeaderMap,
-        body: Value,
-    },
-}
+use crate::support::{Reply, Req, answered, chain, meta, send};
+
+/// What Validate did with one exchange: its answer, or `None` when it let
+/// the message through.
+type Outcome = Option<Reply>;
 
 /// The state of an exchange as the stages before Validate leave it.
 struct Setup {
@@ -66,79 +57,55 @@ impl Setup {
 
     async fn run(self) -> Outcome {
         let server = Server::builder().build().expect("default server builds");
-        let mut request = http::Request::post("/mcp");
-        for (name, value) in &self.headers {
-            request = request.header(*name, *value);
-        }
-        let request = request
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(wymcp::axum::body::Body::empty())
-            .expect("request builds");
-        let mut ex = Exchange::new(&server, request);
+        let request = self
+            .headers
+            .iter()
+            .fold(Req::raw(Vec::new()), |req, (name, value)| {
+                req.header(name, value)
+            });
+        let mut ex = Exchange::new(&server, request.build());
         ex.body = None;
         ex.message = Some(self.message);
         ex.kind = Some(self.kind);
         ex.era = self.era;
         ex.revision = self.revision;
         match Validate::run(&mut ex).await {
-            Flow::Continue => Outcome::Continue,
-            Flow::Answer(response) => {
-                let (parts, body) = response.into_parts();
-                let bytes = body.collect().await.expect("body reads").to_bytes();
-                let body = serde_json::from_slice(&bytes).expect("a JSON-RPC envelope");
-                Outcome::Answer {
-                    status: parts.status,
-                    headers: parts.headers,
-                    body,
-                }
-            }
+            Flow::Continue => None,
+            Flow::Answer(response) => Some(answered(async { response }).await),
         }
     }
 }
 
-/// Asserts a rejection: status, code, echoed id, `data.pointer`, and that the
-/// only header is `Content-Type: application/json` (no `Connection: close`,
-/// nothing else). Returns the error object for further checks.
+/// Asserts a rejection: a `400` JSON-RPC error with this code and echoed
+/// id, `data.pointer`, and that the only header is `Content-Type:
+/// application/json` (no `Connection: close`, nothing else). Returns the
+/// error object for further checks.
 #[track_caller]
 fn assert_rejected(outcome: &Outcome, code: i64, id: &Value, pointer: &str) -> Value {
-    let Outcome::Answer {
-        status,
-        headers,
-        body,
-    } = outcome
-    else {
+    let Some(reply) = outcome else {
         panic!("expected a rejection, Validate let the message through");
     };
-    assert_eq!(*status, StatusCode::BAD_REQUEST, "{body}");
-    assert_eq!(headers.len(), 1, "only Content-Type: {headers:?}");
-    assert_eq!(headers[header::CONTENT_TYPE], "application/json");
-    assert_eq!(body["jsonrpc"], "2.0");
-    assert_eq!(&body["id"], id, "{body}");
-    assert!(body.get("result").is_none());
-    let error = &body["error"];
-    assert_eq!(error["code"], code, "{body}");
-    assert_eq!(error["data"]["pointer"], pointer, "{body}");
-    assert!(error["message"].is_string());
+    let error = reply.error(StatusCode::BAD_REQUEST, code, id);
+    assert_eq!(
+        reply.headers.len(),
+        1,
+        "only Content-Type: {:?}",
+        reply.headers
+    );
+    assert_eq!(error["data"]["pointer"], pointer, "{}", reply.body);
     error.clone()
 }
 
 #[track_caller]
 fn assert_continues(outcome: &Outcome) {
     assert!(
-        matches!(outcome, Outcome::Continue),
+        outcome.is_none(),
         "expected Validate to let the message through, got {outcome:?}"
     );
 }
 
 const INVALID_REQUEST: i64 = -32600;
 const INVALID_PARAMS: i64 = -32602;
-
-fn meta() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {}
-    })
-}
 
 fn call(id: &Value, params: &Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
@@ -461,9 +428,8 @@ async fn a_modern_message_without_an_established_revision_uses_the_2026_schema()
 // Through the default chain: every wire check passes, Validate answers, and
 // it records exactly one rejection event (stage, status, code).
 
-async fn through_chain(request: http::Request<wymcp::axum::body::Body>) -> checks_support::Reply {
-    let server = checks_support::server();
-    send_to(wymcp::chain::post::router(server), request).await
+async fn through_chain(req: Req) -> Reply {
+    send(&chain(Server::builder().build().unwrap()), req).await
 }
 
 #[tokio::test]
@@ -474,37 +440,40 @@ async fn end_to_end_unknown_and_unidentified_kinds_meet_validate_in_either_era()
         json!([{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}]),
         json!(42),
         json!({"jsonrpc": "2.0", "id": 1}),
-        json!({"jsonrpc": "2.0", "id": 1.5, "method": "tools/list", "params": {"_meta": checks_support::meta()}}),
-        json!({"jsonrpc": "2.0", "id": null, "method": "tools/list", "params": {"_meta": checks_support::meta()}}),
-        json!({"jsonrpc": "2.0", "id": false, "method": "tools/list", "params": {"_meta": checks_support::meta()}}),
+        json!({"jsonrpc": "2.0", "id": 1.5, "method": "tools/list", "params": {"_meta": meta()}}),
+        json!({"jsonrpc": "2.0", "id": null, "method": "tools/list", "params": {"_meta": meta()}}),
+        json!({"jsonrpc": "2.0", "id": false, "method": "tools/list", "params": {"_meta": meta()}}),
     ];
     for body in &bodies {
         // No protocol header: the legacy era.
-        let reply = through_chain(post(body, &[])).await;
+        let reply = through_chain(Req::body(body.clone())).await;
         reply.rejected("Validate", 400, INVALID_REQUEST, &Value::Null);
         // With the 2026 header: the modern era.
-        let reply = through_chain(post(body, &[("MCP-Protocol-Version", "2026-07-28")])).await;
+        let req = Req::body(body.clone()).header("MCP-Protocol-Version", "2026-07-28");
+        let reply = through_chain(req).await;
         reply.rejected("Validate", 400, INVALID_REQUEST, &Value::Null);
     }
     // An integer beyond u64 is no request id.
     let text = r#"{"jsonrpc": "2.0", "id": 18446744073709551616, "method": "ping"}"#;
-    let reply = through_chain(post_text(text, [])).await;
+    let reply = through_chain(Req::raw(text)).await;
     reply.rejected("Validate", 400, INVALID_REQUEST, &Value::Null);
     assert_eq!(reply.body["error"]["data"]["pointer"], "/id");
 }
 
 #[tokio::test]
 async fn end_to_end_jsonrpc_1_0_keeps_its_string_id() {
-    let body = json!({"jsonrpc": "1.0", "id": "abc", "method": "tools/list", "params": {"_meta": checks_support::meta()}});
-    let reply = through_chain(conforming(&body, &[])).await;
+    let body =
+        json!({"jsonrpc": "1.0", "id": "abc", "method": "tools/list", "params": {"_meta": meta()}});
+    let reply = through_chain(Req::body(body).bind(Era::Modern)).await;
     reply.rejected("Validate", 400, INVALID_REQUEST, &json!("abc"));
     assert_eq!(reply.body["error"]["data"]["pointer"], "/jsonrpc");
 }
 
 #[tokio::test]
 async fn end_to_end_a_params_failure_is_invalid_params_naming_the_pointer() {
-    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"_meta": checks_support::meta()}});
-    let reply = through_chain(conforming(&body, &[])).await;
+    let body =
+        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"_meta": meta()}});
+    let reply = through_chain(Req::body(body).bind(Era::Modern)).await;
     reply.rejected("Validate", 400, INVALID_PARAMS, &json!(9));
     assert_eq!(reply.body["error"]["data"]["pointer"], "/params/name");
     assert_eq!(reply.body["error"]["data"]["keyword"], "required");
@@ -515,17 +484,17 @@ async fn end_to_end_a_header_less_initialize_is_held_to_the_2025_11_25_schema() 
     let invalid = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}
     }});
-    let reply = through_chain(post(&invalid, &[])).await;
+    let reply = through_chain(Req::body(invalid)).await;
     reply.rejected("Validate", 400, INVALID_PARAMS, &json!(1));
     assert_eq!(reply.body["error"]["data"]["pointer"], "/params/clientInfo");
 
     let valid = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}
     }});
-    let reply = through_chain(post(&valid, &[])).await;
+    let reply = through_chain(Req::body(valid)).await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     assert!(reply.body["result"].is_object(), "{}", reply.body);
-    assert!(reply.events.is_empty(), "{:?}", reply.events);
+    assert!(reply.rejections.is_empty(), "{:?}", reply.rejections);
 }
 
 #[tokio::test]
@@ -533,12 +502,12 @@ async fn end_to_end_valid_messages_reach_dispatch() {
     // A notification: Validate passes it, Dispatch accepts it.
     let body =
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
-    let reply = through_chain(post(&body, &[("MCP-Protocol-Version", "2026-07-28")])).await;
+    let reply = through_chain(Req::body(body).header("MCP-Protocol-Version", "2026-07-28")).await;
     assert_eq!(reply.status, StatusCode::ACCEPTED, "{}", reply.body);
-    assert_eq!(reply.body, Value::Null);
-    assert!(reply.events.is_empty(), "{:?}", reply.events);
+    assert!(reply.raw.is_empty(), "{:?}", reply.raw);
+    assert!(reply.rejections.is_empty(), "{:?}", reply.rejections);
     // A removed method: Validate passes it, Dispatch answers 404/-32601.
-    let body = json!({"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"_meta": checks_support::meta()}});
-    let reply = through_chain(conforming(&body, &[])).await;
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"_meta": meta()}});
+    let reply = through_chain(Req::body(body).bind(Era::Modern)).await;
     reply.rejected("Dispatch", 404, -32601, &json!(3));
 }
