@@ -161,7 +161,8 @@ fn the_seed_corpus_reaches_every_stage_and_status() {
 /// Replays any directory through a target's check and prints how the chain
 /// answered, by stage, status and code: for reading what a campaign's corpus
 /// reaches. `WYMCP_FUZZ_REPLAY=chain:fuzz/campaign/chain cargo test -p
-/// wymcp-tests --test fuzz_corpus replay_a_directory -- --ignored --nocapture`
+/// wymcp-tests --test it fuzz_corpus::replay_a_directory -- --ignored
+/// --nocapture`
 #[test]
 #[ignore = "reads a directory named by WYMCP_FUZZ_REPLAY"]
 fn replay_a_directory() {
