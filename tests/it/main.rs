@@ -34,6 +34,7 @@ mod dispatch;
 mod fuzz_corpus;
 mod headers;
 mod hostile;
+mod layers;
 mod legacy;
 mod listen;
 mod memory;
