@@ -512,7 +512,7 @@ fn completion(request: &wymcp::CompletionRequest) -> Completions {
     }
 }
 
-fn server(sealing_key: Option<SealingKey>) -> Result<Server, wymcp::BuildError> {
+fn server(keys: Keys) -> Result<Server, wymcp::BuildError> {
     let mut builder = Server::builder()
         .info("wymcp-everything", env!("CARGO_PKG_VERSION"))
         .instructions("The MCP conformance suite's test server, built with wymcp.")
@@ -559,14 +559,48 @@ fn server(sealing_key: Option<SealingKey>) -> Result<Server, wymcp::BuildError> 
     for prompt in prompts() {
         builder = builder.prompt(prompt);
     }
-    if let Some(key) = sealing_key {
+    if let Some(key) = keys.accepted {
+        builder = builder.accept_sealing_key(key);
+    }
+    if let Some(key) = keys.current {
         builder = builder.sealing_key(key);
     }
     builder.build()
 }
 
-const USAGE: &str = "usage: everything [--bind ADDR] [--replica NAME] \
-    (env WYMCP_SEALING_KEY: a shared requestState secret of at least 32 bytes)";
+/// The sealing keys of the environment: the one that seals, and a retired
+/// one still accepted (the second step of a rotation, docs/deployment.md).
+#[derive(Default)]
+struct Keys {
+    current: Option<SealingKey>,
+    accepted: Option<SealingKey>,
+}
+
+impl Keys {
+    /// `WYMCP_SEALING_KEY` (the secret) and `WYMCP_SEALING_KEY_ID` (its id,
+    /// `shared` by default); `WYMCP_ACCEPT_SEALING_KEY` and
+    /// `WYMCP_ACCEPT_SEALING_KEY_ID` for a key that only unseals.
+    fn from_env() -> Result<Keys, wymcp::mrtr::KeyError> {
+        let key = |secret: &str, id: &str| -> Result<Option<SealingKey>, wymcp::mrtr::KeyError> {
+            match std::env::var(secret) {
+                Ok(secret) => {
+                    let id = std::env::var(id).unwrap_or_else(|_| "shared".to_owned());
+                    SealingKey::new(id, secret.into_bytes()).map(Some)
+                }
+                Err(_) => Ok(None),
+            }
+        };
+        Ok(Keys {
+            current: key("WYMCP_SEALING_KEY", "WYMCP_SEALING_KEY_ID")?,
+            accepted: key("WYMCP_ACCEPT_SEALING_KEY", "WYMCP_ACCEPT_SEALING_KEY_ID")?,
+        })
+    }
+}
+
+const USAGE: &str = "usage: everything [--bind ADDR] [--replica NAME] [--trusted-proxy ADDR[/PREFIX]]… \
+    (env WYMCP_SEALING_KEY: a shared requestState secret of at least 32 bytes, \
+    WYMCP_SEALING_KEY_ID: its id, `shared` by default; \
+    WYMCP_ACCEPT_SEALING_KEY[_ID]: a retired key that still unseals)";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -576,20 +610,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let mut bind = "127.0.0.1:3000".to_owned();
     let mut replica: Option<String> = None;
+    let mut trusted: Vec<wymcp::IpNet> = Vec::new();
     while let Some(arg) = args.next() {
         match (arg.as_str(), args.next()) {
             ("--bind", Some(addr)) => bind = addr,
             ("--replica", Some(name)) => replica = Some(name),
+            ("--trusted-proxy", Some(net)) => trusted.push(net.parse()?),
             _ => return Err(format!("{USAGE}; got `{arg}`").into()),
         }
     }
     // Replicas behind one load balancer share the key that seals MRTR
     // requestState, so a round begun on one finishes on any other.
-    let sealing_key = match std::env::var("WYMCP_SEALING_KEY") {
-        Ok(secret) => Some(SealingKey::new("shared", secret.into_bytes())?),
-        Err(_) => None,
-    };
-    let server = Arc::new(server(sealing_key)?);
+    let server = Arc::new(server(Keys::from_env()?)?);
     // Large bodies read, then quiet: free memory back to the kernel (the
     // deployment guide's "Memory and the allocator").
     let mut router = chain::post::router(server.clone()).layer(
@@ -610,7 +642,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let listener = tokio::net::TcpListener::bind(&bind).await?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
-    wymcp::serve(listener, router)
+    let config = wymcp::ServeConfig::default().trusted_proxies(trusted);
+    wymcp::serve_with(listener, router, config)
         .with_graceful_shutdown(wymcp::serve::shutdown_signal())
         .closing_streams_of(&server)
         .await?;

@@ -539,9 +539,15 @@ async fn legacy_requests_meet_only_the_2025_rules() {
     let initialize = Req::legacy(ID, "initialize").params(json!({"protocolVersion": "2025-11-25"}));
     assert_eq!(probe(&server, initialize).await.passed()["era"], "legacy");
     // A served 2025 revision (bound: MCP-Protocol-Version: 2025-11-25);
-    // 2026 rows are not checked.
+    // the 2026 rows are not required of a 2025 client.
     let ping = || Req::legacy(ID, "ping");
+    let reply = probe(&server, ping()).await;
+    assert_eq!(reply.passed()["revision"], "2025-11-25");
+    // But one that is present is bound (issue 16, item 10): a gateway
+    // routing on it must see what the server runs.
     let reply = probe(&server, ping().header("Mcp-Method", "other")).await;
+    reply.rejected("HeaderBinding", 400, -32020, &id());
+    let reply = probe(&server, ping().header("Mcp-Method", "ping")).await;
     assert_eq!(reply.passed()["revision"], "2025-11-25");
     // An unserved or unknown 2025 revision: a plain 400.
     for version in ["2025-06-18", "2025-03-26", " 2025-03-26 "] {

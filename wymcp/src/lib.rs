@@ -42,7 +42,7 @@ pub use axum;
 pub use wymcp_macros::{body_bound, pipeline, wire_check};
 
 pub use exchange::Exchange;
-pub use origin::{BoundTo, OriginError};
+pub use origin::{BoundTo, ClientAddr, IpNet, IpNetError, OriginError};
 pub use protocol::error::{ErrorCode, RpcError};
 pub use protocol::jsonrpc::MessageKind;
 pub use protocol::revision::{Era, Revision};
@@ -53,7 +53,7 @@ pub use server::{BuildError, Limits, Server, ServerBuilder};
 pub use stage::{Role, Stage, StageInfo, StageKind};
 pub use surface::{
     BoxFuture, CacheScope, Catalog, Change, CompletionRef, CompletionRequest, Completions, Content,
-    Context, DEFAULT_PAGE_SIZE, Emitter, HandlerError, LEGACY_LOG_LEVEL, LogLevel,
+    Context, DEFAULT_PAGE_SIZE, Emitter, HandlerError, LEGACY_LOG_LEVEL, ListenLimits, LogLevel,
     MAX_COMPLETION_VALUES, NoArgs, Prompt, PromptArgument, PromptMessage, PromptResult, PromptRole,
     Resource, ResourceContents, ResourceTemplate, ServerInfo, SurfaceError, TemplateVars, Tool,
     ToolResult,

@@ -7,6 +7,7 @@
 
 pub(crate) mod error;
 pub(crate) mod headers;
+pub(crate) mod json;
 pub(crate) mod jsonrpc;
 #[cfg(feature = "fuzzing")]
 pub mod meta;
@@ -14,3 +15,4 @@ pub mod meta;
 pub(crate) mod meta;
 pub(crate) mod revision;
 pub(crate) mod schema;
+pub(crate) mod text;

@@ -50,6 +50,7 @@ use crate::protocol::error::ErrorCode;
 use crate::protocol::jsonrpc::MessageKind;
 use crate::protocol::revision::{Era, Revision};
 use crate::protocol::schema::DefinitionKind;
+use crate::protocol::text::{Bounded, truncated};
 use crate::reply::Flow;
 use crate::reply::Rejection;
 use crate::stage::{Stage, StageKind};
@@ -158,13 +159,19 @@ fn validate(ex: &Exchange<'_>) -> Flow {
     match (kind, definition.kind()) {
         (MessageKind::Request, DefinitionKind::Notification) => {
             return ex.reject(invalid_request(
-                format!("invalid request: `{method}` is a notification and must not carry an id"),
+                format!(
+                    "invalid request: `{}` is a notification and must not carry an id",
+                    truncated(method)
+                ),
                 "/id",
             ));
         }
         (MessageKind::Notification, DefinitionKind::Request) => {
             return ex.reject(invalid_request(
-                format!("invalid request: `{method}` is a request and needs an id"),
+                format!(
+                    "invalid request: `{}` is a request and needs an id",
+                    truncated(method)
+                ),
                 "/id",
             ));
         }
@@ -176,7 +183,7 @@ fn validate(ex: &Exchange<'_>) -> Flow {
     let Err(failure) = definition.validate(message) else {
         // The detailed pass disagrees with the fast one; trust the schema's
         // verdict of validity rather than refuse a message nothing faults.
-        tracing::warn!(method, %revision, "schema fast path and detailed pass disagree");
+        tracing::warn!(method = %Bounded(method), %revision, "schema fast path and detailed pass disagree");
         return Flow::Continue;
     };
     let (code, what) = if failure.in_params() {
@@ -241,6 +248,9 @@ fn unidentified_reason(id: Option<&Value>) -> &'static str {
         Some(Value::Array(_)) => {
             "invalid request: the id must be a string or an integer, not an array"
         }
-        Some(Value::String(_)) | None => "invalid request: the id must be a string or an integer",
+        Some(Value::String(_)) => {
+            "invalid request: the id is a string longer than this server echoes (Limits::id_bytes)"
+        }
+        None => "invalid request: the id must be a string or an integer",
     }
 }

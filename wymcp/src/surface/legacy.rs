@@ -16,6 +16,7 @@ use super::context::HandlerError;
 use super::finish::Finishing;
 use super::notify::LogLevel;
 use crate::protocol::revision::{Era, Revision};
+use crate::protocol::text::truncated;
 
 /// The `InitializeResult` for a client asking for `requested`: that
 /// version when served, else the latest 2025 revision served. A server
@@ -65,7 +66,7 @@ pub(crate) fn set_level(params: Option<&Value>) -> Result<Value, HandlerError> {
         Some(_) => Ok(json!({})),
         None => Err(HandlerError::invalid_params(format!(
             "invalid log level {}",
-            level.map_or_else(|| "(none)".to_owned(), |l| format!("`{l}`"))
+            level.map_or_else(|| "(none)".to_owned(), |l| format!("`{}`", truncated(l)))
         ))),
     }
 }
