@@ -10,6 +10,7 @@ use crate::protocol::jsonrpc::MessageKind;
 use crate::protocol::revision::{Era, Revision};
 use crate::reply::{Flow, Rejection, Rejector, Response};
 use crate::server::{Reservation, Server};
+use crate::trace::RequestSpan;
 
 /// One POST as it passes through the chain: the request, and what each stage
 /// established about it. Each field is set by the stage that owns it and read
@@ -37,13 +38,21 @@ pub struct Exchange<'a> {
     /// when the exchange ends.
     pub(crate) reserved: Option<Reservation>,
     stage: &'static str,
+    /// The request span (see [`trace`](crate::trace)); disabled when the
+    /// request did not come through the router.
+    pub(crate) span: tracing::Span,
 }
 
 impl<'a> Exchange<'a> {
     /// Starts an exchange for one request.
     pub fn new(server: &'a Server, request: http::Request<Body>) -> Self {
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
+        let span = parts
+            .extensions
+            .remove::<RequestSpan>()
+            .map_or_else(tracing::Span::none, |s| s.0);
         Exchange {
+            span,
             server,
             parts,
             body: Some(body),
@@ -125,6 +134,7 @@ impl<'a> Exchange<'a> {
             id: self.rejection_id(),
             stage: self.stage(),
             http2: self.is_http2(),
+            span: self.span.clone(),
         }
     }
 }

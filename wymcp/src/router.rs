@@ -4,13 +4,16 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Instant;
 
 use axum::Router;
 use bytes::Bytes;
 use http::StatusCode;
+use tracing::Instrument;
 
 use crate::reply::{Response, json_response, method_not_allowed};
 use crate::server::Server;
+use crate::trace;
 
 /// The request type a chain's `handle` takes.
 pub(crate) type Request = http::Request<axum::body::Body>;
@@ -22,8 +25,25 @@ where
 {
     let endpoint = server.endpoint().to_owned();
     let metadata = metadata(&server);
-    let post = axum::routing::post(move |request: Request| handle(server.clone(), request))
-        .fallback(|| async { method_not_allowed() });
+    let post = axum::routing::post(move |mut request: Request| {
+        // The request span around the whole chain (see `trace`).
+        let client = request
+            .extensions()
+            .get::<crate::origin::ClientAddr>()
+            .map(|c| c.0);
+        let span = trace::open(request.version(), client);
+        request
+            .extensions_mut()
+            .insert(trace::RequestSpan(span.clone()));
+        let started = Instant::now();
+        let served = handle(server.clone(), request);
+        async move {
+            let response = served.instrument(span.clone()).await;
+            trace::finished(&span, response.status(), started);
+            response
+        }
+    })
+    .fallback(|| async { method_not_allowed() });
     Router::new().route(&endpoint, post).merge(metadata)
 }
 

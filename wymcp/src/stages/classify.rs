@@ -38,6 +38,7 @@ use crate::protocol::jsonrpc::classify_within;
 use crate::protocol::revision::era_of;
 use crate::reply::Flow;
 use crate::stage::Stage;
+use crate::trace;
 
 /// Tags the message kind and era; answers nothing.
 #[derive(Debug, Clone, Copy, Default)]
@@ -57,6 +58,13 @@ impl Stage for Classify {
         };
         ex.kind = Some(kind);
         ex.era = era;
+        let id = ex.message.as_ref().and_then(|m| m.get("id"));
+        let id = if kind == MessageKind::Request {
+            id
+        } else {
+            None
+        };
+        trace::classified(&ex.span, ex.method(), id);
         Flow::Continue
     }
 }
