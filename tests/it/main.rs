@@ -32,6 +32,7 @@ mod auth;
 mod classify;
 mod dispatch;
 mod fuzz_corpus;
+mod handlers;
 mod hardening;
 mod headers;
 mod hostile;
