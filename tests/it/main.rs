@@ -30,6 +30,7 @@ mod support;
 
 mod auth;
 mod classify;
+mod deviations;
 mod dispatch;
 mod fuzz_corpus;
 mod hardening;
