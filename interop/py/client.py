@@ -18,6 +18,7 @@ import anyio
 from collections.abc import Awaitable, Callable
 
 from mcp import Client, types
+from mcp.client import advertise
 from mcp.shared.subscriptions import ToolsListChanged
 
 MODES = ("2026-07-28", "legacy", "auto")
@@ -61,10 +62,15 @@ async def main(url: str, mode: str) -> int:
 
     # The MRTR round: the client fulfils the server's embedded elicitation/create
     # through this callback and retries with the answer and the echoed requestState.
-    async def on_elicit(_ctx: object, _params: types.ElicitRequestParams) -> types.ElicitResult:
+    # A form with defaults is accepted as offered (test_elicitation_sep1034_defaults
+    # offers `score: 95.5`); any other is answered with a name.
+    async def on_elicit(_ctx: object, params: types.ElicitRequestParams) -> types.ElicitResult:
         nonlocal elicited
         elicited += 1
-        return types.ElicitResult(action="accept", content={"name": "Alice"})
+        schema = getattr(params, "requested_schema", None) or {}
+        fields = schema.get("properties", {}) if isinstance(schema, dict) else schema.properties
+        defaults = {name: field["default"] for name, field in fields.items() if "default" in field}
+        return types.ElicitResult(action="accept", content=defaults or {"name": "Alice"})
 
     client = Client(url, mode=mode, elicitation_callback=on_elicit, read_timeout_seconds=20)
     try:
@@ -143,6 +149,21 @@ async def main(url: str, mode: str) -> int:
 
                 await run.check("MRTR round (elicitation) tools/call test_input_required_result_elicitation", mrtr)
 
+                async def defaults() -> str | None:
+                    before = elicited
+                    result = await client.call_tool("test_elicitation_sep1034_defaults", {})
+                    if elicited == before:
+                        return "the elicitation callback was never asked"
+                    text = first_text(result.content) or ""
+                    if result.is_error:
+                        return f"isError: {text}"
+                    ok = '"score":95.5' in text and "action=accept" in text
+                    return None if ok else f"the defaults are not in the answer: {text}"
+
+                await run.check(
+                    "MRTR round accepting the defaults (95.5) tools/call test_elicitation_sep1034_defaults", defaults
+                )
+
                 async def listen() -> str | None:
                     # subscriptions/listen: acknowledged, then a tools list_changed
                     # once a tool call changes the tool list at run time.
@@ -157,6 +178,26 @@ async def main(url: str, mode: str) -> int:
     except Exception as err:  # noqa: BLE001 - a failed connect or close is one more FAIL line
         run.failed += 1
         print(f"FAIL {run.tag} session: {describe(err)}", flush=True)
+
+    # Capabilities are JSON objects whose values may be any JSON value (schema.ts
+    # `JSONValue`): a fraction and a null in an extension's settings, sent in every
+    # 2026 request's _meta (and in a 2025 client's initialize).
+    async def extended() -> str | None:
+        settings = {"ratio": 0.5, "since": None}
+        ext = [advertise("com.example/wymcp-interop", settings)]
+        async with Client(url, mode=mode, extensions=ext, read_timeout_seconds=20) as other:
+            # auto falls back to the 2025 handshake when server/discover is
+            # refused, where these capabilities would prove nothing.
+            version = other.protocol_version
+            if mode != "legacy" and version != "2026-07-28":
+                return f"negotiated {version}, wanted 2026-07-28"
+            result = await other.call_tool("test_simple_text", {})
+            text = first_text(result.content)
+            if result.is_error:
+                return f"isError: {text}"
+            return None if text else f"no text content in {result!r}"
+
+    await run.check("capabilities with a fraction and a null (extensions), tools/call test_simple_text", extended)
     return 0 if run.failed == 0 else 1
 
 

@@ -50,19 +50,30 @@ function firstText(content) {
 }
 
 const modern = mode !== 'legacy';
+const versionNegotiation = { mode: modern ? { pin: '2026-07-28' } : 'legacy' };
 const client = new Client(
     { name: 'wymcp-interop-ts', version: '1.0.0' },
-    {
-        versionNegotiation: { mode: modern ? { pin: '2026-07-28' } : 'legacy' },
-        capabilities: { elicitation: { form: {} } },
-    },
+    { versionNegotiation, capabilities: { elicitation: { form: {} } } },
 );
+
+// The form's own defaults, as a user accepting a form unchanged sends them.
+function defaultsOf(requestedSchema) {
+    const content = {};
+    for (const [name, field] of Object.entries(requestedSchema?.properties ?? {})) {
+        if (field.default !== undefined) content[name] = field.default;
+    }
+    return content;
+}
 
 // The MRTR round: the client fulfils the server's embedded elicitation/create
 // through this handler and retries with the answer and the echoed requestState.
+// A form with defaults is accepted as offered (test_elicitation_sep1034_defaults
+// offers `score: 95.5`); any other is answered with a name.
 let elicited = 0;
-client.setRequestHandler('elicitation/create', async () => {
+client.setRequestHandler('elicitation/create', async (request) => {
     elicited += 1;
+    const defaults = defaultsOf(request.params?.requestedSchema);
+    if (Object.keys(defaults).length > 0) return { action: 'accept', content: defaults };
     return { action: 'accept', content: { name: 'Alice' } };
 });
 
@@ -119,7 +130,33 @@ if (connected) {
         if (result.isError) return `isError: ${firstText(result.content)}`;
         return seen.join(',') === '0,50,100' ? undefined : `progress seen: [${seen.join(', ')}], wanted [0, 50, 100]`;
     });
+    if (!modern) {
+        // A progressToken may be any number (schema.ts); the server answers
+        // and reports no progress under a fractional one. Legacy only: on
+        // 2026-07-28 this SDK (whose own ProgressToken is string | integer)
+        // sends such a request without its Mcp-Method header, which the
+        // server must refuse (-32020).
+        await check('tools/call with a fractional progressToken (0.5)', async () => {
+            const result = await client.callTool({
+                name: 'test_simple_text',
+                arguments: {},
+                _meta: { progressToken: 0.5 },
+            });
+            if (result.isError) return `isError: ${firstText(result.content)}`;
+            return firstText(result.content) ? undefined : `no text content in ${JSON.stringify(result)}`;
+        });
+    }
     if (modern) {
+        await check('MRTR round accepting the defaults (95.5) tools/call test_elicitation_sep1034_defaults', async () => {
+            const before = elicited;
+            const result = await client.callTool({ name: 'test_elicitation_sep1034_defaults', arguments: {} });
+            if (elicited === before) return 'the elicitation handler was never asked';
+            const text = firstText(result.content) ?? '';
+            if (result.isError) return `isError: ${text}`;
+            return text.includes('"score":95.5') && text.includes('action=accept')
+                ? undefined
+                : `the defaults are not in the answer: ${text}`;
+        });
         await check('MRTR round (elicitation) tools/call test_input_required_result_elicitation', async () => {
             const before = elicited;
             const result = await client.callTool({
@@ -134,5 +171,31 @@ if (connected) {
     }
     await client.close().catch(() => {});
 }
+
+// Capabilities are JSON objects whose values may be any JSON value (schema.ts
+// `JSONValue`): a fraction and a null in an extension's settings, sent in
+// every 2026 request's _meta (and in a 2025 client's initialize).
+const extended = new Client(
+    { name: 'wymcp-interop-ts', version: '1.0.0' },
+    {
+        versionNegotiation,
+        capabilities: {
+            elicitation: { form: {} },
+            extensions: { 'com.example/wymcp-interop': { ratio: 0.5, since: null } },
+        },
+    },
+);
+await check('capabilities with a fraction and a null (extensions), tools/call test_simple_text', async () => {
+    await extended.connect(new StreamableHTTPClientTransport(new URL(url)));
+    try {
+        const version = extended.getNegotiatedProtocolVersion();
+        if (modern && version !== '2026-07-28') return `negotiated ${version}, wanted 2026-07-28`;
+        const result = await extended.callTool({ name: 'test_simple_text', arguments: {} });
+        if (result.isError) return `isError: ${firstText(result.content)}`;
+        return firstText(result.content) ? undefined : `no text content in ${JSON.stringify(result)}`;
+    } finally {
+        await extended.close().catch(() => {});
+    }
+});
 
 process.exit(failed === 0 ? 0 : 1);
