@@ -9,7 +9,11 @@
 //! exactly `"2.0"`, and the message is held to the JSON Schema definition of
 //! its method in its revision (see [`crate::schema`]): `tools/call` on
 //! 2026-07-28 against `#/$defs/CallToolRequest`, never the whole
-//! `ClientRequest` union. A failure outside `params` is 400/-32600 (invalid
+//! `ClientRequest` union. The schema is the file as the revision's
+//! normative `schema.ts` states it: where the generated `schema.json` is
+//! stricter (an elicitation accepted with `95.5`, a `null` in a
+//! capability), the deviations listed in `protocol::schema::DEVIATIONS` and
+//! docs/schema.md are patched in when the schemas are compiled. A failure outside `params` is 400/-32600 (invalid
 //! request); inside `params`, or `params` itself missing, 400/-32602 (invalid
 //! params). Either way `data` is `{"pointer": <JSON pointer of the failing
 //! value>, "keyword": <the failing schema keyword>}` and the message never
