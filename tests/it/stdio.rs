@@ -320,6 +320,29 @@ async fn a_cancelled_request_drops_its_handler_and_is_never_answered() {
     ended.expect("a clean end");
 }
 
+/// Rule: a handler that panics is answered -32603 with its id, and the
+/// server goes on.
+#[tokio::test]
+async fn a_panicking_handler_is_answered_internal_error_and_the_server_goes_on() {
+    let server = Server::builder()
+        .tool(Tool::new("boom").handler(|_: NoArgs, _| async {
+            tokio::task::yield_now().await;
+            // Fails always (opaque to the compiler): the handler's own bug.
+            assert!(std::hint::black_box(false), "the handler's own bug");
+            Ok(ToolResult::text("unreachable"))
+        }))
+        .build()
+        .unwrap();
+    let mut client = Client::new(server, StdioConfig::default());
+    client.send(&call(4, "boom")).await;
+    let failed = client.next().await;
+    assert_eq!(failed["id"], 4, "{failed}");
+    assert_eq!(failed["error"]["code"], code::INTERNAL_ERROR, "{failed}");
+    client.send(&ping(5)).await;
+    assert_eq!(client.next().await["id"], 5);
+    client.close().await.1.expect("a clean end");
+}
+
 /// Rule: a request over the in-flight ceiling is answered -32603 with
 /// `data.limit` at once, and a request reusing the id of one in flight is
 /// -32600; notifications are still read meanwhile.

@@ -329,24 +329,36 @@ impl Connection {
         self.in_flight.insert(key, abort);
     }
 
-    /// Forgets a task that ended (answered, cancelled, or panicked).
+    /// Forgets a task that ended (answered, cancelled, or panicked). A
+    /// handler that panicked is answered -32603 rather than left unanswered.
     fn finished(&mut self, done: Result<(tokio::task::Id, ()), JoinError>) {
-        let task = match done {
-            Ok((task, ())) => task,
-            Err(error) => {
-                if error.is_panic() {
-                    tracing::error!(target: "wymcp::stdio", "a request's task panicked; it is not answered");
-                }
-                error.id()
-            }
+        let (task, panicked) = match done {
+            Ok((task, ())) => (task, false),
+            Err(error) => (error.id(), error.is_panic()),
         };
-        if let Some(key) = self.ids.remove(&task)
-            && self
-                .in_flight
-                .get(&key)
-                .is_some_and(|abort| abort.id() == task)
+        let Some(key) = self.ids.remove(&task) else {
+            return;
+        };
+        if self
+            .in_flight
+            .get(&key)
+            .is_none_or(|abort| abort.id() != task)
         {
-            self.in_flight.remove(&key);
+            // Cancelled: its id may already name a newer request.
+            return;
+        }
+        self.in_flight.remove(&key);
+        if panicked {
+            tracing::error!(target: "wymcp::stdio", "a request's handler panicked");
+            let id = serde_json::from_str(&key).unwrap_or(Value::Null);
+            let error = RpcError::new(ErrorCode::INTERNAL_ERROR, "the handler failed");
+            if self
+                .out
+                .try_send(render(&id, Outcome::Error(error)))
+                .is_err()
+            {
+                tracing::warn!(target: "wymcp::stdio", "the answer to a panicked handler could not be queued");
+            }
         }
     }
 
@@ -369,9 +381,11 @@ impl Connection {
             in_flight = self.tasks.len(),
             "end of input: finishing the requests in flight"
         );
-        let tasks = &mut self.tasks;
-        let drained = tokio::time::timeout(self.config.drain_timeout, async {
-            while tasks.join_next().await.is_some() {}
+        let timeout = self.config.drain_timeout;
+        let drained = tokio::time::timeout(timeout, async {
+            while let Some(done) = self.tasks.join_next_with_id().await {
+                self.finished(done);
+            }
         })
         .await;
         if drained.is_err() {
@@ -485,8 +499,13 @@ async fn stopped(stopping: &mut watch::Receiver<bool>) {
     let _ = stopping.wait_for(|stopping| *stopping).await;
 }
 
-/// The one writer: each message whole, then its `\n`; flushed whenever no
-/// other message is waiting.
+/// The one writer: each message whole, then its `\n`, flushed on its own.
+///
+/// One write per message rather than a batch: a client that handles a
+/// notification a moment later than a response (the TypeScript SDK runs its
+/// notification handlers in a microtask, its response handlers at once)
+/// then mostly reads a request's progress apart from its answer, rather
+/// than losing the last one to the answer read with it.
 async fn write_lines<W: AsyncWrite + Unpin>(
     writer: W,
     mut outbox: mpsc::Receiver<Bytes>,
@@ -494,9 +513,6 @@ async fn write_lines<W: AsyncWrite + Unpin>(
     let mut out = BufWriter::with_capacity(WRITE_BUFFER, writer);
     while let Some(message) = outbox.recv().await {
         write_line(&mut out, &message).await?;
-        while let Ok(message) = outbox.try_recv() {
-            write_line(&mut out, &message).await?;
-        }
         out.flush().await?;
     }
     out.shutdown().await
