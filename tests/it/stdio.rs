@@ -484,6 +484,33 @@ async fn initialize_negotiates_the_revision_later_messages_are_held_to() {
     client.close().await.1.expect("a clean end");
 }
 
+/// Rule: stdio carries no credentials: every call runs as the configured
+/// principal, and as nobody without one.
+#[tokio::test]
+async fn every_call_runs_as_the_configured_principal() {
+    let server = || {
+        Server::builder()
+            .tool(Tool::new("whoami").handler(|_: NoArgs, cx| async move {
+                let who = cx.principal().map_or("nobody", |p| p.subject.as_str());
+                Ok(ToolResult::text(who))
+            }))
+            .build()
+            .unwrap()
+    };
+    let launcher = wymcp::auth::Principal {
+        subject: "the-launching-user".into(),
+        scopes: vec![],
+    };
+    let mut client = Client::new(server(), StdioConfig::default().principal(launcher));
+    client.send(&call(1, "whoami")).await;
+    assert_eq!(text(&client.next().await), "the-launching-user");
+    client.close().await.1.expect("a clean end");
+    let mut client = Client::new(server(), StdioConfig::default());
+    client.send(&call(1, "whoami")).await;
+    assert_eq!(text(&client.next().await), "nobody");
+    client.close().await.1.expect("a clean end");
+}
+
 /// Rule: progress notifications a handler sends are written before its
 /// answer, on the shared output.
 #[tokio::test]
