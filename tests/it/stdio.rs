@@ -168,7 +168,11 @@ async fn an_over_long_line_is_refused_before_it_ends_and_the_next_line_is_served
     let refused = client.next().await;
     assert_eq!(refused["id"], Value::Null, "{refused}");
     assert_eq!(refused["error"]["code"], code::INVALID_REQUEST, "{refused}");
-    assert_eq!(refused["error"]["data"]["ceiling"], 1024, "{refused}");
+    assert_eq!(
+        refused["error"]["data"],
+        json!({"ceiling": 1024, "limit": "max_line_bytes"}),
+        "{refused}"
+    );
     // Megabytes more of the same line cost nothing and answer nothing.
     for _ in 0..256 {
         client.raw(&[b'x'; 8192]).await;
@@ -344,7 +348,7 @@ async fn a_panicking_handler_is_answered_internal_error_and_the_server_goes_on()
 }
 
 /// Rule: a request over the in-flight ceiling is answered -32603 with
-/// `data.limit` at once, and a request reusing the id of one in flight is
+/// `data.limit: "max_in_flight"` at once, and a request reusing the id of one in flight is
 /// -32600; notifications are still read meanwhile.
 #[tokio::test]
 async fn the_in_flight_ceiling_and_ids_in_flight_are_refused_with_the_request_id() {
@@ -360,7 +364,11 @@ async fn the_in_flight_ceiling_and_ids_in_flight_are_refused_with_the_request_id
     let over = client.next().await;
     assert_eq!(over["id"], 2, "{over}");
     assert_eq!(over["error"]["code"], code::INTERNAL_ERROR, "{over}");
-    assert_eq!(over["error"]["data"]["limit"], 1, "{over}");
+    assert_eq!(
+        over["error"]["data"],
+        json!({"limit": "max_in_flight", "max": 1}),
+        "{over}"
+    );
     // A request the surface answers at once runs no task: not counted.
     client.send(&ping(3)).await;
     assert_eq!(client.next().await["id"], 3);
@@ -435,6 +443,41 @@ async fn each_line_is_held_to_the_rules_of_the_chain() {
         code::METHOD_NOT_FOUND,
         "{removed}"
     );
+    client.close().await.1.expect("a clean end");
+}
+
+/// Rule: the server's own `Limits` hold on every line as on every body: a
+/// line of more JSON values than `json_values` is -32600 (null id,
+/// `data.limit`), and a string id longer than `id_bytes` is never echoed.
+#[tokio::test]
+async fn the_servers_parse_limits_hold_on_every_line() {
+    let limits = wymcp::Limits {
+        json_values: 50,
+        id_bytes: 8,
+        ..wymcp::Limits::default()
+    };
+    let server = Server::builder().limits(limits).build().unwrap();
+    let mut client = Client::new(server, StdioConfig::default());
+    let mut many = ping(1);
+    many["params"] = json!({"values": vec![0; 100]});
+    client.send(&many).await;
+    let refused = client.next().await;
+    assert_eq!(refused["id"], Value::Null, "{refused}");
+    assert_eq!(refused["error"]["code"], code::INVALID_REQUEST, "{refused}");
+    assert_eq!(
+        refused["error"]["data"],
+        json!({"ceiling": 50, "limit": "json_values"})
+    );
+    client
+        .send(&json!({"jsonrpc": "2.0", "id": "123456789", "method": "ping"}))
+        .await;
+    let long_id = client.next().await;
+    assert_eq!(long_id["id"], Value::Null, "{long_id}");
+    assert_eq!(long_id["error"]["code"], code::INVALID_REQUEST, "{long_id}");
+    client
+        .send(&json!({"jsonrpc": "2.0", "id": "12345678", "method": "ping"}))
+        .await;
+    assert_eq!(client.next().await["id"], "12345678");
     client.close().await.1.expect("a clean end");
 }
 

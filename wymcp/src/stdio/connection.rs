@@ -4,9 +4,11 @@
 //! Each line goes through, in order, and stops at the first refusal:
 //!
 //! 1. the line ceiling ([`Lines`]);
-//! 2. the JSON parse (`-32700`, id null);
-//! 3. classification ([`classify`]) and the era ([`era_of_message`]: stdio
-//!    has no header layer, so the message alone says it);
+//! 2. the JSON parse, bounded by [`Limits::json_values`](crate::Limits)
+//!    ([`parse_bounded`]: `-32700`, or `-32600` past the bound; id null);
+//! 3. classification ([`classify_within`], string ids bounded by
+//!    `Limits::id_bytes`) and the era ([`era_of_message`]: stdio has no
+//!    header layer, so the message alone says it);
 //! 4. a 2026-07-28 message's protocol fields ([`read_fields`], [`judge`]);
 //!    a 2025 message is held to the revision its connection negotiated
 //!    with `initialize`, when it did;
@@ -15,8 +17,9 @@
 //!    in-flight ceiling;
 //! 7. the surface ([`Surface::answer`](crate::surface::Surface)).
 //!
-//! Steps 3 to 5 and 7 are the same functions the HTTP chain's `Classify`,
-//! `ProtocolFields`, `Validate` and `Dispatch` call. A refused request is
+//! Steps 2 to 5 and 7 are the same functions the HTTP chain's parse step,
+//! `Classify`, `ProtocolFields`, `Validate` and `Dispatch` call, with the
+//! server's own [`Limits`](crate::Limits). A refused request is
 //! answered with its id under the rejection-id rule ([`answer_id`]); a
 //! refused notification is never answered (JSON-RPC answers no
 //! notification) and a JSON-RPC response from the client (the answer to a
@@ -44,10 +47,12 @@ use super::config::StdioConfig;
 use super::lines::{Line, Lines};
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::fields::{judge, read_fields};
+use crate::protocol::json::{JsonError, parse_bounded};
 use crate::protocol::jsonrpc::{
-    MessageKind, MessageSource, answer_id, classify, error_envelope, notification,
+    MessageKind, MessageSource, answer_id, classify_within, error_envelope, notification,
 };
 use crate::protocol::revision::{Era, Revision, era_of_message};
+use crate::protocol::text::Bounded;
 use crate::protocol::validation::{check, revision_for};
 use crate::server::Server;
 use crate::surface::call::{Answer, Call, Emitted, Outcome, Running, take};
@@ -59,9 +64,6 @@ const OUTBOX: usize = 256;
 
 /// The writer's buffer: small messages and their `\n` go out in one write.
 const WRITE_BUFFER: usize = 64 * 1024;
-
-/// How much of a client-controlled text a log line carries.
-const LOGGED: usize = 200;
 
 /// Serves one connection until its input ends (then the requests in flight
 /// get up to the drain timeout), its output fails, or its input fails.
@@ -185,23 +187,32 @@ impl Connection {
             ErrorCode::INVALID_REQUEST,
             format!("the line is longer than the line ceiling of {ceiling} bytes; it is skipped"),
         )
-        .data(json!({ "ceiling": ceiling }));
+        .data(json!({ "ceiling": ceiling, "limit": "max_line_bytes" }));
         self.refuse(&Value::Null, &error, Check::Line).await;
     }
 
     /// One line: checked, then answered or started (see the module docs).
     async fn line(&mut self, line: Bytes) {
-        let mut message: Value = match serde_json::from_slice(&line) {
+        let limits = *self.server.limits();
+        let mut message = match parse_bounded(&line, limits.json_values) {
             Ok(message) => message,
-            Err(error) => {
+            Err(JsonError::Syntax(error)) => {
                 let error = RpcError::new(
                     ErrorCode::PARSE_ERROR,
                     format!("the line is not valid JSON: {error}"),
                 );
                 return self.refuse(&Value::Null, &error, Check::Parse).await;
             }
+            Err(JsonError::TooManyValues(max)) => {
+                let error = RpcError::new(
+                    ErrorCode::INVALID_REQUEST,
+                    format!("the line holds more than {max} JSON values"),
+                )
+                .data(json!({ "ceiling": max, "limit": "json_values" }));
+                return self.refuse(&Value::Null, &error, Check::Parse).await;
+            }
         };
-        let kind = classify(&message);
+        let kind = classify_within(&message, limits.id_bytes);
         let era = era_of_message(&message);
         let id = answer_id(kind, &message);
         let revision = match self.check(kind, era, &message) {
@@ -235,7 +246,7 @@ impl Connection {
                     ErrorCode::INTERNAL_ERROR,
                     format!("too many requests in flight: the limit is {limit}; retry once one is answered"),
                 )
-                .data(json!({ "limit": limit }));
+                .data(json!({ "limit": "max_in_flight", "max": limit }));
                 return self.refuse(&id, &error, Check::InFlight).await;
             }
         }
@@ -329,36 +340,27 @@ impl Connection {
         self.in_flight.insert(key, abort);
     }
 
-    /// Forgets a task that ended (answered, cancelled, or panicked). A
-    /// handler that panicked is answered -32603 rather than left unanswered.
+    /// Forgets a task that ended (answered or cancelled). A handler that
+    /// panics is answered by the surface (-32603); a task that panics
+    /// nonetheless is logged.
     fn finished(&mut self, done: Result<(tokio::task::Id, ()), JoinError>) {
-        let (task, panicked) = match done {
-            Ok((task, ())) => (task, false),
-            Err(error) => (error.id(), error.is_panic()),
-        };
-        let Some(key) = self.ids.remove(&task) else {
-            return;
-        };
-        if self
-            .in_flight
-            .get(&key)
-            .is_none_or(|abort| abort.id() != task)
-        {
-            // Cancelled: its id may already name a newer request.
-            return;
-        }
-        self.in_flight.remove(&key);
-        if panicked {
-            tracing::error!(target: "wymcp::stdio", "a request's handler panicked");
-            let id = serde_json::from_str(&key).unwrap_or(Value::Null);
-            let error = RpcError::new(ErrorCode::INTERNAL_ERROR, "the handler failed");
-            if self
-                .out
-                .try_send(render(&id, Outcome::Error(error)))
-                .is_err()
-            {
-                tracing::warn!(target: "wymcp::stdio", "the answer to a panicked handler could not be queued");
+        let task = match done {
+            Ok((task, ())) => task,
+            Err(error) => {
+                if error.is_panic() {
+                    tracing::error!(target: "wymcp::stdio", "a request's task panicked");
+                }
+                error.id()
             }
+        };
+        if let Some(key) = self.ids.remove(&task)
+            && self
+                .in_flight
+                .get(&key)
+                .is_some_and(|abort| abort.id() == task)
+        {
+            // (A cancelled request's id may already name a newer request.)
+            self.in_flight.remove(&key);
         }
     }
 
@@ -408,15 +410,6 @@ fn is_response(message: &Value) -> bool {
     })
 }
 
-/// The text of `text` a log line may carry.
-fn bounded(text: &str) -> &str {
-    let mut end = text.len().min(LOGGED);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
-
 /// The error answer to `id`, and its one rejection event.
 fn refusal(id: &Value, error: &RpcError, by: Check) -> Vec<u8> {
     tracing::info!(
@@ -424,8 +417,8 @@ fn refusal(id: &Value, error: &RpcError, by: Check) -> Vec<u8> {
         transport = "stdio",
         stage = by.name(),
         code = error.code.get(),
-        // Debug-formatted and cut short: it may quote client text.
-        message = ?bounded(&error.message),
+        // Escaped and cut short: it may quote client text.
+        message = %Bounded(&error.message),
         "request rejected"
     );
     error_envelope(id, error.code, &error.message, error.data.as_ref())
@@ -542,12 +535,5 @@ mod tests {
         assert!(!is_response(&json!({"id": 1, "method": "m", "result": {}})));
         assert!(!is_response(&json!({"result": {}})));
         assert!(!is_response(&json!([])));
-    }
-
-    #[test]
-    fn log_lines_carry_a_bounded_text() {
-        let long = "é".repeat(LOGGED);
-        assert!(bounded(&long).len() <= LOGGED);
-        assert_eq!(bounded("short"), "short");
     }
 }

@@ -30,7 +30,10 @@
 //! all there is. What stdio adds:
 //!
 //! * A line that is not JSON is answered `-32700` with a null id, and the
-//!   server goes on with the next line.
+//!   server goes on with the next line. The server's own
+//!   [`Limits`](crate::Limits) bound a line as they bound a body: more JSON
+//!   values than `json_values` is `-32600` (null id), a string id longer
+//!   than `id_bytes` is never echoed.
 //! * A refused request is answered with its id when it has one a request
 //!   may have; a notification is never answered, and a JSON-RPC response
 //!   (this server asks the client nothing) is dropped.
@@ -71,8 +74,8 @@
 //!
 //! | setting | default | what a client over it meets |
 //! |---|---|---|
-//! | [`max_line_bytes`](StdioConfig::max_line_bytes) | 8,000,000 | `-32600` with a null id and `data.ceiling`, as soon as the line passes the ceiling; the rest of the line is read and dropped, never held; the next line is served |
-//! | [`max_in_flight`](StdioConfig::max_in_flight) | 100 | the request over it answered `-32603` with `data.limit` at once (notifications, `notifications/cancelled` included, are still read) |
+//! | [`max_line_bytes`](StdioConfig::max_line_bytes) | 8,000,000 | `-32600` with a null id, `data.limit: "max_line_bytes"` and `data.ceiling`, as soon as the line passes the ceiling; the rest of the line is read and dropped, never held; the next line is served |
+//! | [`max_in_flight`](StdioConfig::max_in_flight) | 100 | the request over it answered `-32603` with `data.limit: "max_in_flight"` at once (notifications, `notifications/cancelled` included, are still read) |
 //! | [`drain_timeout`](StdioConfig::drain_timeout) | 10 s | at the end of input, requests still in flight after it are dropped unanswered |
 //!
 //! A request reusing the id of one still in flight is answered `-32600`:
