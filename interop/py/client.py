@@ -1,12 +1,13 @@
 """Interop check: the official Python SDK client (mcp, pinned in
-tools/py/requirements.txt) against a running examples/everything.
+tools/py/requirements.txt) against examples/everything, over Streamable HTTP
+(a running server) or over stdio (the client launches `BINARY --stdio`).
 
-Usage: python interop/py/client.py URL MODE
+Usage: python interop/py/client.py URL|stdio:BINARY MODE
   MODE: 2026-07-28 (adopt the modern revision), legacy (the 2025 handshake)
         or auto (probe server/discover, fall back to initialize)
 
-Prints one `PASS py[MODE] check` or `FAIL py[MODE] check: reason` line per
-check and exits non-zero if any failed.
+Prints one `PASS py[MODE] check` (over stdio `py-stdio[MODE]`) or
+`FAIL … check: reason` line per check and exits non-zero if any failed.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sys
 import anyio
 from collections.abc import Awaitable, Callable
 
-from mcp import Client, types
+from mcp import Client, StdioServerParameters, types
 from mcp.client import advertise
 from mcp.shared.subscriptions import ToolsListChanged
 
@@ -33,8 +34,8 @@ def describe(err: BaseException) -> str:
 
 
 class Run:
-    def __init__(self, mode: str) -> None:
-        self.tag = f"py[{mode}]"
+    def __init__(self, mode: str, stdio: bool) -> None:
+        self.tag = f"py-stdio[{mode}]" if stdio else f"py[{mode}]"
         self.failed = 0
 
     async def check(self, name: str, body: Callable[[], Awaitable[str | None]]) -> None:
@@ -56,8 +57,12 @@ def first_text(content: list[types.ContentBlock] | None) -> str | None:
     return None
 
 
-async def main(url: str, mode: str) -> int:
-    run = Run(mode)
+async def main(target: str, mode: str) -> int:
+    binary = target.removeprefix("stdio:") if target.startswith("stdio:") else None
+    run = Run(mode, binary is not None)
+    # Over stdio the client launches the server; its stderr (the logs) is ours.
+    server = target if binary is None else StdioServerParameters(command=binary, args=["--stdio"])
+    via = "SSE" if binary is None else "stdio"
     elicited = 0
 
     # The MRTR round: the client fulfils the server's embedded elicitation/create
@@ -72,7 +77,7 @@ async def main(url: str, mode: str) -> int:
         defaults = {name: field["default"] for name, field in fields.items() if "default" in field}
         return types.ElicitResult(action="accept", content=defaults or {"name": "Alice"})
 
-    client = Client(url, mode=mode, elicitation_callback=on_elicit, read_timeout_seconds=20)
+    client = Client(server, mode=mode, elicitation_callback=on_elicit, read_timeout_seconds=20)
     try:
         async with client:
             version = client.protocol_version
@@ -133,7 +138,7 @@ async def main(url: str, mode: str) -> int:
                     return f"isError: {first_text(result.content)}"
                 return None if seen == [0, 50, 100] else f"progress seen: {seen}, wanted [0, 50, 100]"
 
-            await run.check("progress over SSE (tools/call test_tool_with_progress)", progress)
+            await run.check(f"progress over {via} (tools/call test_tool_with_progress)", progress)
 
             if modern:
 
@@ -203,6 +208,6 @@ async def main(url: str, mode: str) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[2] not in MODES:
-        print(f"usage: client.py URL {'|'.join(MODES)}", file=sys.stderr)
+        print(f"usage: client.py URL|stdio:BINARY {'|'.join(MODES)}", file=sys.stderr)
         sys.exit(2)
     sys.exit(asyncio.run(main(sys.argv[1], sys.argv[2])))

@@ -51,6 +51,7 @@ mod resources;
 mod shutdown;
 mod soak;
 mod stalled;
+mod stdio;
 mod streaming;
 mod tools;
 mod ui;

@@ -65,3 +65,4 @@ pub use resource::{Resource, ResourceTemplate, TemplateVars};
 pub use tool::{NoArgs, Tool, ToolResult};
 
 pub(crate) use completion::boxed as boxed_completion;
+pub(crate) use legacy::negotiate;
