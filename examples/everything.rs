@@ -1,6 +1,8 @@
 //! The conformance contract of `CONFORMANCE.md`: every tool, prompt and
 //! resource the official conformance suite calls, served by wymcp's default
-//! chain. `cargo run -p wymcp-examples --example everything -- --bind 127.0.0.1:3000`.
+//! chain (`cargo run -p wymcp-examples --example everything -- --bind
+//! 127.0.0.1:3000`) or, with `--stdio`, on stdin and stdout as a client's
+//! subprocess.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -597,31 +599,39 @@ impl Keys {
     }
 }
 
-const USAGE: &str = "usage: everything [--bind ADDR] [--replica NAME] [--trusted-proxy ADDR[/PREFIX]]… \
+const USAGE: &str = "usage: everything [--bind ADDR] [--replica NAME] [--trusted-proxy ADDR[/PREFIX]]… | --stdio \
     (env WYMCP_SEALING_KEY: a shared requestState secret of at least 32 bytes, \
     WYMCP_SEALING_KEY_ID: its id, `shared` by default; \
     WYMCP_ACCEPT_SEALING_KEY[_ID]: a retired key that still unseals)";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Logs go to stderr: over stdio, stdout carries nothing but the protocol.
     tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
     let mut args = std::env::args().skip(1);
     let mut bind = "127.0.0.1:3000".to_owned();
     let mut replica: Option<String> = None;
     let mut trusted: Vec<wymcp::IpNet> = Vec::new();
+    let mut stdio = false;
     while let Some(arg) = args.next() {
-        match (arg.as_str(), args.next()) {
-            ("--bind", Some(addr)) => bind = addr,
-            ("--replica", Some(name)) => replica = Some(name),
-            ("--trusted-proxy", Some(net)) => trusted.push(net.parse()?),
+        match (arg.as_str(), &mut args) {
+            ("--stdio", _) => stdio = true,
+            ("--bind", args) => bind = args.next().ok_or(USAGE)?,
+            ("--replica", args) => replica = Some(args.next().ok_or(USAGE)?),
+            ("--trusted-proxy", args) => trusted.push(args.next().ok_or(USAGE)?.parse()?),
             _ => return Err(format!("{USAGE}; got `{arg}`").into()),
         }
     }
     // Replicas behind one load balancer share the key that seals MRTR
     // requestState, so a round begun on one finishes on any other.
     let server = Arc::new(server(Keys::from_env()?)?);
+    if stdio {
+        wymcp::stdio::serve(server).await?;
+        return Ok(());
+    }
     // Large bodies read, then quiet: free memory back to the kernel (the
     // deployment guide's "Memory and the allocator").
     let mut router = chain::post::router(server.clone()).layer(

@@ -30,6 +30,7 @@ mod support;
 
 mod auth;
 mod classify;
+mod deviations;
 mod dispatch;
 mod fuzz_corpus;
 mod handlers;
@@ -51,6 +52,7 @@ mod resources;
 mod shutdown;
 mod soak;
 mod stalled;
+mod stdio;
 mod streaming;
 mod tools;
 mod ui;

@@ -6,7 +6,7 @@ use http::request::Parts;
 use serde_json::Value;
 
 use crate::auth::Principal;
-use crate::protocol::jsonrpc::MessageKind;
+use crate::protocol::jsonrpc::{MessageKind, answer_id};
 use crate::protocol::revision::{Era, Revision};
 use crate::reply::{Flow, Rejection, Rejector, Response};
 use crate::server::{Reservation, Server};
@@ -106,9 +106,7 @@ impl<'a> Exchange<'a> {
     #[must_use]
     pub fn rejection_id(&self) -> Value {
         match (self.kind, self.message.as_ref()) {
-            (Some(MessageKind::Request), Some(message)) => {
-                message.get("id").cloned().unwrap_or(Value::Null)
-            }
+            (Some(kind), Some(message)) => answer_id(kind, message),
             _ => Value::Null,
         }
     }

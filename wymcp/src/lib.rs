@@ -26,7 +26,7 @@ mod reply;
 mod stage;
 // the stages, one file each,
 pub mod stages;
-// the router, the default chain, and serving it.
+// the router, the default chain, and serving it (over HTTP, over stdio).
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
@@ -34,6 +34,7 @@ pub mod chain;
 pub mod memory;
 mod router;
 pub mod serve;
+pub mod stdio;
 
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

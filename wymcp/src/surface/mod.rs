@@ -67,3 +67,4 @@ pub use resource::{Resource, ResourceTemplate, TemplateVars};
 pub use tool::{NoArgs, Structured, Tool, ToolOutput, ToolResult};
 
 pub(crate) use completion::boxed as boxed_completion;
+pub(crate) use legacy::negotiate;
