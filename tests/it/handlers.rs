@@ -1038,6 +1038,8 @@ mod span {
         /// Which of `spans` an open span's id is (ids are reused once closed).
         open: Arc<Mutex<BTreeMap<u64, usize>>>,
         pub events: Arc<Mutex<Vec<BTreeMap<String, String>>>>,
+        /// Each stage span: its stage, and whether a request span is its parent.
+        pub stages: Arc<Mutex<Vec<(String, bool)>>>,
     }
 
     struct Fields<'a>(&'a mut BTreeMap<String, String>);
@@ -1054,6 +1056,17 @@ mod span {
 
     impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Recorded {
         fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _: Context<'_, S>) {
+            if attrs.metadata().name() == "wymcp.stage" {
+                let mut fields = BTreeMap::new();
+                attrs.record(&mut Fields(&mut fields));
+                let in_request = attrs
+                    .parent()
+                    .is_some_and(|p| self.open.lock().unwrap().contains_key(&p.into_u64()));
+                self.stages
+                    .lock()
+                    .unwrap()
+                    .push((fields.remove("stage").unwrap_or_default(), in_request));
+            }
             if attrs.metadata().name() != "mcp.request" {
                 return;
             }
@@ -1151,6 +1164,13 @@ async fn each_request_has_one_span_with_the_semantic_convention_attributes() {
     assert_eq!(field(3, "otel.name"), "prompts/get summarise");
     assert_eq!(field(3, "gen_ai.prompt.name"), "summarise");
     assert_eq!(field(3, "mcp.protocol.version"), LEGACY);
+    // The stages from classification on run in the request span; what runs
+    // before a message exists is the transport's.
+    let stages = recorded.stages.lock().unwrap().clone();
+    for (stage, in_request) in &stages[..9] {
+        let expected = !matches!(stage.as_str(), "OriginCheck" | "parse_body" | "Classify");
+        assert_eq!(*in_request, expected, "{stage}: {stages:?}");
+    }
     let events = recorded.events.lock().unwrap().clone();
     assert_eq!(events.len(), 4, "{events:#?}");
     assert_eq!(events[2]["status"], "403");

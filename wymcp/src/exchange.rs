@@ -10,7 +10,7 @@ use crate::protocol::jsonrpc::{MessageKind, answer_id};
 use crate::protocol::revision::{Era, Revision};
 use crate::reply::{Flow, Rejection, Rejector, Response};
 use crate::server::{Reservation, Server};
-use crate::trace::RequestSpan;
+use crate::trace::SpanSlot;
 
 /// One POST as it passes through the chain: the request, and what each stage
 /// established about it. Each field is set by the stage that owns it and read
@@ -38,21 +38,22 @@ pub struct Exchange<'a> {
     /// when the exchange ends.
     pub(crate) reserved: Option<Reservation>,
     stage: &'static str,
-    /// The request span (see [`trace`](crate::trace)); disabled when the
-    /// request did not come through the router.
+    /// The request span (see [`trace`](crate::trace)), once classification
+    /// opened it; disabled until then.
     pub(crate) span: tracing::Span,
+    /// Where the router reads the request span back, when the request came
+    /// through the router.
+    slot: Option<SpanSlot>,
 }
 
 impl<'a> Exchange<'a> {
     /// Starts an exchange for one request.
     pub fn new(server: &'a Server, request: http::Request<Body>) -> Self {
         let (mut parts, body) = request.into_parts();
-        let span = parts
-            .extensions
-            .remove::<RequestSpan>()
-            .map_or_else(tracing::Span::none, |s| s.0);
+        let slot = parts.extensions.remove::<SpanSlot>();
         Exchange {
-            span,
+            span: tracing::Span::none(),
+            slot,
             server,
             parts,
             body: Some(body),
@@ -95,6 +96,15 @@ impl<'a> Exchange<'a> {
     #[must_use]
     pub fn params(&self) -> Option<&Value> {
         self.message.as_ref()?.get("params")
+    }
+
+    /// Makes `span` the request span: the stages after this one run in it,
+    /// and the router reads it back.
+    pub(crate) fn set_span(&mut self, span: tracing::Span) {
+        if let Some(slot) = &self.slot {
+            let _ = slot.0.set(span.clone());
+        }
+        self.span = span;
     }
 
     pub(crate) fn set_stage(&mut self, name: &'static str) {

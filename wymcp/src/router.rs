@@ -9,7 +9,6 @@ use std::time::Instant;
 use axum::Router;
 use bytes::Bytes;
 use http::StatusCode;
-use tracing::Instrument;
 
 use crate::reply::{Response, json_response, method_not_allowed};
 use crate::server::Server;
@@ -26,20 +25,16 @@ where
     let endpoint = server.endpoint().to_owned();
     let metadata = metadata(&server);
     let post = axum::routing::post(move |mut request: Request| {
-        // The request span around the whole chain (see `trace`).
-        let client = request
-            .extensions()
-            .get::<crate::origin::ClientAddr>()
-            .map(|c| c.0);
-        let span = trace::open(request.version(), client);
-        request
-            .extensions_mut()
-            .insert(trace::RequestSpan(span.clone()));
+        // The slot classification opens the request span in (see `trace`).
+        let slot = trace::SpanSlot::default();
+        request.extensions_mut().insert(slot.clone());
         let started = Instant::now();
         let served = handle(server.clone(), request);
         async move {
-            let response = served.instrument(span.clone()).await;
-            trace::finished(&span, response.status(), started);
+            let response = served.await;
+            if let Some(span) = slot.0.get() {
+                trace::finished(span, response.status(), started);
+            }
             response
         }
     })

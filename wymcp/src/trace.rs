@@ -1,22 +1,26 @@
-//! The request span: one `tracing` span per request, carrying the
-//! OpenTelemetry semantic conventions for MCP (`mcp.method.name`,
+//! The request span: one `tracing` span per JSON-RPC message, carrying
+//! the OpenTelemetry semantic conventions for MCP (`mcp.method.name`,
 //! `mcp.protocol.version`, `jsonrpc.request.id`, `gen_ai.tool.name`, …)
 //! and, at its end, one event with the outcome and the duration.
 //!
-//! The router opens the span around the chain (so every stage's span and
-//! every handler's events nest in it); the stages record what they learn
-//! as they learn it: classification the method and id, the one rejection
-//! sender the error, Dispatch the revision and the tool, prompt or
-//! resource named. The span is at `info` under the target
-//! `wymcp::request`; a subscriber that filters it out pays for nothing but
-//! the check. Client text recorded on it is bounded
-//! ([`truncated`](crate::protocol::text::truncated)).
+//! Classification opens it, once the message's method and id are known:
+//! its name (`otel.name`, `{mcp.method.name} {target}`, `tools/call
+//! greet`) must be set when it is made, since an OpenTelemetry span keeps
+//! the name it started with. The stages after it run in it (their spans
+//! are its children, and a handler's events nest in Dispatch's), and record
+//! what they learn: the one rejection sender the error, Dispatch the
+//! revision and the resource named. What runs before a message exists
+//! (the origin check, reading the body) is the transport's, spanned by
+//! whatever HTTP span the application puts around the router. The router
+//! gives the exchange a slot for the span and, once the response is made,
+//! records its status and emits the event.
 //!
-//! With `tracing-opentelemetry`, the span becomes an OTel server span
-//! named `{mcp.method.name} {target}` (`otel.name`), with an error status
-//! when the request was refused or a tool failed; see
-//! `examples/src/bin/otel.rs`.
+//! The span is at `info` under the target `wymcp::request`; a subscriber
+//! that filters it out pays for nothing but the check. Client text
+//! recorded on it is bounded ([`truncated`](crate::protocol::text::truncated)).
+//! See `examples/otel.rs` for an export with `tracing-opentelemetry`.
 
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use serde_json::Value;
@@ -25,21 +29,50 @@ use tracing::field::Empty;
 
 use crate::protocol::text::truncated;
 
-/// The request span, as the router hands it to the chain (in the
-/// request's extensions).
-#[derive(Debug, Clone)]
-pub(crate) struct RequestSpan(pub(crate) Span);
+/// Where the request span goes once classification opens it: shared by
+/// the router (which reads it when the response is made) and the exchange
+/// (handed over in the request's extensions).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SpanSlot(pub(crate) Arc<OnceLock<Span>>);
 
-/// A new request span, its fields empty until the chain records them;
-/// `version` is the HTTP version (`1.1`, `2`).
-pub(crate) fn open(version: http::Version, client: Option<std::net::IpAddr>) -> Span {
+/// What the request span is opened with.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Opening<'a> {
+    pub(crate) version: http::Version,
+    pub(crate) client: Option<std::net::IpAddr>,
+    pub(crate) method: Option<&'a str>,
+    /// The id, when the message is a request.
+    pub(crate) id: Option<&'a Value>,
+    pub(crate) params: Option<&'a Value>,
+}
+
+/// The request span of a message, named `{method} {target}`: the tool of
+/// a `tools/call`, the prompt of a `prompts/get` (a resource URI is
+/// high-cardinality: not in the name).
+pub(crate) fn open(opening: Opening<'_>) -> Span {
+    let method = opening.method.map(truncated);
+    let text = |key: &str| {
+        opening
+            .params
+            .and_then(|p| p.get(key))
+            .and_then(Value::as_str)
+    };
+    let target = match opening.method {
+        Some("tools/call" | "prompts/get") => text("name"),
+        _ => None,
+    };
+    let name = match (&method, target) {
+        (Some(method), Some(target)) => format!("{method} {}", truncated(target)),
+        (Some(method), None) => method.to_string(),
+        (None, _) => "mcp".to_owned(),
+    };
     let span = tracing::info_span!(
         target: "wymcp::request",
         "mcp.request",
-        otel.name = "mcp",
+        otel.name = name.as_str(),
         otel.kind = "server",
         otel.status_code = Empty,
-        mcp.method.name = Empty,
+        mcp.method.name = method.as_deref(),
         mcp.protocol.version = Empty,
         mcp.resource.uri = Empty,
         jsonrpc.request.id = Empty,
@@ -52,13 +85,33 @@ pub(crate) fn open(version: http::Version, client: Option<std::net::IpAddr>) -> 
         http.response.status_code = Empty,
         network.transport = "tcp",
         network.protocol.name = "http",
-        network.protocol.version = http_version(version),
+        network.protocol.version = http_version(opening.version),
         client.address = Empty,
     );
-    if let Some(client) = client
-        && !span.is_disabled()
-    {
+    if span.is_disabled() {
+        return span;
+    }
+    if let Some(client) = opening.client {
         span.record("client.address", client.to_string());
+    }
+    match opening.id {
+        Some(Value::String(id)) => {
+            span.record("jsonrpc.request.id", &*truncated(id));
+        }
+        Some(Value::Number(id)) => {
+            span.record("jsonrpc.request.id", id.to_string());
+        }
+        _ => {}
+    }
+    match (opening.method, target) {
+        (Some("tools/call"), Some(tool)) => {
+            span.record("gen_ai.operation.name", "execute_tool");
+            span.record("gen_ai.tool.name", &*truncated(tool));
+        }
+        (Some("prompts/get"), Some(prompt)) => {
+            span.record("gen_ai.prompt.name", &*truncated(prompt));
+        }
+        _ => {}
     }
     span
 }
@@ -73,29 +126,8 @@ fn http_version(version: http::Version) -> &'static str {
     }
 }
 
-/// Records what classification learnt: the method and the request's id.
-pub(crate) fn classified(span: &Span, method: Option<&str>, id: Option<&Value>) {
-    if span.is_disabled() {
-        return;
-    }
-    if let Some(method) = method {
-        let method = truncated(method);
-        span.record("mcp.method.name", &*method);
-        span.record("otel.name", &*method);
-    }
-    match id {
-        Some(Value::String(id)) => {
-            span.record("jsonrpc.request.id", &*truncated(id));
-        }
-        Some(Value::Number(id)) => {
-            span.record("jsonrpc.request.id", id.to_string());
-        }
-        _ => {}
-    }
-}
-
-/// Records what Dispatch knows: the revision, and what the call names (a
-/// tool, a prompt, a resource), which names the span.
+/// Records what Dispatch knows: the revision, and the resource a
+/// `resources/read` names.
 pub(crate) fn dispatched(
     span: &Span,
     method: &str,
@@ -108,29 +140,10 @@ pub(crate) fn dispatched(
     if let Some(revision) = revision {
         span.record("mcp.protocol.version", revision);
     }
-    let text = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str);
-    let target = match method {
-        "tools/call" => text("name").inspect(|name| {
-            span.record("gen_ai.operation.name", "execute_tool");
-            span.record("gen_ai.tool.name", &*truncated(name));
-        }),
-        "prompts/get" => text("name").inspect(|name| {
-            span.record("gen_ai.prompt.name", &*truncated(name));
-        }),
-        "resources/read" => {
-            if let Some(uri) = text("uri") {
-                span.record("mcp.resource.uri", &*truncated(uri));
-            }
-            // A URI is high-cardinality: not in the span's name.
-            None
-        }
-        _ => None,
-    };
-    if let Some(target) = target {
-        span.record(
-            "otel.name",
-            format!("{} {}", truncated(method), truncated(target)),
-        );
+    if method == "resources/read"
+        && let Some(uri) = params.and_then(|p| p.get("uri")).and_then(Value::as_str)
+    {
+        span.record("mcp.resource.uri", &*truncated(uri));
     }
 }
 
