@@ -190,7 +190,7 @@ async def main(target: str, mode: str) -> int:
     async def extended() -> str | None:
         settings = {"ratio": 0.5, "since": None}
         ext = [advertise("com.example/wymcp-interop", settings)]
-        async with Client(url, mode=mode, extensions=ext, read_timeout_seconds=20) as other:
+        async with Client(server, mode=mode, extensions=ext, read_timeout_seconds=20) as other:
             # auto falls back to the 2025 handshake when server/discover is
             # refused, where these capabilities would prove nothing.
             version = other.protocol_version

@@ -240,7 +240,7 @@ const extended = new Client(
     },
 );
 await check('capabilities with a fraction and a null (extensions), tools/call test_simple_text', async () => {
-    await extended.connect(new StreamableHTTPClientTransport(new URL(url)));
+    await extended.connect(transport());
     try {
         const version = extended.getNegotiatedProtocolVersion();
         if (modern && version !== '2026-07-28') return `negotiated ${version}, wanted 2026-07-28`;
