@@ -29,9 +29,9 @@ where
         let slot = trace::SpanSlot::default();
         request.extensions_mut().insert(slot.clone());
         let started = Instant::now();
-        let served = handle(server.clone(), request);
+        let answer = handle(server.clone(), request);
         async move {
-            let response = served.await;
+            let response = answer.await;
             if let Some(span) = slot.0.get() {
                 trace::finished(span, response.status(), started);
             }

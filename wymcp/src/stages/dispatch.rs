@@ -56,7 +56,7 @@ impl Stage for Dispatch {
             trace::dispatched(
                 &ex.span,
                 method,
-                ex.revision.map(|r| r.as_str()),
+                ex.revision.map(crate::protocol::revision::Revision::as_str),
                 ex.params(),
             );
         }

@@ -15,6 +15,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::fmt::Write as _;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -586,7 +587,7 @@ fn invalid_arguments(tool: &str, problems: &[Problem]) -> String {
         } else {
             format!("`{}`", truncated(&problem.pointer))
         };
-        text.push_str(&format!("\n- at {at}: {}", truncated(&problem.message)));
+        let _ = write!(text, "\n- at {at}: {}", truncated(&problem.message));
     }
     text
 }
