@@ -597,6 +597,17 @@ impl ServerBuilder {
     /// including the ones it lacks the scopes to use (calling one is still
     /// answered `403`). By default each caller is listed only what it may
     /// use, so a read-only token is never offered a write tool.
+    ///
+    /// ```
+    /// use wymcp::auth::{AuthConfig, StaticTokens};
+    ///
+    /// let server = wymcp::Server::builder()
+    ///     .auth(StaticTokens::new(), AuthConfig::new())
+    ///     .list_all()
+    ///     .build()?;
+    /// # let _ = server;
+    /// # Ok::<(), wymcp::BuildError>(())
+    /// ```
     #[must_use]
     pub fn list_all(mut self) -> Self {
         self.surface.list_all = true;
@@ -616,6 +627,12 @@ impl ServerBuilder {
     /// resources never change, so clients hold no stream open for nothing.
     /// (A 2025 client is never offered either: a stateless 2025 exchange
     /// has no stream to deliver them on.)
+    ///
+    /// ```
+    /// let fixed = wymcp::Server::builder().without_notifications().build()?;
+    /// # let _ = fixed;
+    /// # Ok::<(), wymcp::BuildError>(())
+    /// ```
     #[must_use]
     pub fn without_notifications(mut self) -> Self {
         self.surface.quiet = true;

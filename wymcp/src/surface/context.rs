@@ -365,6 +365,18 @@ impl Context {
     }
 
     /// The application's value of type `T`, if the server was given one.
+    ///
+    /// ```
+    /// use wymcp::{Context, NoArgs, Tool, ToolResult};
+    ///
+    /// struct Greeting(String);
+    ///
+    /// let tool = Tool::new("greet").handler(|_: NoArgs, cx: Context| async move {
+    ///     let text = cx.try_state::<Greeting>().map_or("hello", |g| g.0.as_str());
+    ///     Ok(ToolResult::text(text))
+    /// });
+    /// # let _ = tool;
+    /// ```
     #[must_use]
     pub fn try_state<T: Send + Sync + 'static>(&self) -> Option<&T> {
         self.shared.get::<Arc<T>>().map(AsRef::as_ref)
@@ -372,6 +384,16 @@ impl Context {
 
     /// The application's value of type `T` as an `Arc`, for a task that
     /// outlives the handler's borrow of its context.
+    ///
+    /// ```
+    /// use wymcp::Context;
+    ///
+    /// struct Store;
+    ///
+    /// let cx = Context::for_test(serde_json::json!({})).with_state(Store);
+    /// let store = cx.state_arc::<Store>().unwrap();
+    /// std::thread::spawn(move || drop(store)).join().unwrap();
+    /// ```
     #[must_use]
     pub fn state_arc<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
         self.shared.get::<Arc<T>>().cloned()
@@ -379,6 +401,16 @@ impl Context {
 
     /// The context with `value` as its state of type `T` (for unit tests of
     /// handlers, with [`Context::for_test`]).
+    ///
+    /// ```
+    /// use wymcp::Context;
+    ///
+    /// struct Limit(u32);
+    ///
+    /// let cx = Context::for_test(serde_json::json!({})).with_state(Limit(3));
+    /// assert_eq!(cx.state::<Limit>().0, 3);
+    /// assert!(cx.try_state::<String>().is_none());
+    /// ```
     #[must_use]
     pub fn with_state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
         let mut shared = (*self.shared).clone();

@@ -22,7 +22,18 @@ pub(crate) type PromptFn = dyn Fn(BTreeMap<String, String>, Context) -> BoxFutur
     + Sync;
 
 /// A prompt's arguments as strings by name: what a handler takes when it
-/// wants them untyped (`|args: PromptArgs, cx| …`).
+/// wants them untyped.
+///
+/// ```
+/// use wymcp::{Prompt, PromptArgs, PromptResult};
+///
+/// let prompt = Prompt::new("echo")
+///     .argument("text", "What to echo")
+///     .handler(|args: PromptArgs, _cx| async move {
+///         Ok(PromptResult::new().user(args["text"].clone()))
+///     });
+/// # let _ = wymcp::Server::builder().prompt(prompt).build().unwrap();
+/// ```
 pub type PromptArgs = BTreeMap<String, String>;
 
 /// One message of a prompt.
@@ -152,6 +163,19 @@ impl Prompt {
     /// server's own ([`AuthConfig::required_scopes`](crate::auth::AuthConfig::required_scopes)).
     /// A caller without them does not see it listed and is answered `403`
     /// `insufficient_scope` naming every scope the call needs.
+    ///
+    /// ```
+    /// use wymcp::auth::{AuthConfig, StaticTokens};
+    /// use wymcp::{NoArgs, Server, Prompt, PromptResult};
+    ///
+    /// let item = Prompt::new("purge").handler(|_: NoArgs, _cx| async { Ok(PromptResult::new().user("Purge.")) }).scopes(["notes:write"]);
+    /// let server = Server::builder()
+    ///     .auth(StaticTokens::new(), AuthConfig::new())
+    ///     .prompt(item)
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = server;
+    /// ```
     #[must_use]
     pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.scopes = Scopes::new(scopes);

@@ -99,6 +99,17 @@ pub struct Structured<T>(pub T);
 
 /// What a tool handler may answer with: a [`ToolResult`], or a typed
 /// [`Structured`] value whose type gives the tool its `outputSchema`.
+///
+/// A handler that only ever fails names its output type:
+///
+/// ```
+/// use wymcp::{HandlerError, NoArgs, Tool, ToolResult};
+///
+/// let tool = Tool::new("not_yet").handler(|_: NoArgs, _cx| async {
+///     Err::<ToolResult, _>(HandlerError::execution("not implemented yet"))
+/// });
+/// # let _ = tool;
+/// ```
 pub trait ToolOutput: Send + 'static {
     /// The `outputSchema` this output gives the tool, if any.
     #[doc(hidden)]
@@ -306,6 +317,19 @@ impl Tool {
     /// server's own ([`AuthConfig::required_scopes`](crate::auth::AuthConfig::required_scopes)).
     /// A caller without them does not see it listed and is answered `403`
     /// `insufficient_scope` naming every scope the call needs.
+    ///
+    /// ```
+    /// use wymcp::auth::{AuthConfig, StaticTokens};
+    /// use wymcp::{NoArgs, Server, Tool, ToolResult};
+    ///
+    /// let item = Tool::new("delete_note").handler(|_: NoArgs, _cx| async { Ok(ToolResult::text("deleted")) }).scopes(["notes:write"]);
+    /// let server = Server::builder()
+    ///     .auth(StaticTokens::new(), AuthConfig::new())
+    ///     .tool(item)
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = server;
+    /// ```
     #[must_use]
     pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.scopes = Scopes::new(scopes);
