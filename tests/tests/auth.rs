@@ -26,6 +26,7 @@ fn alice(scopes: &[&str]) -> Principal {
     Principal {
         subject: "alice".into(),
         scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+        client_id: None,
     }
 }
 

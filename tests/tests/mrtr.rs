@@ -267,10 +267,12 @@ async fn a_state_from_another_principal_is_refused() {
             "alice-token" => Ok(Principal {
                 subject: "alice".into(),
                 scopes: vec![],
+                client_id: None,
             }),
             "bob-token" => Ok(Principal {
                 subject: "bob".into(),
                 scopes: vec![],
+                client_id: None,
             }),
             _ => Err(AuthError::Unauthorized),
         }

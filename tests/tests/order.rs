@@ -57,6 +57,7 @@ fn server() -> Arc<Server> {
         Principal {
             subject: "tester".to_owned(),
             scopes: Vec::new(),
+            client_id: None,
         },
     );
     let server = Server::builder()
