@@ -41,10 +41,13 @@ use crate::protocol::jsonrpc::MessageKind;
 
 mod bearer;
 mod config;
+mod fetch;
+mod verifier;
 
 pub use bearer::{BearerAuth, StaticTokens};
 pub(crate) use config::error_description;
 pub use config::{AuthConfig, AuthConfigError, MAX_ERROR_DESCRIPTION, METADATA_PATH};
+pub use verifier::VerifierConfigError;
 
 /// Who made the request, as the authenticator established it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
