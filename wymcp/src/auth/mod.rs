@@ -42,11 +42,14 @@ use crate::protocol::jsonrpc::MessageKind;
 mod bearer;
 mod config;
 mod fetch;
+mod jwks;
+mod jwt;
 mod verifier;
 
 pub use bearer::{BearerAuth, StaticTokens};
 pub(crate) use config::error_description;
 pub use config::{AuthConfig, AuthConfigError, MAX_ERROR_DESCRIPTION, METADATA_PATH};
+pub use jwt::{Algorithm, JwtVerifier, JwtVerifierBuilder};
 pub use verifier::VerifierConfigError;
 
 /// Who made the request, as the authenticator established it.
