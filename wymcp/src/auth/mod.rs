@@ -40,8 +40,10 @@ use serde_json::Value;
 use crate::protocol::jsonrpc::MessageKind;
 
 mod bearer;
+mod cache;
 mod config;
 mod fetch;
+mod introspection;
 mod jwks;
 mod jwt;
 mod verifier;
@@ -49,6 +51,7 @@ mod verifier;
 pub use bearer::{BearerAuth, StaticTokens};
 pub(crate) use config::error_description;
 pub use config::{AuthConfig, AuthConfigError, MAX_ERROR_DESCRIPTION, METADATA_PATH};
+pub use introspection::{Introspection, IntrospectionBuilder};
 pub use jwt::{Algorithm, JwtVerifier, JwtVerifierBuilder};
 pub use verifier::VerifierConfigError;
 
