@@ -433,7 +433,9 @@ mod tests {
         // 64 KiB blocks stay below glibc's mmap threshold, so they come from
         // the heap; freeing all but the last leaves free pages under a live
         // block, which only a trim returns.
-        let mut blocks: Vec<Vec<u8>> = (0..512).map(|i| vec![i as u8; 64 * 1024]).collect();
+        let mut blocks: Vec<Vec<u8>> = (0..512u32)
+            .map(|i| vec![i.to_le_bytes()[0]; 64 * 1024])
+            .collect();
         let last = blocks.pop();
         drop(blocks);
         assert!(trim(), "32 MiB freed in the heap, and nothing released");
