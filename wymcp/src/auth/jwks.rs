@@ -157,7 +157,7 @@ fn key_of(jwk: &Map<String, Value>) -> Option<Key> {
     {
         return None;
     }
-    let kid = match jwk.get("kid") {
+    let key_id = match jwk.get("kid") {
         None => None,
         Some(Value::String(kid)) => Some(kid.clone()),
         Some(_) => return None,
@@ -195,7 +195,7 @@ fn key_of(jwk: &Map<String, Value>) -> Option<Key> {
         _ => return None,
     };
     Some(Key {
-        kid,
+        kid: key_id,
         alg: text("alg").map(str::to_owned),
         kind,
         decoding,
@@ -414,6 +414,7 @@ mod tests {
         URL_SAFE_NO_PAD.encode([0xc5; 256])
     }
 
+    #[allow(clippy::needless_pass_by_value)]
     fn set(keys: Value) -> KeySet {
         KeySet::parse(&json!({ "keys": keys }), Instant::now())
     }

@@ -352,18 +352,17 @@ impl JwtVerifierBuilder {
             return Err(VerifierConfigError::NoAlgorithms);
         }
         let fetcher = Fetcher::new(self.fetch)?;
-        let source = match &self.jwks_url {
-            Some(url) => Source::Url(fetcher.check_url(url)?),
-            None => {
-                fetcher.check_url(&self.issuer)?;
-                let metadata = jwks::metadata_urls(&self.issuer)
-                    .iter()
-                    .map(|url| fetcher.check_url(url))
-                    .collect::<Result<_, _>>()?;
-                Source::Discovery {
-                    issuer: self.issuer.clone(),
-                    metadata,
-                }
+        let source = if let Some(url) = &self.jwks_url {
+            Source::Url(fetcher.check_url(url)?)
+        } else {
+            fetcher.check_url(&self.issuer)?;
+            let metadata = jwks::metadata_urls(&self.issuer)
+                .iter()
+                .map(|url| fetcher.check_url(url))
+                .collect::<Result<_, _>>()?;
+            Source::Discovery {
+                issuer: self.issuer.clone(),
+                metadata,
             }
         };
         let keys = Keys::new(fetcher, source, self.refresh_interval, self.keys_max_age);
