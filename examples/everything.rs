@@ -1,11 +1,20 @@
 //! The conformance contract of `CONFORMANCE.md`: every tool, prompt and
 //! resource the official conformance suite calls, served by wymcp's default
 //! chain. `cargo run -p wymcp-examples --example everything -- --bind 127.0.0.1:3000`.
+//!
+//! Without auth flags it serves without auth. `--jwks-url URL --issuer ISS
+//! --audience AUD` makes it an OAuth resource server for JWT access tokens
+//! (`wymcp::auth::JwtVerifier`); `--introspection-url URL --client-id ID
+//! --client-secret S` (with `--audience AUD`, by default the served URL)
+//! one for opaque tokens (`wymcp::auth::Introspection`). Each takes
+//! `--required-scope S`, as often as needed: every request must hold it
+//! (`403 insufficient_scope` naming them otherwise).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use wymcp::auth::{AuthConfig, AuthFuture, Authenticator, Credentials, Introspection, JwtVerifier};
 use wymcp::axum::http::HeaderValue;
 use wymcp::mrtr::{InputKind, InputRequest, SealingKey};
 use wymcp::{CompletionRef, Completions, LogLevel, NoArgs};
@@ -512,7 +521,10 @@ fn completion(request: &wymcp::CompletionRequest) -> Completions {
     }
 }
 
-fn server(sealing_key: Option<SealingKey>) -> Result<Server, wymcp::BuildError> {
+fn server(
+    sealing_key: Option<SealingKey>,
+    auth: Option<AuthSetup>,
+) -> Result<Server, wymcp::BuildError> {
     let mut builder = Server::builder()
         .info("wymcp-everything", env!("CARGO_PKG_VERSION"))
         .instructions("The MCP conformance suite's test server, built with wymcp.")
@@ -562,11 +574,106 @@ fn server(sealing_key: Option<SealingKey>) -> Result<Server, wymcp::BuildError> 
     if let Some(key) = sealing_key {
         builder = builder.sealing_key(key);
     }
+    if let Some(auth) = auth {
+        builder = builder.auth(auth.authenticator, auth.config);
+    }
     builder.build()
 }
 
 const USAGE: &str = "usage: everything [--bind ADDR] [--replica NAME] \
+    [--jwks-url URL --issuer ISS --audience AUD | \
+    --introspection-url URL --client-id ID --client-secret S [--audience AUD] [--issuer ISS]] \
+    [--required-scope S]... \
     (env WYMCP_SEALING_KEY: a shared requestState secret of at least 32 bytes)";
+
+/// The auth settings of the command line; none of them: no auth.
+#[derive(Default)]
+struct AuthArgs {
+    jwks_url: Option<String>,
+    issuer: Option<String>,
+    audience: Option<String>,
+    introspection_url: Option<String>,
+    client_id: Option<String>,
+    client_secret: Option<String>,
+    required_scopes: Vec<String>,
+}
+
+/// The resource server the command line asked for.
+enum ResourceServer {
+    Jwt(JwtVerifier),
+    Introspection(Introspection),
+}
+
+impl Authenticator for ResourceServer {
+    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> AuthFuture<'a> {
+        match self {
+            ResourceServer::Jwt(verifier) => verifier.authenticate(credentials),
+            ResourceServer::Introspection(introspection) => introspection.authenticate(credentials),
+        }
+    }
+}
+
+/// What `server` is built with when the command line asks for auth.
+struct AuthSetup {
+    authenticator: ResourceServer,
+    config: AuthConfig,
+    /// What it does, for the start-up line.
+    mode: String,
+}
+
+impl AuthArgs {
+    /// The resource server the arguments describe, if any: JWT access
+    /// tokens checked against a JWK Set, or opaque tokens introspected.
+    fn resource_server(&self, bind: &str) -> Result<Option<AuthSetup>, Box<dyn std::error::Error>> {
+        let audience = self
+            .audience
+            .clone()
+            .unwrap_or_else(|| format!("http://{bind}/mcp"));
+        let config = |issuer: &str| {
+            AuthConfig::new()
+                .resource(audience.clone())
+                .authorization_server(issuer)
+                .required_scopes(self.required_scopes.clone())
+        };
+        if let Some(jwks_url) = &self.jwks_url {
+            let (Some(issuer), Some(audience)) = (&self.issuer, &self.audience) else {
+                return Err("--jwks-url needs --issuer and --audience".into());
+            };
+            let verifier = JwtVerifier::builder(issuer, audience)
+                .jwks_url(jwks_url)
+                .build()?;
+            return Ok(Some(AuthSetup {
+                authenticator: ResourceServer::Jwt(verifier),
+                config: config(issuer),
+                mode: format!(
+                    "JWT access tokens from {issuer} (keys at {jwks_url}) for {audience}"
+                ),
+            }));
+        }
+        if let Some(url) = &self.introspection_url {
+            let (Some(id), Some(secret)) = (&self.client_id, &self.client_secret) else {
+                return Err("--introspection-url needs --client-id and --client-secret".into());
+            };
+            let mut introspection =
+                Introspection::builder(url, &audience).client_credentials(id, secret);
+            if let Some(issuer) = &self.issuer {
+                introspection = introspection.issuer(issuer);
+            }
+            return Ok(Some(AuthSetup {
+                authenticator: ResourceServer::Introspection(introspection.build()?),
+                config: config(self.issuer.as_deref().unwrap_or(url)),
+                mode: format!("opaque tokens introspected at {url} for {audience}"),
+            }));
+        }
+        if self.issuer.is_some() || self.audience.is_some() || !self.required_scopes.is_empty() {
+            return Err(
+                "--issuer, --audience and --required-scope need --jwks-url or --introspection-url"
+                    .into(),
+            );
+        }
+        Ok(None)
+    }
+}
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -576,20 +683,30 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let mut bind = "127.0.0.1:3000".to_owned();
     let mut replica: Option<String> = None;
+    let mut auth = AuthArgs::default();
     while let Some(arg) = args.next() {
         match (arg.as_str(), args.next()) {
             ("--bind", Some(addr)) => bind = addr,
             ("--replica", Some(name)) => replica = Some(name),
+            ("--jwks-url", Some(url)) => auth.jwks_url = Some(url),
+            ("--issuer", Some(issuer)) => auth.issuer = Some(issuer),
+            ("--audience", Some(audience)) => auth.audience = Some(audience),
+            ("--introspection-url", Some(url)) => auth.introspection_url = Some(url),
+            ("--client-id", Some(id)) => auth.client_id = Some(id),
+            ("--client-secret", Some(secret)) => auth.client_secret = Some(secret),
+            ("--required-scope", Some(scope)) => auth.required_scopes.push(scope),
             _ => return Err(format!("{USAGE}; got `{arg}`").into()),
         }
     }
+    let resource_server = auth.resource_server(&bind)?;
     // Replicas behind one load balancer share the key that seals MRTR
     // requestState, so a round begun on one finishes on any other.
     let sealing_key = match std::env::var("WYMCP_SEALING_KEY") {
         Ok(secret) => Some(SealingKey::new("shared", secret.into_bytes())?),
         Err(_) => None,
     };
-    let server = Arc::new(server(sealing_key)?);
+    let auth_mode = resource_server.as_ref().map(|setup| setup.mode.clone());
+    let server = Arc::new(server(sealing_key, resource_server)?);
     // Large bodies read, then quiet: free memory back to the kernel (the
     // deployment guide's "Memory and the allocator").
     let mut router = chain::post::router(server.clone()).layer(
@@ -610,6 +727,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let listener = tokio::net::TcpListener::bind(&bind).await?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
+    if let Some(mode) = auth_mode {
+        println!("auth: {mode}");
+    }
     wymcp::serve(listener, router)
         .with_graceful_shutdown(wymcp::serve::shutdown_signal())
         .closing_streams_of(&server)
