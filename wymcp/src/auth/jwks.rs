@@ -28,8 +28,8 @@ use jsonwebtoken::DecodingKey;
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 
+use super::algorithm::Algorithm;
 use super::fetch::{FetchError, Fetcher, Outage};
-use super::jwt::Algorithm;
 
 /// The default least time between two fetches of the key set.
 pub(crate) const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(60);

@@ -26,6 +26,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER;
 use serde_json::{Map, Value};
 
+use super::algorithm::Algorithm;
 use super::fetch::{FetchSettings, Fetcher};
 use super::jwks::{self, Key, Keys, Missing, Source};
 use super::verifier::{self, VerifierConfigError};
@@ -44,98 +45,6 @@ pub(crate) const AMBIGUOUS_KEY: &str =
     "the token names no signing key (kid), and the authorization server publishes several";
 pub(crate) const SIGNATURE: &str = "the token's signature does not verify";
 pub(crate) const ISSUER: &str = "the token was issued by another issuer";
-
-/// A signing algorithm a [`JwtVerifier`] may accept. There is no `none` and
-/// no HMAC algorithm: tokens signed with a shared secret (or with a public
-/// key used as one) are never accepted.
-///
-/// ```
-/// use wymcp::auth::Algorithm;
-///
-/// assert_eq!(Algorithm::EdDSA.name(), "EdDSA");
-/// assert_eq!(Algorithm::DEFAULT, [Algorithm::RS256, Algorithm::ES256, Algorithm::EdDSA]);
-/// ```
-#[allow(clippy::upper_case_acronyms)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Algorithm {
-    /// RSASSA-PKCS1-v1_5 with SHA-256.
-    RS256,
-    /// RSASSA-PKCS1-v1_5 with SHA-384.
-    RS384,
-    /// RSASSA-PKCS1-v1_5 with SHA-512.
-    RS512,
-    /// RSASSA-PSS with SHA-256.
-    PS256,
-    /// RSASSA-PSS with SHA-384.
-    PS384,
-    /// RSASSA-PSS with SHA-512.
-    PS512,
-    /// ECDSA on P-256 with SHA-256.
-    ES256,
-    /// ECDSA on P-384 with SHA-384.
-    ES384,
-    /// EdDSA on Ed25519.
-    EdDSA,
-}
-
-impl Algorithm {
-    /// The algorithms a verifier accepts unless told otherwise.
-    pub const DEFAULT: [Algorithm; 3] = [Algorithm::RS256, Algorithm::ES256, Algorithm::EdDSA];
-
-    const ALL: [Algorithm; 9] = [
-        Algorithm::RS256,
-        Algorithm::RS384,
-        Algorithm::RS512,
-        Algorithm::PS256,
-        Algorithm::PS384,
-        Algorithm::PS512,
-        Algorithm::ES256,
-        Algorithm::ES384,
-        Algorithm::EdDSA,
-    ];
-
-    /// The algorithm's JOSE name (RFC 7518, RFC 8037), as a token's `alg`
-    /// spells it.
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Algorithm::RS256 => "RS256",
-            Algorithm::RS384 => "RS384",
-            Algorithm::RS512 => "RS512",
-            Algorithm::PS256 => "PS256",
-            Algorithm::PS384 => "PS384",
-            Algorithm::PS512 => "PS512",
-            Algorithm::ES256 => "ES256",
-            Algorithm::ES384 => "ES384",
-            Algorithm::EdDSA => "EdDSA",
-        }
-    }
-
-    fn from_name(name: &str) -> Option<Algorithm> {
-        Algorithm::ALL.into_iter().find(|a| a.name() == name)
-    }
-
-    fn jose(self) -> jsonwebtoken::Algorithm {
-        match self {
-            Algorithm::RS256 => jsonwebtoken::Algorithm::RS256,
-            Algorithm::RS384 => jsonwebtoken::Algorithm::RS384,
-            Algorithm::RS512 => jsonwebtoken::Algorithm::RS512,
-            Algorithm::PS256 => jsonwebtoken::Algorithm::PS256,
-            Algorithm::PS384 => jsonwebtoken::Algorithm::PS384,
-            Algorithm::PS512 => jsonwebtoken::Algorithm::PS512,
-            Algorithm::ES256 => jsonwebtoken::Algorithm::ES256,
-            Algorithm::ES384 => jsonwebtoken::Algorithm::ES384,
-            Algorithm::EdDSA => jsonwebtoken::Algorithm::EdDSA,
-        }
-    }
-}
-
-impl fmt::Display for Algorithm {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// An [`Authenticator`] for JWT access tokens (RFC 9068): the signature is
 /// checked against the authorization server's JWK Set, `iss` must be the

@@ -39,6 +39,7 @@ use serde_json::Value;
 
 use crate::protocol::jsonrpc::MessageKind;
 
+mod algorithm;
 mod bearer;
 mod cache;
 mod config;
@@ -48,11 +49,12 @@ mod jwks;
 mod jwt;
 mod verifier;
 
+pub use algorithm::Algorithm;
 pub use bearer::{BearerAuth, StaticTokens};
 pub(crate) use config::error_description;
 pub use config::{AuthConfig, AuthConfigError, MAX_ERROR_DESCRIPTION, METADATA_PATH};
 pub use introspection::{Introspection, IntrospectionBuilder};
-pub use jwt::{Algorithm, JwtVerifier, JwtVerifierBuilder};
+pub use jwt::{JwtVerifier, JwtVerifierBuilder};
 pub use verifier::VerifierConfigError;
 
 /// Who made the request, as the authenticator established it.
