@@ -1,6 +1,8 @@
 //! The conformance contract of `CONFORMANCE.md`: every tool, prompt and
 //! resource the official conformance suite calls, served by wymcp's default
-//! chain. `cargo run -p wymcp-examples --example everything -- --bind 127.0.0.1:3000`.
+//! chain (`cargo run -p wymcp-examples --example everything -- --bind
+//! 127.0.0.1:3000`) or, with `--stdio`, on stdin and stdout as a client's
+//! subprocess.
 //!
 //! Without auth flags it serves without auth. `--jwks-url URL --issuer ISS
 //! --audience AUD` makes it an OAuth resource server for JWT access tokens
@@ -521,10 +523,7 @@ fn completion(request: &wymcp::CompletionRequest) -> Completions {
     }
 }
 
-fn server(
-    sealing_key: Option<SealingKey>,
-    auth: Option<AuthSetup>,
-) -> Result<Server, wymcp::BuildError> {
+fn server(keys: Keys, auth: Option<AuthSetup>) -> Result<Server, wymcp::BuildError> {
     let mut builder = Server::builder()
         .info("wymcp-everything", env!("CARGO_PKG_VERSION"))
         .instructions("The MCP conformance suite's test server, built with wymcp.")
@@ -571,7 +570,10 @@ fn server(
     for prompt in prompts() {
         builder = builder.prompt(prompt);
     }
-    if let Some(key) = sealing_key {
+    if let Some(key) = keys.accepted {
+        builder = builder.accept_sealing_key(key);
+    }
+    if let Some(key) = keys.current {
         builder = builder.sealing_key(key);
     }
     if let Some(auth) = auth {
@@ -580,11 +582,42 @@ fn server(
     builder.build()
 }
 
-const USAGE: &str = "usage: everything [--bind ADDR] [--replica NAME] \
+/// The sealing keys of the environment: the one that seals, and a retired
+/// one still accepted (the second step of a rotation, docs/deployment.md).
+#[derive(Default)]
+struct Keys {
+    current: Option<SealingKey>,
+    accepted: Option<SealingKey>,
+}
+
+impl Keys {
+    /// `WYMCP_SEALING_KEY` (the secret) and `WYMCP_SEALING_KEY_ID` (its id,
+    /// `shared` by default); `WYMCP_ACCEPT_SEALING_KEY` and
+    /// `WYMCP_ACCEPT_SEALING_KEY_ID` for a key that only unseals.
+    fn from_env() -> Result<Keys, wymcp::mrtr::KeyError> {
+        let key = |secret: &str, id: &str| -> Result<Option<SealingKey>, wymcp::mrtr::KeyError> {
+            match std::env::var(secret) {
+                Ok(secret) => {
+                    let id = std::env::var(id).unwrap_or_else(|_| "shared".to_owned());
+                    SealingKey::new(id, secret.into_bytes()).map(Some)
+                }
+                Err(_) => Ok(None),
+            }
+        };
+        Ok(Keys {
+            current: key("WYMCP_SEALING_KEY", "WYMCP_SEALING_KEY_ID")?,
+            accepted: key("WYMCP_ACCEPT_SEALING_KEY", "WYMCP_ACCEPT_SEALING_KEY_ID")?,
+        })
+    }
+}
+
+const USAGE: &str = "usage: everything [--bind ADDR] [--replica NAME] [--trusted-proxy ADDR[/PREFIX]]… \
     [--jwks-url URL --issuer ISS --audience AUD | \
     --introspection-url URL --client-id ID --client-secret S [--audience AUD] [--issuer ISS]] \
-    [--required-scope S]... \
-    (env WYMCP_SEALING_KEY: a shared requestState secret of at least 32 bytes)";
+    [--required-scope S]… | --stdio \
+    (env WYMCP_SEALING_KEY: a shared requestState secret of at least 32 bytes, \
+    WYMCP_SEALING_KEY_ID: its id, `shared` by default; \
+    WYMCP_ACCEPT_SEALING_KEY[_ID]: a retired key that still unseals)";
 
 /// The auth settings of the command line; none of them: no auth.
 #[derive(Default)]
@@ -677,36 +710,48 @@ impl AuthArgs {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Logs go to stderr: over stdio, stdout carries nothing but the protocol.
     tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
     let mut args = std::env::args().skip(1);
     let mut bind = "127.0.0.1:3000".to_owned();
     let mut replica: Option<String> = None;
     let mut auth = AuthArgs::default();
+    let mut trusted: Vec<wymcp::IpNet> = Vec::new();
+    let mut stdio = false;
     while let Some(arg) = args.next() {
-        match (arg.as_str(), args.next()) {
-            ("--bind", Some(addr)) => bind = addr,
-            ("--replica", Some(name)) => replica = Some(name),
-            ("--jwks-url", Some(url)) => auth.jwks_url = Some(url),
-            ("--issuer", Some(issuer)) => auth.issuer = Some(issuer),
-            ("--audience", Some(audience)) => auth.audience = Some(audience),
-            ("--introspection-url", Some(url)) => auth.introspection_url = Some(url),
-            ("--client-id", Some(id)) => auth.client_id = Some(id),
-            ("--client-secret", Some(secret)) => auth.client_secret = Some(secret),
-            ("--required-scope", Some(scope)) => auth.required_scopes.push(scope),
+        match (arg.as_str(), &mut args) {
+            ("--stdio", _) => stdio = true,
+            ("--bind", args) => bind = args.next().ok_or(USAGE)?,
+            ("--replica", args) => replica = Some(args.next().ok_or(USAGE)?),
+            ("--trusted-proxy", args) => trusted.push(args.next().ok_or(USAGE)?.parse()?),
+            ("--jwks-url", args) => auth.jwks_url = Some(args.next().ok_or(USAGE)?),
+            ("--issuer", args) => auth.issuer = Some(args.next().ok_or(USAGE)?),
+            ("--audience", args) => auth.audience = Some(args.next().ok_or(USAGE)?),
+            ("--introspection-url", args) => {
+                auth.introspection_url = Some(args.next().ok_or(USAGE)?);
+            }
+            ("--client-id", args) => auth.client_id = Some(args.next().ok_or(USAGE)?),
+            ("--client-secret", args) => auth.client_secret = Some(args.next().ok_or(USAGE)?),
+            ("--required-scope", args) => auth.required_scopes.push(args.next().ok_or(USAGE)?),
             _ => return Err(format!("{USAGE}; got `{arg}`").into()),
         }
     }
     let resource_server = auth.resource_server(&bind)?;
     // Replicas behind one load balancer share the key that seals MRTR
     // requestState, so a round begun on one finishes on any other.
-    let sealing_key = match std::env::var("WYMCP_SEALING_KEY") {
-        Ok(secret) => Some(SealingKey::new("shared", secret.into_bytes())?),
-        Err(_) => None,
-    };
     let auth_mode = resource_server.as_ref().map(|setup| setup.mode.clone());
-    let server = Arc::new(server(sealing_key, resource_server)?);
+    if stdio && resource_server.is_some() {
+        // A stdio client sends no bearer token: auth is HTTP's.
+        return Err("--stdio takes no auth flags: over stdio there is no token to check".into());
+    }
+    let server = Arc::new(server(Keys::from_env()?, resource_server)?);
+    if stdio {
+        wymcp::stdio::serve(server).await?;
+        return Ok(());
+    }
     // Large bodies read, then quiet: free memory back to the kernel (the
     // deployment guide's "Memory and the allocator").
     let mut router = chain::post::router(server.clone()).layer(
@@ -730,7 +775,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(mode) = auth_mode {
         println!("auth: {mode}");
     }
-    wymcp::serve(listener, router)
+    let config = wymcp::ServeConfig::default().trusted_proxies(trusted);
+    wymcp::serve_with(listener, router, config)
         .with_graceful_shutdown(wymcp::serve::shutdown_signal())
         .closing_streams_of(&server)
         .await?;

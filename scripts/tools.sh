@@ -37,10 +37,31 @@ step() {
     fi
 }
 
+# same_lock A B: whether two package locks pin the same packages, leaving
+# out optional packages for other platforms (npm records one only when the
+# registry serves it, and whether it does has changed under us: vite's
+# optional `napi-windows-process-start-time` appeared in 2026-12). What runs
+# here is exactly what the committed lock pins.
+same_lock() {
+    node -e '
+        const fs = require("fs");
+        const here = (p) => !p.optional || !p.os || p.os.includes(process.platform);
+        const read = (f) => {
+            const lock = JSON.parse(fs.readFileSync(f, "utf8"));
+            const kept = {};
+            for (const [k, v] of Object.entries(lock.packages || {})) if (here(v)) kept[k] = v;
+            lock.packages = kept;
+            return JSON.stringify(lock);
+        };
+        process.exit(read(process.argv[1]) === read(process.argv[2]) ? 0 : 1);
+    ' "$1" "$2"
+}
+
 # npm_part NAME SRC DEST: installs SRC's package.json and lock
 # into DEST. `npm ci` cannot be used: the Inspector's vite lists an optional
-# dependency that the registry does not serve, which `npm ci` refuses and
-# `npm install` skips; so install from the lock and prove the lock unchanged.
+# dependency that the registry did not serve, which `npm ci` refuses and
+# `npm install` skips; so install from the lock and prove the lock unchanged
+# (but for other platforms' optional packages, see same_lock).
 npm_part() {
     local name=$1 src=$2 dest=$3
     local want
@@ -54,7 +75,7 @@ npm_part() {
     mkdir -p "$dest"
     cp "$src/package.json" "$src/package-lock.json" "$dest/"
     step "$name" npm install --prefix "$dest" --no-audit --no-fund --ignore-scripts --no-update-notifier
-    if ! cmp -s "$src/package-lock.json" "$dest/package-lock.json"; then
+    if ! same_lock "$src/package-lock.json" "$dest/package-lock.json"; then
         echo "tools: $name: npm changed the committed lock; update $src/package-lock.json" >&2
         diff "$src/package-lock.json" "$dest/package-lock.json" | head -40 >&2
         exit 1

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use wymcp_bench::hostile;
 use wymcp_bench::runner::{self, Options};
 use wymcp_bench::servers::{self, Kind};
 
@@ -27,6 +28,7 @@ fn allocator_name(tunables: Option<&str>) -> String {
 }
 
 const USAGE: &str = "usage:
+  wymcp-bench hostile --server PATH [--seconds S] [--unloaded S] [--json FILE]
   wymcp-bench serve --server floor|wymcp|rmcp [--addr 127.0.0.1:0]
                     [--release-memory-after BYTES|off]
   wymcp-bench run [--quick] [--json FILE] [--markdown FILE] [--oha PATH]
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("serve") => serve(&args[1..]),
+        Some("hostile") => hostile(&args[1..]),
         Some("run") => run(&args[1..]),
         _ => Err(USAGE.to_owned()),
     };
@@ -94,6 +97,33 @@ fn release_memory_after(args: &[String]) -> Result<Option<u64>, String> {
             .map(Some)
             .map_err(|_| format!("--release-memory-after: cannot use `{raw}`\n{USAGE}")),
     }
+}
+
+/// The hostile soak against the `examples/everything` binary `--server`.
+fn hostile(args: &[String]) -> Result<(), String> {
+    check_flags(
+        args,
+        &["--server", "--seconds", "--unloaded", "--json"],
+        &[],
+    )?;
+    let options = hostile::Options {
+        server: value(args, "--server")?.ok_or_else(|| USAGE.to_owned())?,
+        duration: Duration::from_secs_f64(value(args, "--seconds")?.unwrap_or(60.0)),
+        unloaded: Duration::from_secs_f64(value(args, "--unloaded")?.unwrap_or(5.0)),
+    };
+    println!(
+        "== hostile soak: {:?} alone, {:?} under attack, against {}",
+        options.unloaded,
+        options.duration,
+        options.server.display()
+    );
+    let report = hostile::run(&options)?;
+    println!("{}", report.markdown());
+    if let Some(path) = value::<PathBuf>(args, "--json")? {
+        let json = serde_json::to_vec_pretty(&report).map_err(|e| e.to_string())?;
+        std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    report.verdict()
 }
 
 fn serve(args: &[String]) -> Result<(), String> {

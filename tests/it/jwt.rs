@@ -10,10 +10,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::body::Body;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use http::{Request, StatusCode};
+use http::StatusCode;
 use http_body_util::BodyExt as _;
 use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{EncodingKey, Header};
@@ -23,9 +22,7 @@ use wymcp::auth::{Algorithm, AuthConfig, Authenticator, JwtVerifier, JwtVerifier
 use wymcp::{NoArgs, Server, Tool, ToolResult};
 use wymcp_tests::wire::TestServer;
 
-use crate::checks_support::{
-    Reply, conforming, modern, notification, post, send_validated, standard_headers,
-};
+use crate::support::{Reply, Req, validated, validated_router};
 
 pub(crate) const RESOURCE: &str = "https://mcp.example.com/mcp";
 pub(crate) const METADATA: &str =
@@ -307,31 +304,26 @@ pub(crate) fn server_with(authenticator: impl Authenticator) -> Arc<Server> {
     )
 }
 
-fn whoami_body() -> Value {
-    modern(
-        json!("r-1"),
-        "tools/call",
-        json!({"name": "whoami", "arguments": {}}),
-    )
+/// A conforming 2026 call of `whoami`, id `r-1`, with no `Authorization`.
+fn whoami() -> Req {
+    Req::modern("r-1", "tools/call").params(json!({"name": "whoami", "arguments": {}}))
 }
 
 /// Calls `whoami` with `Authorization: Bearer <token>` (or none).
 pub(crate) async fn call(server: &Arc<Server>, token: Option<&str>) -> Reply {
-    let authorization = token.map(|t| format!("Bearer {t}"));
-    let extra: Vec<(&str, &str)> = authorization
-        .iter()
-        .map(|a| ("Authorization", a.as_str()))
-        .collect();
-    send_validated(server, conforming(&whoami_body(), &extra)).await
+    let req = match token {
+        Some(token) => whoami().bearer(token),
+        None => whoami(),
+    };
+    validated(server, req).await
 }
 
 /// The call went through: the principal the tool saw.
 #[track_caller]
 pub(crate) fn accepted(reply: &Reply) -> Value {
-    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
-    assert!(reply.events.is_empty(), "{:?}", reply.events);
-    assert_eq!(reply.body["id"], "r-1");
-    let text = reply.body["result"]["content"][0]["text"].as_str().unwrap();
+    let result = reply.ok(&json!("r-1"));
+    assert!(reply.rejections.is_empty(), "{:?}", reply.rejections);
+    let text = result["content"][0]["text"].as_str().unwrap();
     serde_json::from_str(text).unwrap()
 }
 
@@ -423,11 +415,11 @@ async fn a_missing_token_is_401_with_the_bare_challenge_and_no_error() {
     let issuer = Issuer::start(&[&rsa]).await;
     let server = server_with(issuer.verifier().build().unwrap());
     for authorization in [None, Some("Basic YWxpY2U6cHc=")] {
-        let extra: Vec<(&str, &str)> = authorization
-            .map(|a| ("Authorization", a))
-            .into_iter()
-            .collect();
-        let reply = send_validated(&server, conforming(&whoami_body(), &extra)).await;
+        let req = match authorization {
+            Some(authorization) => whoami().header("Authorization", authorization),
+            None => whoami(),
+        };
+        let reply = validated(&server, req).await;
         reply.rejected("Auth", 401, -32600, &json!("r-1"));
         assert_eq!(
             reply.header("www-authenticate"),
@@ -672,14 +664,9 @@ async fn malformed_tokens_are_refused_before_any_key_is_fetched() {
         refused(&call(&server, Some(&token)).await, MALFORMED);
     }
     // Not a token68 at all.
-    let body = whoami_body();
-    let reply = send_validated(
-        &server,
-        conforming(&body, &[("Authorization", "Bearer a b")]),
-    )
-    .await;
+    let reply = validated(&server, whoami().header("Authorization", "Bearer a b")).await;
     refused(&reply, MALFORMED_HEADER);
-    let reply = send_validated(&server, conforming(&body, &[("Authorization", "Bearer")])).await;
+    let reply = validated(&server, whoami().header("Authorization", "Bearer")).await;
     refused(&reply, MALFORMED_HEADER);
     refused(&call(&server, Some(&"a".repeat(5000))).await, TOO_LARGE);
     // A header the server does not understand, a typ that is not at+jwt.
@@ -817,18 +804,15 @@ async fn the_key_set_is_found_through_the_issuers_metadata_and_must_name_it() {
     assert_eq!(impostor.hits(), 0);
 }
 
-/// Sends `request` through the validated chain, recording the rejection
-/// events and the `wymcp::auth` warnings.
-async fn send_logging(
-    server: &Arc<Server>,
-    request: Request<Body>,
-) -> (StatusCode, String, Value, Vec<String>) {
+/// Sends `req` through the validated chain, recording the `wymcp::auth`
+/// warnings.
+async fn send_logging(server: &Arc<Server>, req: Req) -> (StatusCode, String, Value, Vec<String>) {
     use tracing_subscriber::layer::SubscriberExt as _;
     let log = Logged::default();
     let subscriber = tracing_subscriber::registry().with(log.clone());
     let _guard = tracing::subscriber::set_default(subscriber);
-    let response = crate::checks_support::validated_router(server.clone())
-        .oneshot(request)
+    let response = validated_router(server.clone())
+        .oneshot(req.build())
         .await
         .unwrap();
     let status = response.status();
@@ -877,12 +861,9 @@ async fn an_unreachable_authorization_server_is_401_never_500_and_logged_once() 
             .unwrap(),
     );
     let token = rsa.mint(&claims(&issuer.url));
-    let body = whoami_body();
-    let auth = format!("Bearer {token}");
     let mut warnings = Vec::new();
     for _ in 0..3 {
-        let (status, challenge, reply, log) =
-            send_logging(&server, conforming(&body, &[("Authorization", &auth)])).await;
+        let (status, challenge, reply, log) = send_logging(&server, whoami().bearer(&token)).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED);
         assert_eq!(challenge, invalid_token_challenge(UNREACHABLE));
         assert_eq!(reply["error"]["code"], -32600);
@@ -894,8 +875,7 @@ async fn an_unreachable_authorization_server_is_401_never_500_and_logged_once() 
     assert_eq!(warnings, ["WARN wymcp::auth"], "one warning for the outage");
     // It answers again: accepted, and the end of the outage is said once.
     issuer.state.down.store(false, Ordering::SeqCst);
-    let (status, _, _, log) =
-        send_logging(&server, conforming(&body, &[("Authorization", &auth)])).await;
+    let (status, _, _, log) = send_logging(&server, whoami().bearer(&token)).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(log, ["INFO wymcp::auth"]);
 
@@ -947,20 +927,16 @@ async fn a_refused_token_follows_the_rejection_id_rule() {
     let server = server_with(issuer.verifier().build().unwrap());
     let mut expired = claims(&issuer.url);
     expired["exp"] = json!(now() - 3600);
-    let auth = format!("Bearer {}", rsa.mint(&expired));
+    let token = rsa.mint(&expired);
     // A notification has no id to echo.
-    let body = notification("notifications/initialized");
-    let mut headers: Vec<(&str, String)> = standard_headers(&body);
-    headers.push(("Authorization", auth.clone()));
-    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
-    let reply = send_validated(&server, post(&body, &headers)).await;
+    let req = Req::notification("notifications/initialized").bearer(&token);
+    let reply = validated(&server, req).await;
     reply.rejected("Auth", 401, -32600, &Value::Null);
     assert_eq!(
         reply.header("www-authenticate"),
         invalid_token_challenge(EXPIRED)
     );
     // An integer id is echoed as the integer it is.
-    let body = modern(json!(7), "tools/list", json!({}));
-    let reply = send_validated(&server, conforming(&body, &[("Authorization", &auth)])).await;
+    let reply = validated(&server, Req::modern(7, "tools/list").bearer(&token)).await;
     reply.rejected("Auth", 401, -32600, &json!(7));
 }

@@ -35,6 +35,8 @@ const PARTS: &[(&str, &str, u8, Siblings)] = &[
     ("router", "private.rs", 6, Siblings::Import),
     ("chain", "chain.rs", 7, Siblings::Import),
     ("serve", "serve/", 7, Siblings::Import),
+    // The second transport: lines in, the surface's answers out.
+    ("stdio", "stdio/", 7, Siblings::Import),
     ("memory", "memory.rs", 7, Siblings::Import),
     // The face: re-exports only.
     ("face", "fuzzing.rs", 8, Siblings::Import),

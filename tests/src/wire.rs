@@ -290,6 +290,27 @@ impl RawConn {
         }
     }
 
+    /// Connects to `addr` from the local address `from` (on Linux every
+    /// `127.0.0.0/8` address is loopback: a second client with an address of
+    /// its own).
+    pub async fn connect_from(addr: SocketAddr, from: std::net::IpAddr) -> Self {
+        let socket = if from.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()
+        } else {
+            tokio::net::TcpSocket::new_v6()
+        }
+        .expect("a socket");
+        socket
+            .bind(SocketAddr::new(from, 0))
+            .expect("bind the local address");
+        let stream = socket.connect(addr).await.expect("connect");
+        stream.set_nodelay(true).expect("nodelay");
+        RawConn {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
     /// Writes `bytes` as they are.
     pub async fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.stream.write_all(bytes).await?;

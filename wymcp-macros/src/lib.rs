@@ -15,6 +15,8 @@ mod ctxt;
 mod expand;
 
 #[cfg(test)]
+mod expansion;
+#[cfg(test)]
 mod tests;
 
 /// Declares a POST chain: the stages of a module, in the order written.

@@ -6,10 +6,10 @@ use http::request::Parts;
 use serde_json::Value;
 
 use crate::auth::Principal;
-use crate::protocol::jsonrpc::MessageKind;
+use crate::protocol::jsonrpc::{MessageKind, answer_id};
 use crate::protocol::revision::{Era, Revision};
 use crate::reply::{Flow, Rejection, Rejector, Response};
-use crate::server::Server;
+use crate::server::{Reservation, Server};
 
 /// One POST as it passes through the chain: the request, and what each stage
 /// established about it. Each field is set by the stage that owns it and read
@@ -33,6 +33,9 @@ pub struct Exchange<'a> {
     pub revision: Option<Revision>,
     /// The authenticated caller, set by auth.
     pub principal: Option<Principal>,
+    /// The body bytes this request holds of the server's budget, given back
+    /// when the exchange ends.
+    pub(crate) reserved: Option<Reservation>,
     stage: &'static str,
 }
 
@@ -50,6 +53,7 @@ impl<'a> Exchange<'a> {
             era: Era::Modern,
             revision: None,
             principal: None,
+            reserved: None,
             stage: "",
         }
     }
@@ -93,9 +97,7 @@ impl<'a> Exchange<'a> {
     #[must_use]
     pub fn rejection_id(&self) -> Value {
         match (self.kind, self.message.as_ref()) {
-            (Some(MessageKind::Request), Some(message)) => {
-                message.get("id").cloned().unwrap_or(Value::Null)
-            }
+            (Some(kind), Some(message)) => answer_id(kind, message),
             _ => Value::Null,
         }
     }

@@ -25,7 +25,7 @@ mod reply;
 mod stage;
 // the stages, one file each,
 pub mod stages;
-// the router, the default chain, and serving it.
+// the router, the default chain, and serving it (over HTTP, over stdio).
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
@@ -33,6 +33,7 @@ pub mod chain;
 pub mod memory;
 mod router;
 pub mod serve;
+pub mod stdio;
 
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -42,7 +43,7 @@ pub use axum;
 pub use wymcp_macros::{body_bound, pipeline, wire_check};
 
 pub use exchange::Exchange;
-pub use origin::{BoundTo, OriginError};
+pub use origin::{BoundTo, ClientAddr, IpNet, IpNetError, OriginError};
 pub use protocol::error::{ErrorCode, RpcError};
 pub use protocol::jsonrpc::MessageKind;
 pub use protocol::revision::{Era, Revision};
@@ -53,7 +54,7 @@ pub use server::{BuildError, Limits, Server, ServerBuilder};
 pub use stage::{Role, Stage, StageInfo, StageKind};
 pub use surface::{
     BoxFuture, CacheScope, Catalog, Change, CompletionRef, CompletionRequest, Completions, Content,
-    Context, DEFAULT_PAGE_SIZE, Emitter, HandlerError, LEGACY_LOG_LEVEL, LogLevel,
+    Context, DEFAULT_PAGE_SIZE, Emitter, HandlerError, LEGACY_LOG_LEVEL, ListenLimits, LogLevel,
     MAX_COMPLETION_VALUES, NoArgs, Prompt, PromptArgument, PromptMessage, PromptResult, PromptRole,
     Resource, ResourceContents, ResourceTemplate, ServerInfo, SurfaceError, TemplateVars, Tool,
     ToolResult,

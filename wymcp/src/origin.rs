@@ -3,7 +3,7 @@
 //! [`OriginCheck`](crate::stages::OriginCheck), which says why the policy
 //! reads as it does.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 /// The address the server's listener is bound to, as the serving entry tells
 /// the chain through a request extension.
@@ -12,6 +12,147 @@ use std::net::SocketAddr;
 /// without [`serve()`](crate::serve()).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BoundTo(pub SocketAddr);
+
+/// Where a request comes from: the address of the peer, or of the client a
+/// trusted proxy names (see [`ServeConfig::trusted_proxies`](crate::ServeConfig::trusted_proxies)),
+/// as the serving entry tells the chain through a request extension. Limits
+/// counted per caller count an unauthenticated caller by it.
+///
+/// Add it with a layer when serving without [`serve()`](crate::serve()).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientAddr(pub std::net::IpAddr);
+
+/// A network of addresses, `addr/prefix` (a single address is `/32` or
+/// `/128`): how the trusted proxies are named (see
+/// [`ServeConfig::trusted_proxies`](crate::ServeConfig::trusted_proxies)).
+///
+/// ```
+/// let lan: wymcp::IpNet = "10.0.0.0/8".parse()?;
+/// assert!(lan.contains("10.1.2.3".parse()?));
+/// let one: wymcp::IpNet = "::1".parse()?;
+/// assert!(!one.contains("::2".parse()?));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpNet {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+/// An `addr/prefix` that is not a network.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not an address or an `addr/prefix` network")]
+pub struct IpNetError(String);
+
+impl IpNet {
+    /// The network of `addr`'s first `prefix` bits.
+    pub fn new(addr: IpAddr, prefix: u8) -> Result<Self, IpNetError> {
+        let bits = if addr.is_ipv4() { 32 } else { 128 };
+        if prefix > bits {
+            return Err(IpNetError(format!("{addr}/{prefix}")));
+        }
+        Ok(IpNet { addr, prefix })
+    }
+
+    /// Whether `addr` lies in the network (an IPv4-mapped IPv6 address is
+    /// its IPv4 address).
+    #[must_use]
+    pub fn contains(&self, addr: IpAddr) -> bool {
+        let addr = addr.to_canonical();
+        match (self.addr.to_canonical(), addr) {
+            (IpAddr::V4(net), IpAddr::V4(a)) => {
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u32::from(net) & mask == u32::from(a) & mask
+            }
+            (IpAddr::V6(net), IpAddr::V6(a)) => {
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u128::from(net) & mask == u128::from(a) & mask
+            }
+            _ => false,
+        }
+    }
+}
+
+impl std::str::FromStr for IpNet {
+    type Err = IpNetError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = || IpNetError(text.chars().take(64).collect());
+        let (addr, prefix) = match text.split_once('/') {
+            Some((addr, prefix)) => (addr, Some(prefix.parse::<u8>().map_err(|_| bad())?)),
+            None => (text, None),
+        };
+        let addr: IpAddr = addr.parse().map_err(|_| bad())?;
+        let prefix = prefix.unwrap_or(if addr.is_ipv4() { 32 } else { 128 });
+        IpNet::new(addr, prefix).map_err(|_| bad())
+    }
+}
+
+/// The client a request comes from: the peer, unless the peer is a trusted
+/// proxy; then the address the forwarding headers name as the last hop
+/// before the trusted ones (`X-Forwarded-For`, else RFC 7239 `Forwarded`).
+/// An address a client wrote itself is never believed: the chain is read
+/// from the right, and only trusted proxies' entries are skipped. An entry
+/// that is not an address stops the walk at the proxy that added it.
+pub(crate) fn client_of(peer: IpAddr, headers: &http::HeaderMap, trusted: &[IpNet]) -> IpAddr {
+    let is_trusted = |addr: IpAddr| trusted.iter().any(|net| net.contains(addr));
+    if !is_trusted(peer) {
+        return peer;
+    }
+    let mut hops: Vec<Option<IpAddr>> = Vec::new();
+    let xff: Vec<&http::HeaderValue> = headers.get_all("x-forwarded-for").iter().collect();
+    if xff.is_empty() {
+        for value in headers.get_all(http::header::FORWARDED) {
+            let Ok(text) = value.to_str() else {
+                hops.push(None);
+                continue;
+            };
+            for element in text.split(',') {
+                let forwarded_for = element
+                    .split(';')
+                    .filter_map(|pair| pair.split_once('='))
+                    .find(|(key, _)| key.trim().eq_ignore_ascii_case("for"))
+                    .map(|(_, value)| value.trim().trim_matches('"'));
+                hops.push(forwarded_for.and_then(forwarded_address));
+            }
+        }
+    } else {
+        for value in xff {
+            let Ok(text) = value.to_str() else {
+                hops.push(None);
+                continue;
+            };
+            hops.extend(text.split(',').map(|a| forwarded_address(a.trim())));
+        }
+    }
+    let mut client = peer;
+    for hop in hops.into_iter().rev() {
+        match hop {
+            Some(addr) if is_trusted(addr) => client = addr,
+            Some(addr) => return addr,
+            None => return client,
+        }
+    }
+    client
+}
+
+/// An address as a forwarding header writes it: `1.2.3.4`, `1.2.3.4:80`,
+/// `[2001:db8::1]`, `[2001:db8::1]:80`, or a bare IPv6 address.
+fn forwarded_address(text: &str) -> Option<IpAddr> {
+    if let Ok(addr) = text.parse::<IpAddr>() {
+        return Some(addr);
+    }
+    if let Some(rest) = text.strip_prefix('[') {
+        return rest.split_once(']')?.0.parse().ok();
+    }
+    let (host, port) = text.rsplit_once(':')?;
+    port.parse::<u16>().ok()?;
+    host.parse().ok()
+}
 
 /// A configured origin or host that cannot be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -97,7 +238,11 @@ impl OriginPolicy {
             Some(rules) => parsed.is_some_and(|(name, port)| {
                 rules.iter().any(|rule| {
                     rule.name.eq_ignore_ascii_case(name)
-                        && rule.port.is_none_or(|p| port == Some(p))
+                        && rule.port.is_none_or(|p| {
+                            // A Host without a port names the scheme's
+                            // default one (RFC 9110 §7.2): 80 or 443.
+                            port == Some(p) || (port.is_none() && matches!(p, 80 | 443))
+                        })
                 })
             }),
             // Knowing no address, the server is taken to be loopback-bound.
@@ -249,6 +394,14 @@ mod tests {
         assert!(p.allows_host(b"other.example:8443", Some(lo)));
         assert!(!p.allows_host(b"other.example:8444", Some(lo)));
         assert!(!p.allows_host(b"localhost", Some(lo)));
+        // Issue 16, item 17: a default port configured allows a Host
+        // without one (the scheme's default), and only that port.
+        let tls = policy(None, Some(&["example.com:443", "plain.example:80"]));
+        assert!(tls.allows_host(b"example.com", Some(lo)));
+        assert!(tls.allows_host(b"example.com:443", Some(lo)));
+        assert!(!tls.allows_host(b"example.com:8443", Some(lo)));
+        assert!(tls.allows_host(b"plain.example", Some(lo)));
+        assert!(!p.allows_host(b"other.example", Some(lo)));
     }
 
     #[test]
@@ -294,5 +447,60 @@ mod tests {
         assert!(matches!(bad_origin, Err(OriginError::Origin(o)) if o == "example.com"));
         let bad_host = OriginPolicy::new(None, Some(vec!["a b".into()]), None);
         assert!(matches!(bad_host, Err(OriginError::Host(h)) if h == "a b"));
+    }
+
+    /// Rule (issue 16, item 8): the client is the peer unless the peer is a
+    /// trusted proxy; the forwarding chain is read from the right, trusted
+    /// hops skipped, and what a client wrote at the left is never believed.
+    #[test]
+    fn the_client_is_read_from_trusted_proxies_only() {
+        use http::{HeaderMap, HeaderValue};
+        let ip = |s: &str| s.parse::<IpAddr>().expect("an address");
+        let net = |s: &str| s.parse::<IpNet>().expect("a network");
+        let trusted = [net("10.0.0.0/8"), net("::1")];
+        let with = |name: &'static str, value: &'static str| {
+            let mut h = HeaderMap::new();
+            h.append(name, HeaderValue::from_static(value));
+            h
+        };
+        let none = HeaderMap::new();
+        // An untrusted peer is the client, whatever it says.
+        let spoofed = with("x-forwarded-for", "9.9.9.9");
+        assert_eq!(
+            client_of(ip("203.0.113.7"), &spoofed, &trusted),
+            ip("203.0.113.7")
+        );
+        // A trusted peer: the right-most untrusted hop.
+        let chain = with("x-forwarded-for", "1.1.1.1, 198.51.100.2, 10.0.0.5");
+        assert_eq!(
+            client_of(ip("10.0.0.1"), &chain, &trusted),
+            ip("198.51.100.2")
+        );
+        // Without forwarding headers the proxy is the client.
+        assert_eq!(client_of(ip("10.0.0.1"), &none, &trusted), ip("10.0.0.1"));
+        // Garbage in the chain stops at the proxy that added it.
+        let garbage = with("x-forwarded-for", "198.51.100.2, unknown");
+        assert_eq!(
+            client_of(ip("10.0.0.1"), &garbage, &trusted),
+            ip("10.0.0.1")
+        );
+        // RFC 7239, ports and brackets.
+        let forwarded = with(
+            "forwarded",
+            r#"for=192.0.2.60;proto=http, for="[2001:db8::1]:8080""#,
+        );
+        assert_eq!(
+            client_of(ip("::1"), &forwarded, &trusted),
+            ip("2001:db8::1")
+        );
+        let ported = with("x-forwarded-for", "192.0.2.9:4711");
+        assert_eq!(client_of(ip("::1"), &ported, &trusted), ip("192.0.2.9"));
+        // Networks.
+        assert!(net("10.0.0.0/8").contains(ip("10.255.0.1")));
+        assert!(!net("10.0.0.0/8").contains(ip("11.0.0.1")));
+        assert!(net("0.0.0.0/0").contains(ip("8.8.8.8")));
+        assert!(net("10.0.0.1").contains(ip("::ffff:10.0.0.1")));
+        assert!("10.0.0.0/33".parse::<IpNet>().is_err());
+        assert!("nope".parse::<IpNet>().is_err());
     }
 }

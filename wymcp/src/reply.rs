@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::jsonrpc::error_envelope;
+use crate::protocol::text::Bounded;
 
 /// The HTTP response type every stage and handler answers with.
 pub type Response = http::Response<Body>;
@@ -137,9 +138,9 @@ impl Rejector {
             stage = self.stage,
             status = status.as_u16(),
             code = code.get(),
-            // Debug-formatted: the message may quote client text, whose
+            // Bounded and escaped: the message may quote client text, whose
             // CR/LF must not start a log line of its own.
-            message = ?message,
+            message = %Bounded(message),
             "request rejected"
         );
     }

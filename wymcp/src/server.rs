@@ -15,8 +15,8 @@ use crate::protocol::revision::Revision;
 use crate::protocol::schema::{SchemaError, Schemas};
 use crate::surface::{
     CachePolicy, CacheScope, Catalog, Change, ChangeBus, CompletionRequest, Completions, Context,
-    HandlerError, Prompt, Resource, ResourceTemplate, Surface, SurfaceBuilder, SurfaceError, Tool,
-    boxed_completion,
+    HandlerError, ListenLimits, Prompt, Resource, ResourceTemplate, Surface, SurfaceBuilder,
+    SurfaceError, Tool, boxed_completion,
 };
 
 /// Ceilings and timeouts of the parse step.
@@ -29,6 +29,24 @@ pub struct Limits {
     /// How long a body read may stall before the request is answered 408.
     /// Default 15,000 ms.
     pub read_timeout: Duration,
+    /// How long a whole body read may take, however steadily it trickles in,
+    /// before the request is answered 408. Default 60 s.
+    pub body_deadline: Duration,
+    /// How many body bytes all requests together may hold while they are
+    /// read and parsed; a request that would go over is answered 503 with
+    /// `Retry-After`, before its body is read when it declares its length.
+    /// Default 256 MiB.
+    pub bodies_in_flight: usize,
+    /// How many JSON values (each scalar, array and object) one body may
+    /// hold; more is 413 (-32600), refused while parsing, before the tree is
+    /// built whole. Bounds what a body costs once parsed, authenticated or
+    /// not. Default 250,000.
+    pub json_values: usize,
+    /// The longest string id a request may carry, in bytes, inclusive: a
+    /// longer id is not a request id wymcp echoes (classification tags the
+    /// message an unidentified request; Validate refuses it with a `null`
+    /// id). Default 1,024.
+    pub id_bytes: usize,
 }
 
 impl Default for Limits {
@@ -37,7 +55,78 @@ impl Default for Limits {
             body_bytes: 8_000_000,
             query_bytes: 1_000_000,
             read_timeout: Duration::from_millis(15_000),
+            body_deadline: Duration::from_secs(60),
+            bodies_in_flight: 256 * 1024 * 1024,
+            json_values: 250_000,
+            id_bytes: crate::protocol::jsonrpc::DEFAULT_MAX_ID_BYTES,
         }
+    }
+}
+
+/// The body bytes all requests hold while they are read and parsed, within
+/// [`Limits::bodies_in_flight`].
+#[derive(Debug)]
+pub(crate) struct BodyBudget {
+    max: usize,
+    used: std::sync::atomic::AtomicUsize,
+}
+
+/// Body bytes one request holds of the [`BodyBudget`]; given back when
+/// dropped (with the exchange).
+#[derive(Debug)]
+pub(crate) struct Reservation {
+    budget: Arc<BodyBudget>,
+    bytes: usize,
+}
+
+impl BodyBudget {
+    fn new(max: usize) -> Self {
+        BodyBudget {
+            max,
+            used: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// `bytes` of the budget, or `None` when they would go over it.
+    pub(crate) fn reserve(self: &Arc<Self>, bytes: usize) -> Option<Reservation> {
+        let mut reservation = Reservation {
+            budget: Arc::clone(self),
+            bytes: 0,
+        };
+        reservation.grow(bytes).then_some(reservation)
+    }
+
+    /// The bytes held now.
+    #[cfg(test)]
+    pub(crate) fn used(&self) -> usize {
+        self.used.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Reservation {
+    /// `more` bytes on top of those held; whether they were within the budget
+    /// (if not, nothing more is held).
+    pub(crate) fn grow(&mut self, more: usize) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        let budget = &self.budget;
+        let taken = budget
+            .used
+            .fetch_update(Relaxed, Relaxed, |used| {
+                used.checked_add(more).filter(|&total| total <= budget.max)
+            })
+            .is_ok();
+        if taken {
+            self.bytes += more;
+        }
+        taken
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.budget
+            .used
+            .fetch_sub(self.bytes, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -46,6 +135,7 @@ impl Default for Limits {
 pub struct Server {
     pub(crate) endpoint: String,
     pub(crate) limits: Limits,
+    pub(crate) bodies: Arc<BodyBudget>,
     pub(crate) schemas: Arc<Schemas>,
     pub(crate) auth: Option<AuthSetup>,
     pub(crate) header_params: HashMap<String, Vec<HeaderParam>>,
@@ -398,6 +488,24 @@ impl ServerBuilder {
         self
     }
 
+    /// The limits of `subscriptions/listen` streams: how many are open per
+    /// server and per caller, what one may watch, how long one lives (see
+    /// [`ListenLimits`] for each default).
+    ///
+    /// ```
+    /// use wymcp::ListenLimits;
+    /// let server = wymcp::Server::builder()
+    ///     .listen_limits(ListenLimits::default().max_streams_per_caller(2))
+    ///     .build()?;
+    /// # let _ = server;
+    /// # Ok::<(), wymcp::BuildError>(())
+    /// ```
+    #[must_use]
+    pub fn listen_limits(mut self, limits: ListenLimits) -> Self {
+        self.surface.listen_limits = limits;
+        self
+    }
+
     /// Advertises the tools capability even with no tool registered at
     /// start-up (tools added later through the [`Catalog`]).
     #[must_use]
@@ -486,6 +594,7 @@ impl ServerBuilder {
         let origin = OriginPolicy::new(self.allowed_origins, self.allowed_hosts, self.bound_to)?;
         Ok(Server {
             endpoint: self.endpoint,
+            bodies: Arc::new(BodyBudget::new(self.limits.bodies_in_flight)),
             limits: self.limits,
             schemas: Schemas::shared()?,
             auth: self.auth,
@@ -503,6 +612,24 @@ mod tests {
 
     use super::*;
     use crate::mrtr::seal::{Binding, UnsealError};
+
+    /// Rule (issue 16, item 8): the body budget holds what is reserved and
+    /// grown, refuses what would go over (holding nothing more), and gives
+    /// every byte back when a reservation is dropped.
+    #[test]
+    fn the_body_budget_is_held_and_given_back() {
+        let budget = Arc::new(BodyBudget::new(100));
+        let mut a = budget.reserve(60).unwrap();
+        assert!(budget.reserve(50).is_none());
+        assert!(!a.grow(41));
+        assert_eq!(budget.used(), 60);
+        assert!(a.grow(40));
+        assert_eq!(budget.used(), 100);
+        drop(a);
+        assert_eq!(budget.used(), 0);
+        assert!(budget.reserve(100).is_some());
+        assert_eq!(budget.used(), 0, "a reservation dropped at once");
+    }
 
     fn binding() -> Binding {
         Binding::new(

@@ -21,7 +21,8 @@ const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 #[must_use]
 pub fn reference_is_request_id(id: &Value) -> bool {
     match id {
-        Value::String(_) => true,
+        // Bounded: a longer string is not an id wymcp echoes (Limits::id_bytes).
+        Value::String(s) => s.len() <= wymcp::Limits::default().id_bytes,
         Value::Number(number) => {
             let printed = number.to_string();
             let digits = printed.strip_prefix('-').unwrap_or(&printed);

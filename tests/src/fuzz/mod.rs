@@ -1,7 +1,7 @@
 //! The invariants wymcp's fuzz targets check, in one place.
 //!
 //! The libFuzzer targets under `fuzz/` call these functions on every input,
-//! and `tests/tests/fuzz_corpus.rs` replays the committed corpus
+//! and `tests/it/fuzz_corpus.rs` replays the committed corpus
 //! (`fuzz/corpus/<target>/*`) through the very same functions in a plain
 //! `cargo test`, with no fuzzing engine and no nightly toolchain. Each check
 //! takes the raw input bytes and returns `Err` describing the broken

@@ -10,7 +10,7 @@
 //!     .auth(
 //!         BearerAuth::new(|token: String| async move {
 //!             if token == "let-me-in" {
-//!                 Ok(Principal { subject: "alice".into(), scopes: vec!["mcp".into()], client_id: None })
+//!                 Ok(Principal { subject: "alice".into(), scopes: vec!["mcp".into()], ..Principal::default() })
 //!             } else {
 //!                 Err(AuthError::Unauthorized)
 //!             }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use super::round::Round;
 use super::seal::{Binding, Sealer};
 use crate::protocol::error::{ErrorCode, RpcError};
 
@@ -241,6 +242,8 @@ pub struct InputRequired {
     declared: Value,
     requests: BTreeMap<String, InputRequest>,
     state: Option<Vec<u8>>,
+    /// The round this answer opens: one past the retry's.
+    round: u32,
 }
 
 impl InputRequired {
@@ -252,7 +255,15 @@ impl InputRequired {
             declared: capabilities,
             requests: BTreeMap::new(),
             state: None,
+            round: 1,
         }
+    }
+
+    /// The answer that opens round `round` (the one after the retry's).
+    #[must_use]
+    pub(crate) fn round(mut self, round: u32) -> Self {
+        self.round = round;
+        self
     }
 
     /// Adds the input request `key`, unless the client did not declare what
@@ -287,28 +298,32 @@ impl InputRequired {
     }
 
     /// The result object: `resultType: "input_required"`, `inputRequests`
-    /// (when any) and `requestState` sealed for `binding` (when a state was
-    /// set). With neither, the state is an empty one, sealed, since the result
-    /// must carry at least one of the two. No `ttlMs`/`cacheScope`: an
+    /// (when any) and, always, `requestState` sealed for `binding`: the
+    /// handler's state (empty when it set none), the round this answer
+    /// opens and the keys it asks (see [`Inputs`](super::Inputs): the retry
+    /// may answer those keys only). No `ttlMs`/`cacheScope`: an
     /// `input_required` result is never cached.
     #[must_use]
     pub fn into_result(self, sealer: &Sealer, binding: &Binding) -> Value {
         let mut result = Map::new();
         result.insert("resultType".into(), json!("input_required"));
-        let state = match (self.state, self.requests.is_empty()) {
-            (Some(state), _) => Some(state),
-            (None, true) => Some(Vec::new()),
-            (None, false) => None,
-        };
         if !self.requests.is_empty() {
             result.insert(
                 "inputRequests".into(),
                 serde_json::to_value(&self.requests).unwrap_or_else(|_| json!({})),
             );
         }
-        if let Some(state) = state {
-            result.insert("requestState".into(), json!(sealer.seal(binding, &state)));
-        }
+        // Always a state, even an empty one: it carries the round and the
+        // keys asked, so the retry can answer those and only those.
+        let round = Round {
+            number: self.round,
+            asked: self.requests.into_keys().collect(),
+            state: self.state.unwrap_or_default(),
+        };
+        result.insert(
+            "requestState".into(),
+            json!(sealer.seal(binding, &round.encode())),
+        );
         Value::Object(result)
     }
 }
@@ -403,13 +418,20 @@ mod tests {
         let b = binding();
         let result = InputRequired::new(json!({})).into_result(&s, &b);
         let state = result["requestState"].as_str().unwrap();
-        assert_eq!(s.unseal(&b, state).unwrap(), b"");
+        let round = Round::decode(&s.unseal(&b, state).unwrap()).unwrap();
+        assert_eq!(
+            (round.number, round.asked.len(), round.state.len()),
+            (1, 0, 0)
+        );
         assert!(result.get("inputRequests").is_none());
         let roots = InputRequired::new(json!({"roots": {}}))
             .request("r", InputRequest::list_roots())
             .unwrap()
             .into_result(&s, &b);
-        assert!(roots.get("requestState").is_none());
+        // Issue 16, item 14: a state always, binding the keys asked.
+        let sealed = roots["requestState"].as_str().unwrap();
+        let round = Round::decode(&s.unseal(&b, sealed).unwrap()).unwrap();
+        assert_eq!(round.asked, ["r"]);
         assert_eq!(
             roots["inputRequests"]["r"],
             json!({"method": "roots/list", "params": {}})

@@ -4,6 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::input::{InputKind, InputRequest, InputRequired, missing_capabilities};
+use super::round::Round;
 use super::seal::{Binding, Sealer, UnsealError};
 use crate::protocol::error::RpcError;
 use crate::protocol::meta;
@@ -14,6 +15,7 @@ use crate::protocol::meta;
 pub struct Inputs {
     capabilities: Value,
     responses: Map<String, Value>,
+    round: u32,
     state: Option<Vec<u8>>,
 }
 
@@ -21,6 +23,12 @@ impl Inputs {
     /// Reads the MRTR fields of a request by `subject` for `method` with
     /// `params`. A `requestState` that does not unseal, or an
     /// `inputResponses` that is not an object, is a -32602 error.
+    ///
+    /// Only answers to the keys the state's round asked are kept: an answer
+    /// to anything else (a key never asked, one of another round of the
+    /// same call, any answer sent without a state) is ignored, as the spec
+    /// asks of unknown keys (SEP-2322, §Error Handling), so the handler
+    /// never sees it and asks again for what is still missing.
     pub fn from_request(
         sealer: &Sealer,
         subject: &str,
@@ -33,21 +41,24 @@ impl Inputs {
             .filter(|c| c.is_object())
             .cloned()
             .unwrap_or_else(|| json!({}));
-        let responses = match params.and_then(|p| p.get("inputResponses")) {
+        let mut responses = match params.and_then(|p| p.get("inputResponses")) {
             None => Map::new(),
             Some(Value::Object(map)) => map.clone(),
             Some(_) => {
                 return Err(RpcError::invalid_params("inputResponses must be an object"));
             }
         };
-        let state = match params.and_then(|p| p.get("requestState")) {
+        let round = match params.and_then(|p| p.get("requestState")) {
             None => None,
             // The binding (a SHA-256 over the params) is worked out only for a
             // state to unseal: most requests carry none, and Dispatch binds a
             // state it seals itself.
             Some(Value::String(token)) => {
                 match sealer.unseal(&Binding::new(subject, method, params), token) {
-                    Ok(state) => Some(state),
+                    Ok(bytes) => match Round::decode(&bytes) {
+                        Some(round) => Some(round),
+                        None => return Err(UnsealError::Malformed.rpc_error()),
+                    },
                     Err(error) => {
                         tracing::debug!(target: "wymcp::mrtr", %error, method, "requestState refused");
                         return Err(error.rpc_error());
@@ -56,10 +67,23 @@ impl Inputs {
             }
             Some(_) => return Err(UnsealError::Malformed.rpc_error()),
         };
+        // Answers to the keys the round asked, and to no other.
+        let asked: &[String] = round.as_ref().map_or(&[], |r| r.asked.as_slice());
+        let before = responses.len();
+        responses.retain(|key, _| asked.contains(key));
+        if responses.len() != before {
+            tracing::debug!(
+                target: "wymcp::mrtr",
+                method,
+                ignored = before - responses.len(),
+                "inputResponses answers keys this round did not ask; ignored"
+            );
+        }
         Ok(Inputs {
             capabilities,
             responses,
-            state,
+            round: round.as_ref().map_or(0, |r| r.number),
+            state: round.map(|r| r.state),
         })
     }
 
@@ -69,6 +93,7 @@ impl Inputs {
         Inputs {
             capabilities,
             responses: Map::new(),
+            round: 0,
             state: None,
         }
     }
@@ -109,8 +134,9 @@ impl Inputs {
         }
     }
 
-    /// Every input response of the retry, by key (unknown keys included;
-    /// ignore them).
+    /// Every input response of the retry, by key: each answers a key the
+    /// round asked (answers to any other are ignored before the handler
+    /// runs).
     #[must_use]
     pub fn responses(&self) -> &Map<String, Value> {
         &self.responses
@@ -139,10 +165,18 @@ impl Inputs {
         self.state.as_deref()
     }
 
-    /// A new `input_required` answer for this request's client.
+    /// The round this request answers: 0 for a first call, `n` for the
+    /// retry of the `n`th `input_required` answer.
+    #[must_use]
+    pub fn round(&self) -> u32 {
+        self.round
+    }
+
+    /// A new `input_required` answer for this request's client, opening
+    /// the round after this one.
     #[must_use]
     pub fn input_required(&self) -> InputRequired {
-        InputRequired::new(self.capabilities.clone())
+        InputRequired::new(self.capabilities.clone()).round(self.round.saturating_add(1))
     }
 }
 
@@ -193,14 +227,45 @@ mod tests {
         );
         assert!(result.get("ttlMs").is_none());
         let retry = params(json!({
-            "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ada"}}, "extra": 1},
+            "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ada"}}},
             "requestState": result["requestState"],
         }));
         let again = Inputs::from_request(&s, "alice", "tools/call", Some(&retry)).unwrap();
         assert_eq!(again.state(), Some(&b"r1"[..]));
+        assert_eq!(again.round(), 1);
         assert_eq!(again.accepted("user_name").unwrap()["name"], "Ada");
-        assert!(again.accepted("extra").is_none());
-        assert_eq!(again.responses().len(), 2);
+        assert_eq!(again.responses().len(), 1);
+        // Issue 16, item 14: an answer to a key the round did not ask is
+        // never seen (the state binds the keys it asked); SEP-2322: it is
+        // ignored, not an error.
+        let extra = params(json!({
+            "inputResponses": {"user_name": {"action": "decline"}, "extra": 1},
+            "requestState": result["requestState"],
+        }));
+        let kept = Inputs::from_request(&s, "alice", "tools/call", Some(&extra)).unwrap();
+        assert_eq!(kept.responses().keys().collect::<Vec<_>>(), ["user_name"]);
+        // The next round is round 2, and its state answers its own keys only:
+        // round 1's key with round 2's state answers nothing.
+        let second = again
+            .input_required()
+            .request(
+                "age",
+                InputRequest::elicit("Age?", json!({"type": "object"})),
+            )
+            .unwrap()
+            .into_result(&s, &Binding::new("alice", "tools/call", Some(&first)));
+        let mixed = params(json!({
+            "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ada"}}},
+            "requestState": second["requestState"],
+        }));
+        let mixed = Inputs::from_request(&s, "alice", "tools/call", Some(&mixed)).unwrap();
+        assert_eq!((mixed.round(), mixed.responses().len()), (2, 0));
+        let answered = params(json!({
+            "inputResponses": {"age": {"action": "accept", "content": {"age": 36}}},
+            "requestState": second["requestState"],
+        }));
+        let third = Inputs::from_request(&s, "alice", "tools/call", Some(&answered)).unwrap();
+        assert_eq!(third.round(), 2);
         // The same state from another principal is a -32602 rejection.
         let refused = Inputs::from_request(&s, "bob", "tools/call", Some(&retry)).unwrap_err();
         assert_eq!(refused.code, ErrorCode::INVALID_PARAMS);
@@ -220,10 +285,24 @@ mod tests {
             assert_eq!(err.code, ErrorCode::INVALID_PARAMS, "{bad}");
         }
         // A response that is not an object is simply not an answer.
-        let p = params(json!({"inputResponses": {"user_name": 12345}}));
+        let asked = InputRequired::new(json!({"roots": {}}))
+            .request("user_name", InputRequest::list_roots())
+            .unwrap()
+            .into_result(
+                &s,
+                &Binding::new("", "tools/call", Some(&params(json!({})))),
+            );
+        let p = params(json!({
+            "inputResponses": {"user_name": 12345},
+            "requestState": asked["requestState"],
+        }));
         let inputs = Inputs::from_request(&s, "", "tools/call", Some(&p)).unwrap();
         assert!(inputs.response("user_name").is_none());
         assert!(inputs.accepted("user_name").is_none());
+        // Answers without the state that asked for them answer nothing asked.
+        let orphan = params(json!({"inputResponses": {"user_name": {"action": "decline"}}}));
+        let orphan = Inputs::from_request(&s, "", "tools/call", Some(&orphan)).unwrap();
+        assert!(orphan.responses().is_empty());
     }
 
     #[test]

@@ -84,6 +84,7 @@
 
 mod input;
 mod inputs;
+mod round;
 pub(crate) mod seal;
 
 pub use input::{InputKind, InputRequest, InputRequired, UndeclaredInput, missing_capabilities};

@@ -15,7 +15,9 @@ use crate::protocol::error::RpcError;
 
 type HmacSha256 = Hmac<Sha256>;
 
-const VERSION: u8 = 1;
+/// The token format: 2 since the sealed bytes carry the round and its asked
+/// keys (see `round.rs`); a version-1 token is refused as malformed.
+const VERSION: u8 = 2;
 const TAG_LEN: usize = 32;
 const DOMAIN: &[u8] = b"wymcp/requestState/v1";
 /// The shortest secret a [`SealingKey`] accepts: HMAC-SHA256's block of entropy.

@@ -25,11 +25,24 @@ pub enum MessageKind {
     Unknown,
 }
 
+/// The longest string id a request may carry by default, in bytes (see
+/// [`Limits::id_bytes`](crate::Limits::id_bytes)): an id longer is not one
+/// wymcp echoes.
+pub(crate) const DEFAULT_MAX_ID_BYTES: usize = 1024;
+
 /// The JSON-RPC kind of a parsed message (see
-/// [`Classify`](crate::stages::Classify)'s table).
+/// [`Classify`](crate::stages::Classify)'s table), string ids bounded by
+/// the default [`Limits::id_bytes`](crate::Limits::id_bytes).
 #[must_use]
-#[cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub))]
+#[cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub, dead_code))]
 pub fn classify(message: &Value) -> MessageKind {
+    classify_within(message, DEFAULT_MAX_ID_BYTES)
+}
+
+/// The JSON-RPC kind of a parsed message, a string id longer than
+/// `max_id_bytes` identifying nothing (it is never echoed).
+#[must_use]
+pub(crate) fn classify_within(message: &Value, max_id_bytes: usize) -> MessageKind {
     let Some(object) = message.as_object() else {
         return MessageKind::Unknown;
     };
@@ -38,18 +51,37 @@ pub fn classify(message: &Value) -> MessageKind {
     }
     match object.get("id") {
         None => MessageKind::Notification,
-        Some(id) if is_request_id(id) => MessageKind::Request,
+        Some(id) if is_request_id_within(id, max_id_bytes) => MessageKind::Request,
         Some(_) => MessageKind::UnidentifiedRequest,
     }
 }
 
-/// Whether `id` is a request id: a string, or an integer serde_json holds
-/// exactly (`i64` or `u64`).
+/// The id an answer to `message` of `kind` carries, the **rejection-id
+/// rule**: the message's own id when it is a [`Request`](MessageKind::Request),
+/// `null` otherwise (an id that is not a string or an integer, or a message
+/// that is no request, is never echoed).
 #[must_use]
-#[cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub))]
+pub(crate) fn answer_id(kind: MessageKind, message: &Value) -> Value {
+    match kind {
+        MessageKind::Request => message.get("id").cloned().unwrap_or(Value::Null),
+        _ => Value::Null,
+    }
+}
+
+/// Whether `id` is a request id: a string of at most the default
+/// [`Limits::id_bytes`](crate::Limits::id_bytes), or an integer serde_json
+/// holds exactly (`i64` or `u64`).
+#[must_use]
+#[cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub, dead_code))]
 pub fn is_request_id(id: &Value) -> bool {
+    is_request_id_within(id, DEFAULT_MAX_ID_BYTES)
+}
+
+/// Whether `id` is a request id with a string no longer than `max_id_bytes`.
+#[must_use]
+pub(crate) fn is_request_id_within(id: &Value, max_id_bytes: usize) -> bool {
     match id {
-        Value::String(_) => true,
+        Value::String(s) => s.len() <= max_id_bytes,
         Value::Number(n) => n.is_i64() || n.is_u64(),
         _ => false,
     }
@@ -66,6 +98,16 @@ pub(crate) trait MessageSource: Send + Unpin + 'static {
     /// the stream with it rather than on the next poll).
     fn finished(&self) -> bool {
         false
+    }
+}
+
+impl<S: MessageSource + ?Sized> MessageSource for Box<S> {
+    fn poll_message(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        (**self).poll_message(cx)
+    }
+
+    fn finished(&self) -> bool {
+        (**self).finished()
     }
 }
 
@@ -186,5 +228,11 @@ mod tests {
         let beyond_u64: Value =
             serde_json::from_str(r#"{"id":18446744073709551616,"method":"m"}"#).unwrap();
         assert_eq!(classify(&beyond_u64), UnidentifiedRequest);
+        // Issue 16, item 3: a string id over the bound identifies nothing.
+        let long = json!({"id": "x".repeat(DEFAULT_MAX_ID_BYTES + 1), "method": "m"});
+        assert_eq!(classify(&long), UnidentifiedRequest);
+        let at = json!({"id": "x".repeat(DEFAULT_MAX_ID_BYTES), "method": "m"});
+        assert_eq!(classify(&at), Request);
+        assert_eq!(classify_within(&at, 16), UnidentifiedRequest);
     }
 }

@@ -6,7 +6,9 @@
 //! these words; nothing here knows who speaks them.
 
 pub(crate) mod error;
+pub(crate) mod fields;
 pub(crate) mod headers;
+pub(crate) mod json;
 pub(crate) mod jsonrpc;
 #[cfg(feature = "fuzzing")]
 pub mod meta;
@@ -14,3 +16,5 @@ pub mod meta;
 pub(crate) mod meta;
 pub(crate) mod revision;
 pub(crate) mod schema;
+pub(crate) mod text;
+pub(crate) mod validation;

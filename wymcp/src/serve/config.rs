@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::origin::IpNet;
+
 /// The connection limits and timeouts of [`serve_with()`](super::serve_with);
 /// see the [module docs](super) for what a client over each one meets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,6 +19,15 @@ pub struct ServeConfig {
     /// How many connections are served at once; more wait to be accepted.
     /// Default 4,096.
     pub max_connections: usize,
+    /// How many connections one peer address may hold at once; one more is
+    /// closed as soon as it is accepted. A trusted proxy's connections are
+    /// not counted (they carry many clients). Default 64.
+    pub max_connections_per_peer: usize,
+    /// The proxies whose forwarding headers (`X-Forwarded-For`, RFC 7239
+    /// `Forwarded`) name the client, for the limits counted per caller
+    /// (see [`ClientAddr`](crate::ClientAddr)). Default: none, so every
+    /// peer is its own client and no header is believed.
+    pub trusted_proxies: Vec<IpNet>,
     /// The most header fields an HTTP/1.1 request may carry. Default 100.
     pub max_headers: usize,
     /// The largest request head: over HTTP/1.1 the request line and headers
@@ -42,6 +53,8 @@ impl Default for ServeConfig {
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             max_connections: 4096,
+            max_connections_per_peer: 64,
+            trusted_proxies: Vec::new(),
             max_headers: 100,
             max_header_bytes: 128 * 1024,
             h2_max_concurrent_streams: 100,
@@ -71,6 +84,29 @@ impl ServeConfig {
     #[must_use]
     pub fn max_connections(mut self, max: usize) -> Self {
         self.max_connections = max.max(1);
+        self
+    }
+
+    /// Sets [`max_connections_per_peer`](Self::max_connections_per_peer)
+    /// (at least 1).
+    #[must_use]
+    pub fn max_connections_per_peer(mut self, max: usize) -> Self {
+        self.max_connections_per_peer = max.max(1);
+        self
+    }
+
+    /// Sets [`trusted_proxies`](Self::trusted_proxies): the load balancers
+    /// and reverse proxies in front of the server, by address or network.
+    ///
+    /// ```
+    /// let config = wymcp::ServeConfig::default()
+    ///     .trusted_proxies(["10.0.0.0/8".parse()?, "127.0.0.1".parse()?]);
+    /// assert_eq!(config.trusted_proxies.len(), 2);
+    /// # Ok::<(), wymcp::IpNetError>(())
+    /// ```
+    #[must_use]
+    pub fn trusted_proxies(mut self, proxies: impl IntoIterator<Item = IpNet>) -> Self {
+        self.trusted_proxies = proxies.into_iter().collect();
         self
     }
 

@@ -24,7 +24,78 @@ use tokio::time::Instant;
 use tower::ServiceExt as _;
 
 use super::config::ServeConfig;
-use crate::origin::BoundTo;
+use crate::origin::{BoundTo, ClientAddr, client_of};
+
+/// The connections open per peer address, for
+/// [`ServeConfig::max_connections_per_peer`].
+#[derive(Debug, Default)]
+pub(super) struct Peers(std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>);
+
+/// One connection's place in its peer's count; given back when dropped.
+#[derive(Debug)]
+pub(super) struct PeerSlot {
+    peers: Arc<Peers>,
+    /// `None` for a trusted proxy, which is not counted.
+    addr: Option<std::net::IpAddr>,
+}
+
+impl Peers {
+    /// A place for one more connection of `addr`, or `None` when it holds
+    /// its most.
+    pub(super) fn admit(
+        self: &Arc<Self>,
+        addr: std::net::IpAddr,
+        config: &ServeConfig,
+    ) -> Option<PeerSlot> {
+        if config.trusted_proxies.iter().any(|net| net.contains(addr)) {
+            return Some(PeerSlot {
+                peers: Arc::clone(self),
+                addr: None,
+            });
+        }
+        let mut counts = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let count = counts.entry(addr).or_insert(0);
+        if *count >= config.max_connections_per_peer {
+            return None;
+        }
+        *count += 1;
+        Some(PeerSlot {
+            peers: Arc::clone(self),
+            addr: Some(addr),
+        })
+    }
+}
+
+impl Drop for PeerSlot {
+    fn drop(&mut self) {
+        let Some(addr) = self.addr else {
+            return;
+        };
+        let mut counts = self
+            .peers
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(count) = counts.get_mut(&addr) {
+            *count -= 1;
+            if *count == 0 {
+                counts.remove(&addr);
+            }
+        }
+    }
+}
+
+/// The longest first line of an HTTP/1.1 request: the most a request-target
+/// can be (what `http::Uri` holds), its method and its version.
+const MAX_REQUEST_LINE: usize = 65_534 + 64;
+
+/// The answer to an over-long request line, written by the connection
+/// itself (hyper would answer `431` once its head buffer fills).
+const URI_TOO_LONG: &[u8] =
+    b"HTTP/1.1 414 URI Too Long\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
 
 /// hyper's default HTTP/1.1 read buffer (8,192 + 100 × 4,096 bytes), which
 /// a larger [`ServeConfig::max_header_bytes`] grows.
@@ -79,8 +150,9 @@ pub(super) async fn serve(
         prefix,
         at: 0,
         stream,
-        activity: activity.clone(),
+        line: (!h2).then_some(0),
     });
+    let trusted = config.trusted_proxies.clone();
     let service = {
         let activity = activity.clone();
         hyper::service::service_fn(move |mut request: http::Request<Incoming>| {
@@ -88,6 +160,8 @@ pub(super) async fn serve(
             if let Some(addr) = bound {
                 request.extensions_mut().insert(BoundTo(addr));
             }
+            let client = client_of(peer.ip(), request.headers(), &trusted);
+            request.extensions_mut().insert(ClientAddr(client));
             let call = router.clone().oneshot(request.map(Body::new));
             async move {
                 let response = match call.await {
@@ -185,8 +259,7 @@ async fn drive<C>(
     }
 }
 
-/// When a connection last moved a byte, and how many of its requests are in
-/// flight.
+/// When a connection's last request ended, and how many are in flight.
 #[derive(Debug)]
 struct Activity {
     start: Instant,
@@ -208,8 +281,7 @@ impl Activity {
         self.last_ms.store(ms, Ordering::Relaxed);
     }
 
-    /// Resolves once the connection has had nothing in flight and moved no
-    /// byte for `idle`.
+    /// Resolves once the connection has had nothing in flight for `idle`.
     async fn idle_for(&self, idle: Duration) {
         loop {
             let last = self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
@@ -271,13 +343,45 @@ impl http_body::Body for Guarded {
     }
 }
 
-/// The TCP stream, replaying the bytes read to recognise the protocol first,
-/// and noting every byte moved.
+/// The TCP stream, replaying the bytes read to recognise the protocol
+/// first, and (HTTP/1.1) measuring each request's first line.
 struct Tracked {
     prefix: Vec<u8>,
     at: usize,
     stream: TcpStream,
-    activity: Arc<Activity>,
+    /// HTTP/1.1: the bytes of the connection's first request line read so
+    /// far, while it has no end yet; `None` once it has (or over HTTP/2).
+    /// Only the first line is measured: later ones cannot be told from a
+    /// body without parsing HTTP again, and hyper refuses them with `431`.
+    line: Option<usize>,
+}
+
+impl Tracked {
+    /// Measures `bytes`, just read, against the request line's limit;
+    /// whether the line is over it.
+    fn over_long_line(&mut self, bytes: &[u8]) -> bool {
+        let Some(seen) = self.line else {
+            return false;
+        };
+        if bytes.contains(&b'\n') {
+            self.line = None;
+            return false;
+        }
+        let seen = seen + bytes.len();
+        self.line = Some(seen);
+        seen > MAX_REQUEST_LINE
+    }
+
+    /// Answers `414` on the socket itself and ends the connection's reads.
+    fn refuse_line(&mut self) {
+        tracing::debug!(target: "wymcp::serve", "an over-long request line; answering 414");
+        // A best effort: the answer is small, the socket's buffer takes it.
+        let _ = self.stream.try_write(URI_TOO_LONG);
+        let _ = self.stream.try_write(b"");
+        self.line = None;
+        self.prefix = Vec::new();
+        self.at = usize::MAX;
+    }
 }
 
 impl AsyncRead for Tracked {
@@ -286,6 +390,10 @@ impl AsyncRead for Tracked {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        if self.at == usize::MAX {
+            // Refused: the connection reads nothing more.
+            return Poll::Ready(Ok(()));
+        }
         if self.at < self.prefix.len() {
             let rest = &self.prefix[self.at..];
             let n = rest.len().min(buf.remaining());
@@ -295,12 +403,22 @@ impl AsyncRead for Tracked {
                 self.prefix = Vec::new();
                 self.at = 0;
             }
+            if self.line.is_some() {
+                let start = buf.filled().len() - n;
+                if self.over_long_line(&buf.filled()[start..]) {
+                    self.refuse_line();
+                }
+            }
             return Poll::Ready(Ok(()));
         }
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.stream).poll_read(cx, buf);
-        if buf.filled().len() > before {
-            self.activity.touch();
+        if self.line.is_some()
+            && buf.filled().len() > before
+            && self.over_long_line(&buf.filled()[before..])
+        {
+            self.refuse_line();
+            buf.set_filled(before);
         }
         polled
     }
@@ -312,11 +430,7 @@ impl AsyncWrite for Tracked {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let polled = Pin::new(&mut self.stream).poll_write(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch();
-        }
-        polled
+        Pin::new(&mut self.stream).poll_write(cx, buf)
     }
 
     fn poll_write_vectored(
@@ -324,11 +438,7 @@ impl AsyncWrite for Tracked {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let polled = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
-        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch();
-        }
-        polled
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -15,6 +15,8 @@
 //! | [`header_read_timeout`](ServeConfig::header_read_timeout) | 10 s | the connection closed (no answer) |
 //! | [`idle_timeout`](ServeConfig::idle_timeout) | 60 s | the connection closed (HTTP/2: `GOAWAY`) |
 //! | [`max_connections`](ServeConfig::max_connections) | 4,096 | not accepted until one closes (the kernel's backlog holds it) |
+//! | [`max_connections_per_peer`](ServeConfig::max_connections_per_peer) | 64 | closed as soon as accepted (a trusted proxy is not counted) |
+//! | [`trusted_proxies`](ServeConfig::trusted_proxies) | none | — (whose forwarding headers name the client) |
 //! | [`max_headers`](ServeConfig::max_headers) | 100 | HTTP/1.1: `431`, connection closed |
 //! | [`max_header_bytes`](ServeConfig::max_header_bytes) | 131,072 | HTTP/1.1: `431` and closed; HTTP/2: `431` on the stream |
 //! | [`h2_max_concurrent_streams`](ServeConfig::h2_max_concurrent_streams) | 100 | streams past it refused (`RST_STREAM REFUSED_STREAM`) |
@@ -31,9 +33,24 @@
 //! head on a kept-alive connection. A client trickling header bytes is cut
 //! off when it runs out, whatever it sends meanwhile.
 //!
-//! **The idle timeout** closes a connection with no request in flight and no
-//! byte moved either way for that long. A request in flight (a slow handler,
-//! an open listen stream) keeps its connection, however quiet.
+//! **The idle timeout** closes a connection with no request in flight for
+//! that long: since its last request ended (or since it was accepted). A
+//! request in flight (a slow handler, an open listen stream) keeps its
+//! connection, however quiet; bytes alone do not (an HTTP/2 client sending
+//! only `PING`s is idle).
+//!
+//! **An over-long request line** (HTTP/1.1: more bytes before a
+//! connection's first line ends than the longest request-target `http::Uri`
+//! holds, 65,534, and its method and version) is answered `414 URI Too Long`
+//! and the connection closed, whatever the header limit (a head whose
+//! headers are too large is `431`; so is an over-long line of a later
+//! request on a kept-alive connection, which hyper measures).
+//!
+//! **The client address** of each request is the peer's, or, when the peer
+//! is one of the [trusted proxies](ServeConfig::trusted_proxies), the one its
+//! forwarding headers name; every request carries it as a
+//! [`ClientAddr`](crate::ClientAddr) extension, and the limits counted per
+//! caller count an unauthenticated caller by it.
 //!
 //! **Graceful shutdown.** With [`Serve::with_graceful_shutdown`], when the
 //! signal fires the listener is closed (new connections are refused), every
@@ -206,6 +223,7 @@ async fn run(serve: Serve) -> io::Result<()> {
     let bound = listener.local_addr().ok();
     let config = Arc::new(config);
     let permits = Arc::new(Semaphore::new(config.max_connections));
+    let peers = Arc::new(connection::Peers::default());
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
     let mut signal = signal.unwrap_or_else(|| Box::pin(std::future::pending()));
@@ -232,12 +250,18 @@ async fn run(serve: Serve) -> io::Result<()> {
                 }
             },
         };
+        let Some(peer_slot) = peers.admit(peer.ip(), &config) else {
+            tracing::debug!(target: "wymcp::serve", %peer, "the peer holds its most connections; closed");
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let router = router.clone();
         let config = config.clone();
         let stop = stop_rx.clone();
         connections.spawn(async move {
             connection::serve(stream, peer, bound, router, &config, stop).await;
+            drop(peer_slot);
             drop(permit);
         });
     }

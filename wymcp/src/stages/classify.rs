@@ -34,7 +34,7 @@ use serde_json::Value;
 
 use crate::exchange::Exchange;
 use crate::protocol::jsonrpc::MessageKind;
-use crate::protocol::jsonrpc::classify;
+use crate::protocol::jsonrpc::classify_within;
 use crate::protocol::revision::era_of;
 use crate::reply::Flow;
 use crate::stage::Stage;
@@ -46,7 +46,10 @@ pub struct Classify;
 impl Stage for Classify {
     async fn run(ex: &mut Exchange<'_>) -> Flow {
         let (kind, era) = match ex.message.as_ref() {
-            Some(message) => (classify(message), era_of(&ex.parts.headers, message)),
+            Some(message) => (
+                classify_within(message, ex.server().limits().id_bytes),
+                era_of(&ex.parts.headers, message),
+            ),
             None => (
                 MessageKind::Unknown,
                 era_of(&ex.parts.headers, &Value::Null),

@@ -31,15 +31,17 @@ use std::future::poll_fn;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::StatusCode;
+use http::{HeaderValue, StatusCode, header};
 
 use crate::exchange::Exchange;
+use crate::origin::ClientAddr;
 use crate::protocol::error::ErrorCode;
 use crate::protocol::jsonrpc::{MessageKind, MessageSource};
 use crate::protocol::revision::Era;
 use crate::reply::{self, Flow, Rejection, Rejector, Response};
 use crate::sse;
 use crate::stage::Stage;
+use crate::surface::Over;
 use crate::surface::call::{Answer, Call, Emitted, Outcome, Running, take};
 
 /// Hands the message to the surface; see the module documentation.
@@ -59,6 +61,7 @@ impl Stage for Dispatch {
             method: ex.method(),
             params,
             principal: ex.principal.as_ref(),
+            client: ex.parts.extensions.get::<ClientAddr>().map(|c| c.0),
             raw: ex.bytes.clone(),
         };
         let answer = ex.server().surface.answer(call);
@@ -84,6 +87,18 @@ async fn respond(answer: Answer, rejector: Rejector, era: Era) -> Response {
         Answer::Accepted => reply::accepted(),
         Answer::Done(outcome) => finished(outcome, &rejector, era),
         Answer::Listen(stream) => sse::respond([], stream),
+        Answer::Busy {
+            error,
+            over,
+            retry_after,
+        } => {
+            let status = match over {
+                Over::Caller => StatusCode::TOO_MANY_REQUESTS,
+                Over::Server => StatusCode::SERVICE_UNAVAILABLE,
+            };
+            let seconds = HeaderValue::from(retry_after.as_secs().max(1));
+            rejector.response(Rejection::of(status, error).header(header::RETRY_AFTER, seconds))
+        }
         Answer::Running(running) => run(running, rejector, era).await,
     }
 }

@@ -33,13 +33,21 @@
 //! `Mcp-Param-*` headers no annotation declares are ignored, as the spec
 //! asks of a server that does not recognise them.
 //!
-//! **Legacy era** (2025 clients): only what 2025-11-25 defines is checked.
-//! An absent `MCP-Protocol-Version` passes (a 2025 `initialize` carries
-//! none); a present one must name a revision the server serves, else `400`,
-//! `-32600`, with `data.supported`/`data.requested` (2025 defines a plain
-//! 400 and no code; `-32022` is 2026's). A served one sets
-//! [`Exchange::revision`]. The 2026 rows (`Mcp-Method`, `Mcp-Name`,
-//! `Mcp-Param-*`) do not apply.
+//! **Legacy era** (2025 clients): an absent `MCP-Protocol-Version` passes (a
+//! 2025 `initialize` carries none); a present one must name a revision the
+//! server serves, else `400`, `-32600`, with `data.supported`/`data.requested`
+//! (2025 defines a plain 400 and no code; `-32022` is 2026's). A served one
+//! sets [`Exchange::revision`]. A 2025 header beside a 2026 `_meta`
+//! protocol version is `-32020`. The 2026 rows (`Mcp-Method`, `Mcp-Name`,
+//! `Mcp-Param-*`) are not required of a 2025 client, which sends none; but
+//! one that is present is bound to the body as in the modern era, so a
+//! gateway routing on it can never route one call while the server runs
+//! another.
+//!
+//! **Integers beyond 64 bits.** An `x-mcp-header` integer argument that no
+//! header value can spell exactly (a JSON number past `±2^64`, which the
+//! schema's `integer` still accepts) is `-32020`: it is refused, never left
+//! unbound.
 
 use std::borrow::Cow;
 
@@ -67,8 +75,10 @@ pub struct HeaderBinding;
 
 impl Stage for HeaderBinding {
     async fn run(ex: &mut Exchange<'_>) -> Flow {
-        if ex.era == Era::Legacy {
-            return legacy(ex);
+        if ex.era == Era::Legacy
+            && let Flow::Answer(refused) = legacy(ex)
+        {
+            return Flow::Answer(refused);
         }
         let Some(kind @ (MessageKind::Request | MessageKind::Notification)) = ex.kind else {
             return Flow::Continue;
@@ -76,7 +86,11 @@ impl Stage for HeaderBinding {
         let Some(message) = ex.message.as_ref() else {
             return Flow::Continue;
         };
-        match bind(ex.server(), &ex.parts.headers, message, kind) {
+        let bound = match ex.era {
+            Era::Modern => bind(ex.server(), &ex.parts.headers, message, kind),
+            Era::Legacy => bind_present(ex.server(), &ex.parts.headers, message),
+        };
+        match bound {
             Ok(()) => Flow::Continue,
             Err(mismatch) => ex.reject(
                 Rejection::new(
@@ -113,6 +127,67 @@ enum Reading {
     Plain,
     /// `Mcp-Name`, `Mcp-Param-*`: the `=?base64?…?=` form decoded.
     Sentinel,
+}
+
+/// Checks the rows of a 2025 request: a 2026 `_meta` protocol version
+/// beside a 2025 header is a mismatch, and every 2026 header that is
+/// present (a 2025 client sends none, a gateway may route on one) is bound
+/// to the body as in the modern era; an absent one passes.
+fn bind_present(server: &Server, headers: &HeaderMap, message: &Value) -> Result<(), Mismatch> {
+    let params = message.get("params");
+    let version = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(PROTOCOL_VERSION_KEY));
+    if version.is_some() && headers.contains_key(MCP_PROTOCOL_VERSION) {
+        return Err(Mismatch::new(
+            "MCP-Protocol-Version",
+            "the `MCP-Protocol-Version` header names a 2025 revision but the body's `_meta` names a protocol version",
+        ));
+    }
+    let method = message.get("method").and_then(Value::as_str);
+    present_row(headers, &MCP_METHOD, "Mcp-Method", method, Reading::Plain)?;
+    let name = name_of(method, params);
+    present_row(headers, &MCP_NAME, "Mcp-Name", name, Reading::Sentinel)?;
+    let tool = params.and_then(|p| p.get("name")).and_then(Value::as_str);
+    if let (Some("tools/call"), Some(tool)) = (method, tool) {
+        let arguments = params.and_then(|p| p.get("arguments"));
+        for param in server.header_params(tool) {
+            param_row(headers, param, arguments, false)?;
+        }
+    }
+    Ok(())
+}
+
+/// A header that may be absent, bound to its body value when present: a
+/// present header whose body value is absent is a mismatch too.
+fn present_row(
+    headers: &HeaderMap,
+    name: &HeaderName,
+    display: &str,
+    body: Option<&str>,
+    reading: Reading,
+) -> Result<(), Mismatch> {
+    if !headers.contains_key(name) {
+        return Ok(());
+    }
+    match body {
+        Some(_) => standard_row(headers, name, display, body, true, reading),
+        None => Err(Mismatch::new(
+            display,
+            format!("the `{display}` header is sent but the body has no value for it"),
+        )),
+    }
+}
+
+/// The body value `Mcp-Name` mirrors: `params.name` of `tools/call` and
+/// `prompts/get`, `params.uri` of `resources/read`.
+fn name_of<'v>(method: Option<&str>, params: Option<&'v Value>) -> Option<&'v str> {
+    let field = match method {
+        Some("tools/call" | "prompts/get") => "name",
+        Some("resources/read") => "uri",
+        _ => return None,
+    };
+    params?.get(field)?.as_str()
 }
 
 /// Checks every modern-era row, in order.
@@ -155,13 +230,7 @@ fn bind(
     }
 
     // Mcp-Name ↔ params.name / params.uri.
-    let name_field = match method {
-        Some("tools/call" | "prompts/get") => Some("name"),
-        Some("resources/read") => Some("uri"),
-        _ => None,
-    };
-    let name = name_field.and_then(|field| params?.get(field)?.as_str());
-    if let Some(value) = name {
+    if let Some(value) = name_of(method, params) {
         standard_row(
             headers,
             &MCP_NAME,
@@ -177,7 +246,7 @@ fn bind(
     if let (Some("tools/call"), Some(tool)) = (method, tool) {
         let arguments = params.and_then(|p| p.get("arguments"));
         for param in server.header_params(tool) {
-            param_row(headers, param, arguments)?;
+            param_row(headers, param, arguments, true)?;
         }
     }
     Ok(())
@@ -224,10 +293,13 @@ fn read(value: &http::HeaderValue, reading: Reading) -> Result<Cow<'_, str>, Hea
 }
 
 /// One `x-mcp-header` annotation against the argument it mirrors.
+/// `required`: a missing header is a mismatch when the argument has a value
+/// (the modern era); otherwise an absent header passes.
 fn param_row(
     headers: &HeaderMap,
     param: &HeaderParam,
     arguments: Option<&Value>,
+    required: bool,
 ) -> Result<(), Mismatch> {
     let display = format!("Mcp-Param-{}", param.name);
     let header = HeaderName::from_bytes(param.header_name().as_bytes())
@@ -251,7 +323,20 @@ fn param_row(
         }
         Some(value) => value,
     };
+    if !required && header.is_none() {
+        return Ok(());
+    }
     let Some(expected) = header_spelling(body, param.ty) else {
+        if param.ty == HeaderParamType::Integer && body.is_number() && is_integral(body) {
+            // An integer the schema accepts but no header can spell exactly
+            // (beyond 64 bits): refused rather than left unbound.
+            return Err(Mismatch::new(
+                &display,
+                format!(
+                    "the argument `{display}` mirrors is an integer beyond 64 bits, which no header value can carry exactly"
+                ),
+            ));
+        }
         // Wrong type for the annotation, or no header spelling: Validate's.
         return Ok(());
     };
@@ -306,6 +391,15 @@ fn number_as_integer(n: &serde_json::Number) -> Option<i128> {
     n.as_f64().and_then(float_as_integer)
 }
 
+/// Whether a JSON number has no fractional part (a schema's `integer`).
+fn is_integral(value: &Value) -> bool {
+    value
+        .as_f64()
+        .is_some_and(|f| f.is_finite() && f.fract() == 0.0)
+        || value.is_i64()
+        || value.is_u64()
+}
+
 /// An integral float within `±2^64` as an integer.
 fn float_as_integer(f: f64) -> Option<i128> {
     const LIMIT: f64 = 18_446_744_073_709_551_616.0; // 2^64
@@ -332,7 +426,7 @@ fn parse_integer(text: &str) -> Option<i128> {
     text.parse::<f64>().ok().and_then(float_as_integer)
 }
 
-/// The legacy era's one row: a present `MCP-Protocol-Version` names a
+/// The legacy era's version row: a present `MCP-Protocol-Version` names a
 /// served revision.
 fn legacy(ex: &mut Exchange<'_>) -> Flow {
     let Some(value) = ex.parts.headers.get(MCP_PROTOCOL_VERSION) else {

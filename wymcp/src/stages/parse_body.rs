@@ -24,18 +24,29 @@
 //!    HTTP/2 without `content-length`) the read stops as soon as it holds
 //!    more than the ceiling. A body of exactly the ceiling is accepted with
 //!    either framing;
-//! 5. a body read that stalls for the read timeout (default 15,000 ms) → 408
-//!    with no body at all. This is **not** a rejection: a stall is the
+//! 5. a body over the server's budget of body bytes in flight
+//!    ([`Limits::bodies_in_flight`](crate::Limits::bodies_in_flight), default
+//!    256 MiB, all requests together) → 503/-32603 with `Retry-After` and
+//!    `Connection: close`: refused on a declared length before any byte is
+//!    read, else as soon as the bytes read would go over;
+//! 6. a body read that stalls for the read timeout (default 15,000 ms), or
+//!    that has not ended by the body deadline (default 60 s, however
+//!    steadily it trickles in) → 408 with no body at all. This is **not** a rejection: a stall is the
 //!    transport's failure, not the client's message, so it records no
 //!    rejection event and logs once at debug level. The timeout bounds each
-//!    wait for the next piece of the body, not the whole read: a large body
-//!    arriving slowly but steadily is not a stall, and the body ceiling
-//!    already bounds how long a steady read can last. A body read that
+//!    wait for the next piece of the body; the deadline bounds the whole
+//!    read, so a body sent a byte every few seconds cannot hold its
+//!    connection forever. A body read that
 //!    *fails* (the client reset the stream, or broke the chunked framing) is
 //!    the transport's failure too, and is answered the same way with 400;
-//! 6. malformed JSON (invalid UTF-8, trailing garbage, nesting past
+//! 7. malformed JSON (invalid UTF-8, trailing garbage, nesting past
 //!    serde_json's recursion limit of 128, an empty body) → 400/-32700 with
-//!    `Connection: close`.
+//!    `Connection: close`;
+//! 8. JSON holding more values than
+//!    [`Limits::json_values`](crate::Limits::json_values) (default 250,000;
+//!    every scalar, array and object counts one) → 413/-32600 naming the
+//!    ceiling, refused while parsing: what a body costs once parsed is
+//!    bounded before anything has authenticated it.
 //!
 //! Refusals of the ceilings name the ceiling, in the message and in
 //! `data.ceiling`. The 413, the 408 and the 400/-32700 close an HTTP/1.x
@@ -72,12 +83,14 @@ use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
 use http_body::Body as _;
 use http_body_util::BodyExt as _;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::exchange::Exchange;
 use crate::protocol::error::ErrorCode;
+use crate::protocol::json::{JsonError, parse_bounded};
 use crate::reply::Flow;
 use crate::reply::{Rejection, Response};
+use crate::server::{Limits, Reservation};
 
 /// The one message of the 415, for an absent and for a wrong `Content-Type`.
 const NOT_JSON: &str = "nothing declares the body JSON: the Content-Type must be application/json";
@@ -129,8 +142,16 @@ pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
     }
 
     let body = ex.body.take().unwrap_or_default();
-    let bytes = match read(body, limits.body_bytes, limits.read_timeout).await {
+    // The body bytes in flight are budgeted: the declared length before a
+    // byte is read, the rest as it arrives.
+    let declared = reserved_len(&body, limits.body_bytes);
+    let Some(reservation) = ex.server().bodies.reserve(declared) else {
+        return ex.reject(bodies_busy(limits.bodies_in_flight));
+    };
+    let reserved = ex.reserved.insert(reservation);
+    let bytes = match read(body, &limits, reserved).await {
         Ok(bytes) => bytes,
+        Err(ReadFailure::OverBudget) => return ex.reject(bodies_busy(limits.bodies_in_flight)),
         Err(ReadFailure::OverCeiling) => {
             return ex.reject(
                 Rejection::new(
@@ -163,13 +184,13 @@ pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
         }
     };
 
-    match serde_json::from_slice::<Value>(&bytes) {
+    match parse_bounded(&bytes, limits.json_values) {
         Ok(message) => {
             ex.bytes = bytes;
             ex.message = Some(message);
             Flow::Continue
         }
-        Err(error) => ex.reject(
+        Err(JsonError::Syntax(error)) => ex.reject(
             Rejection::new(
                 StatusCode::BAD_REQUEST,
                 ErrorCode::PARSE_ERROR,
@@ -177,7 +198,30 @@ pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
             )
             .close(),
         ),
+        Err(JsonError::TooManyValues(max)) => ex.reject(
+            Rejection::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                ErrorCode::INVALID_REQUEST,
+                format!("the body holds more than {max} JSON values"),
+            )
+            .data(json!({ "ceiling": max, "limit": "json_values" })),
+        ),
     }
+}
+
+/// The refusal of a body over the server's budget of body bytes in flight:
+/// 503 with `Retry-After`, the connection closed (its body is unread).
+fn bodies_busy(budget: usize) -> Rejection {
+    Rejection::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::INTERNAL_ERROR,
+        format!(
+            "the server holds as many request bodies as it reads at once ({budget} bytes); try again later"
+        ),
+    )
+    .data(json!({ "limit": "bodies_in_flight", "ceiling": budget }))
+    .header(header::RETRY_AFTER, HeaderValue::from_static("1"))
+    .close()
 }
 
 /// Whether a `Content-Type` value's media type is `application/json`,
@@ -226,20 +270,31 @@ fn hex(digit: u8) -> Option<u8> {
 enum ReadFailure {
     /// More than the ceiling, declared or read.
     OverCeiling,
-    /// No piece of the body arrived within the read timeout.
+    /// The body would go over the server's budget of body bytes in flight.
+    OverBudget,
+    /// No piece of the body arrived within the read timeout, or the whole
+    /// body not within the body deadline.
     Stalled,
     /// The transport failed the read.
     Transport(axum::Error),
 }
 
-/// Reads the whole body within `ceiling` bytes, waiting at most `timeout`
-/// for each piece of it.
+/// Reads the whole body within the body ceiling, waiting at most the read
+/// timeout for each piece of it and the body deadline for all of it, its
+/// bytes beyond `reserved` taken from the budget as they arrive.
 ///
 /// A body that arrives in one piece (the common case for a small request) is
 /// kept as that piece, without a copy. Otherwise it is put together from
 /// [`Pieces`] once its last piece is there: one allocation of exactly its
 /// length, each byte copied once.
-async fn read(mut body: Body, ceiling: usize, timeout: Duration) -> Result<Bytes, ReadFailure> {
+async fn read(
+    mut body: Body,
+    limits: &Limits,
+    reserved: &mut Reservation,
+) -> Result<Bytes, ReadFailure> {
+    let ceiling = limits.body_bytes;
+    let deadline = tokio::time::Instant::now() + limits.body_deadline;
+    let mut held = reserved_len(&body, ceiling);
     let hint = body.size_hint();
     let ceiling_u64 = u64::try_from(ceiling).unwrap_or(u64::MAX);
     if hint.lower() > ceiling_u64 {
@@ -253,7 +308,8 @@ async fn read(mut body: Body, ceiling: usize, timeout: Duration) -> Result<Bytes
     let mut pieces = Pieces::new(declared);
     let mut total = 0usize;
     loop {
-        let frame = match next_frame(&mut body, timeout).await {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let frame = match next_frame(&mut body, limits.read_timeout.min(left)).await {
             Err(_elapsed) => return Err(ReadFailure::Stalled),
             Ok(None) => break,
             Ok(Some(Err(error))) => return Err(ReadFailure::Transport(error)),
@@ -270,6 +326,12 @@ async fn read(mut body: Body, ceiling: usize, timeout: Duration) -> Result<Bytes
         if total > ceiling {
             return Err(ReadFailure::OverCeiling);
         }
+        if total > held {
+            if !reserved.grow(total - held) {
+                return Err(ReadFailure::OverBudget);
+            }
+            held = total;
+        }
         match first.take() {
             None if pieces.is_empty() => first = Some(data),
             None => pieces.push(data),
@@ -283,6 +345,14 @@ async fn read(mut body: Body, ceiling: usize, timeout: Duration) -> Result<Bytes
         Some(only) => only,
         None => pieces.into_body(total),
     })
+}
+
+/// The bytes reserved for `body` before its read: its declared length,
+/// within the ceiling.
+fn reserved_len(body: &Body, ceiling: usize) -> usize {
+    usize::try_from(body.size_hint().lower())
+        .unwrap_or(usize::MAX)
+        .min(ceiling)
 }
 
 /// A body frame of at least this many bytes is kept as the transport gave

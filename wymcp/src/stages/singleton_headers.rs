@@ -21,6 +21,7 @@ use serde_json::json;
 use crate::exchange::Exchange;
 use crate::protocol::error::ErrorCode;
 use crate::protocol::headers::{MCP_METHOD, MCP_NAME, MCP_PARAM_PREFIX, MCP_PROTOCOL_VERSION};
+use crate::protocol::text::truncated;
 use crate::reply::Flow;
 use crate::reply::Rejection;
 use crate::stage::Stage;
@@ -44,7 +45,10 @@ impl Stage for SingletonHeaders {
                 Rejection::new(
                     StatusCode::BAD_REQUEST,
                     ErrorCode::INVALID_REQUEST,
-                    format!("the `{name}` header must appear at most once"),
+                    format!(
+                        "the `{}` header must appear at most once",
+                        truncated(name.as_str())
+                    ),
                 )
                 .data(json!({ "header": name })),
             ),

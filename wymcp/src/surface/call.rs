@@ -7,6 +7,7 @@
 //! future is awaited, by the transport, through [`Running`].
 
 use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
@@ -17,13 +18,14 @@ use tokio::sync::mpsc;
 
 use super::context::{BoxFuture, Context, HandlerError};
 use super::finish::Finishing;
-use super::listen::ListenStream;
+use super::listen::{ListenStream, Over};
 use super::notify::{Emitter, Notifications};
 use crate::auth::Principal;
 use crate::mrtr::{Binding, InputRequired, Inputs, MRTR_METHODS, Sealer};
-use crate::protocol::error::RpcError;
+use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::jsonrpc::{self, MessageKind};
 use crate::protocol::revision::{Era, Revision};
+use crate::protocol::text::Bounded;
 
 /// One message, as a transport hands it to the surface once it is trusted
 /// (past Validate): the kind and era classification tagged, the id an
@@ -46,6 +48,9 @@ pub(crate) struct Call<'a> {
     pub(crate) params: Option<Value>,
     /// The authenticated caller.
     pub(crate) principal: Option<&'a Principal>,
+    /// Where the request came from, when the transport knows (the peer, or
+    /// the client a trusted proxy names).
+    pub(crate) client: Option<std::net::IpAddr>,
     /// The message as the transport read it. An MRTR `requestState` sealed
     /// in the answer is bound to its params, parsed again from these bytes
     /// only then (rare), so a served call never copies its params.
@@ -61,8 +66,20 @@ pub(crate) enum Answer {
     Done(Outcome),
     /// A handler to run; its notifications come before its answer.
     Running(Running),
-    /// A `subscriptions/listen` stream.
-    Listen(ListenStream),
+    /// A `subscriptions/listen` stream (boxed: it is far larger than the
+    /// other answers).
+    Listen(Box<ListenStream>),
+    /// Refused for want of capacity: the caller at its own limit, or the
+    /// server at its limit for everyone; the client may try again after
+    /// `retry_after`.
+    Busy {
+        /// The error.
+        error: RpcError,
+        /// Who is over.
+        over: Over,
+        /// When to try again.
+        retry_after: std::time::Duration,
+    },
 }
 
 /// A request's answer: a result, or an error for the transport to send.
@@ -133,6 +150,17 @@ impl Call<'_> {
         }
     }
 
+    /// Who the caller is, for the limits counted per caller: the
+    /// principal's subject when the server authenticates, else the client's
+    /// address.
+    pub(crate) fn caller(&self) -> String {
+        match (self.principal, self.client) {
+            (Some(principal), _) => format!("principal:{}", principal.subject),
+            (None, Some(address)) => format!("address:{address}"),
+            (None, None) => "unknown".to_owned(),
+        }
+    }
+
     /// The subject an MRTR state is bound to: the principal's, `""` when
     /// the server has no auth.
     fn subject(&self) -> &str {
@@ -171,6 +199,12 @@ impl Call<'_> {
         );
         cx.revision = self.revision;
         let finisher = Finisher {
+            what: match (method, self.params.as_ref()) {
+                ("tools/call", Some(p)) => format!("tool `{}`", text_of(p, "name")),
+                ("prompts/get", Some(p)) => format!("prompt `{}`", text_of(p, "name")),
+                ("resources/read", Some(p)) => format!("resource `{}`", text_of(p, "uri")),
+                _ => format!("`{method}`"),
+            },
             method,
             sent: self.raw.clone(),
             subject: self.subject().to_owned(),
@@ -182,6 +216,27 @@ impl Call<'_> {
             notifications,
             finisher,
         })
+    }
+}
+
+/// The string member `key` of `params`, bounded for a log line.
+fn text_of(params: &Value, key: &str) -> String {
+    Bounded(params.get(key).and_then(Value::as_str).unwrap_or_default()).to_string()
+}
+
+/// A future whose panic is caught and given as an error.
+struct CatchUnwind<F>(F);
+
+impl<F: std::future::Future + Unpin> std::future::Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Box<dyn std::any::Any + Send>>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        let inner = &mut self.0;
+        match std::panic::catch_unwind(AssertUnwindSafe(|| std::pin::Pin::new(inner).poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
     }
 }
 
@@ -213,8 +268,22 @@ impl Handling {
             notifications,
             finisher,
         } = self;
-        let run = run(cx, finisher.reply.clone());
-        let run = Box::pin(async move { finisher.answer(run.await) });
+        // A handler that panics, making its future or running it, answers
+        // -32603; the connection and every other call go on.
+        let reply = finisher.reply.clone();
+        let made = std::panic::catch_unwind(AssertUnwindSafe(move || run(cx, reply)));
+        let run: BoxFuture<Outcome> = match made {
+            Ok(run) => Box::pin(async move {
+                match CatchUnwind(run).await {
+                    Ok(outcome) => finisher.answer(outcome),
+                    Err(panic) => finisher.panicked(&*panic),
+                }
+            }),
+            Err(panic) => {
+                let outcome = finisher.panicked(&*panic);
+                Box::pin(std::future::ready(outcome))
+            }
+        };
         Answer::Running(Running {
             rx: notifications.rx,
             run: Some(run),
@@ -228,6 +297,8 @@ impl Handling {
 /// made by the handler's future after the call is gone.
 #[derive(Debug)]
 struct Finisher {
+    /// What the handler answers, for the log line of a panic.
+    what: String,
     method: &'static str,
     /// The message's bytes, for the binding of a sealed state.
     sent: Bytes,
@@ -246,6 +317,27 @@ impl Finisher {
             },
             Err(error) => Outcome::Error(error.into_rpc(self.method)),
         }
+    }
+
+    /// The answer of a handler that panicked: logged at error level naming
+    /// what it answers, and -32603 to the client, which learns nothing of
+    /// the panic.
+    fn panicked(&self, panic: &(dyn std::any::Any + Send)) -> Outcome {
+        let message = panic
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("(not a string)");
+        tracing::error!(
+            target: "wymcp::handler",
+            handler = %self.what,
+            panic = %Bounded(message),
+            "a handler panicked; answered -32603"
+        );
+        Outcome::Error(RpcError::new(
+            ErrorCode::INTERNAL_ERROR,
+            format!("the handler of `{}` failed", self.method),
+        ))
     }
 
     /// The `input_required` result of an MRTR round, its state sealed for

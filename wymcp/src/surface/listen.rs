@@ -1,6 +1,7 @@
 //! `subscriptions/listen`: the long-lived stream of change notifications
-//! (2026-07-28, SUB; SEP-2575 §HTTP subscriptions), and the bus it hears
-//! them on. Over HTTP the stream is an SSE answer (see [`crate::sse`]).
+//! (2026-07-28, SUB; SEP-2575 §HTTP subscriptions), the bus it hears them
+//! on, and the limits that keep streams from taking a server down. Over HTTP
+//! the stream is an SSE answer (see [`crate::sse`]).
 //!
 //! The stream, in order:
 //!
@@ -13,35 +14,123 @@
 //!    `notifications/resources/list_changed`, or
 //!    `notifications/resources/updated` (`params.uri`) for a URI in
 //!    `resourceSubscriptions` (or beneath one, `uri/…`);
-//! 3. on [`Server::close_subscriptions`](crate::Server::close_subscriptions)
-//!    (or when the server is dropped): the result
+//! 3. on [`Server::close_subscriptions`](crate::Server::close_subscriptions),
+//!    when the server is dropped, or when the stream reaches its
+//!    [lifetime](ListenLimits::max_lifetime): the result
 //!    `{"resultType": "complete", "_meta": {subscriptionId}}` with the listen
-//!    request's id, then the end of the stream.
+//!    request's id, then the end of the stream (the client opens a new one).
 //!
 //! Every notification carries `params._meta["io.modelcontextprotocol/subscriptionId"]`
-//! = the listen request's id. Log messages (`notifications/message`) are
-//! never sent here (LOG §Per-request log level). A stream that falls more
-//! than 256 changes behind
-//! is told conservatively: a list_changed for each list it watches and an
-//! `updated` for each URI it watches, since a redundant re-read is harmless and
-//! a missed one is not.
+//! = the listen request's id; the envelope of each kind of notification is
+//! rendered once, when the stream opens. Log messages
+//! (`notifications/message`) are never sent here (LOG §Per-request log
+//! level).
+//!
+//! **Falling behind.** A stream that falls more than [`BUS_CAPACITY`]
+//! changes behind skips the backlog it missed and is told conservatively: a
+//! list_changed for each list it watches and an `updated` for each URI it
+//! watches, since a redundant re-read is harmless and a missed one is not.
+//! The summary is given one message per poll, so a stream watching many
+//! URIs never holds the executor (or memory) for all of them at once.
+//!
+//! **Limits** ([`ListenLimits`]): open streams per server and per caller
+//! (the principal when authenticated, else the client's address), watched
+//! URIs per stream and their length, and a stream's lifetime.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
-use crate::protocol::error::RpcError;
+use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::jsonrpc::MessageSource;
 use crate::protocol::meta::SUBSCRIPTION_ID;
 
 /// How many unread changes a listen stream may fall behind before it is told
 /// conservatively (see the [module docs](self)).
 pub(crate) const BUS_CAPACITY: usize = 256;
+
+/// The limits of `subscriptions/listen` streams, each a setting whose
+/// default is meant for a public endpoint (see
+/// [`ServerBuilder::listen_limits`](crate::ServerBuilder::listen_limits)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListenLimits {
+    /// Streams open at once on the server; one more is refused `503`
+    /// (-32603) with `Retry-After`. Default 1,024.
+    pub max_streams: usize,
+    /// Streams open at once per caller (the principal's subject when the
+    /// server authenticates, else the client's address); one more is
+    /// refused `429` (-32600) with `Retry-After`. Default 8.
+    pub max_streams_per_caller: usize,
+    /// URIs one stream may watch (`resourceSubscriptions`); more is -32602.
+    /// Default 256.
+    pub max_watched_uris: usize,
+    /// The longest watched URI, in bytes; longer is -32602. Default 2,048.
+    pub max_uri_bytes: usize,
+    /// How long a stream lives before it ends cleanly, as at shutdown (the
+    /// `complete` result), so that its client opens a new one. Default 1 hour.
+    pub max_lifetime: Duration,
+}
+
+impl Default for ListenLimits {
+    fn default() -> Self {
+        ListenLimits {
+            max_streams: 1024,
+            max_streams_per_caller: 8,
+            max_watched_uris: 256,
+            max_uri_bytes: 2048,
+            max_lifetime: Duration::from_secs(3600),
+        }
+    }
+}
+
+impl ListenLimits {
+    /// Sets [`max_streams`](Self::max_streams).
+    #[must_use]
+    pub fn max_streams(mut self, max: usize) -> Self {
+        self.max_streams = max;
+        self
+    }
+
+    /// Sets [`max_streams_per_caller`](Self::max_streams_per_caller).
+    #[must_use]
+    pub fn max_streams_per_caller(mut self, max: usize) -> Self {
+        self.max_streams_per_caller = max;
+        self
+    }
+
+    /// Sets [`max_watched_uris`](Self::max_watched_uris).
+    #[must_use]
+    pub fn max_watched_uris(mut self, max: usize) -> Self {
+        self.max_watched_uris = max;
+        self
+    }
+
+    /// Sets [`max_uri_bytes`](Self::max_uri_bytes).
+    #[must_use]
+    pub fn max_uri_bytes(mut self, max: usize) -> Self {
+        self.max_uri_bytes = max;
+        self
+    }
+
+    /// Sets [`max_lifetime`](Self::max_lifetime).
+    #[must_use]
+    pub fn max_lifetime(mut self, lifetime: Duration) -> Self {
+        self.max_lifetime = lifetime;
+        self
+    }
+}
+
+/// How long a client refused for want of a stream slot is asked to wait.
+pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(10);
 
 /// A change a listen stream may report.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -63,11 +152,52 @@ pub enum Change {
 pub(crate) struct ChangeBus {
     changes: broadcast::Sender<Change>,
     closes: broadcast::Sender<()>,
+    streams: Arc<Streams>,
 }
 
 impl Default for ChangeBus {
     fn default() -> Self {
         ChangeBus::new()
+    }
+}
+
+/// Who is over a limit of open streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Over {
+    /// The caller, at its own limit.
+    Caller,
+    /// The server, at its limit for everyone.
+    Server,
+}
+
+/// The open streams, counted: in all and per caller.
+#[derive(Debug, Default)]
+struct Streams {
+    total: AtomicUsize,
+    per_caller: Mutex<HashMap<String, usize>>,
+}
+
+/// One open stream's place in the counts; given back when dropped.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    streams: Arc<Streams>,
+    caller: String,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut per_caller = self
+            .streams
+            .per_caller
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = per_caller.get_mut(&self.caller) {
+            *count -= 1;
+            if *count == 0 {
+                per_caller.remove(&self.caller);
+            }
+        }
+        self.streams.total.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -78,6 +208,7 @@ impl ChangeBus {
         ChangeBus {
             changes: broadcast::channel(BUS_CAPACITY).0,
             closes: broadcast::channel(1).0,
+            streams: Arc::default(),
         }
     }
 
@@ -103,7 +234,87 @@ impl ChangeBus {
     /// How many listen streams are open.
     #[must_use]
     pub(crate) fn listeners(&self) -> usize {
-        self.closes.receiver_count()
+        self.streams.total.load(Ordering::Relaxed)
+    }
+
+    /// A place for one more stream of `caller`, within `limits`; who is over
+    /// when there is none.
+    pub(crate) fn admit(&self, caller: &str, limits: &ListenLimits) -> Result<Slot, Over> {
+        let mut per_caller = self
+            .streams
+            .per_caller
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mine = per_caller.get(caller).copied().unwrap_or(0);
+        if mine >= limits.max_streams_per_caller {
+            return Err(Over::Caller);
+        }
+        // Counted under the lock, so two admissions cannot both take the last.
+        if self.streams.total.load(Ordering::Relaxed) >= limits.max_streams {
+            return Err(Over::Server);
+        }
+        self.streams.total.fetch_add(1, Ordering::Relaxed);
+        *per_caller.entry(caller.to_owned()).or_insert(0) += 1;
+        Ok(Slot {
+            streams: Arc::clone(&self.streams),
+            caller: caller.to_owned(),
+        })
+    }
+}
+
+/// The refusal of a stream for want of a slot: -32600 to a caller at its
+/// own limit, -32603 when the server is at its limit.
+pub(crate) fn busy(over: Over, limits: &ListenLimits) -> RpcError {
+    match over {
+        Over::Caller => RpcError::new(
+            ErrorCode::INVALID_REQUEST,
+            format!(
+                "too many open listen streams for this caller: the limit is {}",
+                limits.max_streams_per_caller
+            ),
+        )
+        .data(json!({"limit": "max_streams_per_caller", "max": limits.max_streams_per_caller})),
+        Over::Server => RpcError::new(
+            ErrorCode::INTERNAL_ERROR,
+            format!(
+                "the server has as many listen streams open as it serves ({}); try again later",
+                limits.max_streams
+            ),
+        )
+        .data(json!({"limit": "max_streams", "max": limits.max_streams})),
+    }
+}
+
+/// The URIs a stream watches, sorted, for lookups that cost the length of
+/// the URI looked up (times a logarithm), never the number watched.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Watched(Vec<Box<str>>);
+
+impl Watched {
+    fn new(mut uris: Vec<Box<str>>) -> Self {
+        uris.sort_unstable();
+        uris.dedup();
+        Watched(uris)
+    }
+
+    fn contains(&self, uri: &str) -> bool {
+        self.0.binary_search_by(|w| (**w).cmp(uri)).is_ok()
+    }
+
+    /// Whether `uri` is watched, or lies beneath a watched URI (`w/…`, or
+    /// anything after a watched URI ending in `/`).
+    fn covers(&self, uri: &str) -> bool {
+        if self.contains(uri) {
+            return true;
+        }
+        uri.match_indices('/').any(|(at, _)| {
+            // `w` + `/…`, and `w/` + anything.
+            self.contains(&uri[..at]) || self.contains(&uri[..=at])
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
     }
 }
 
@@ -120,18 +331,22 @@ pub(crate) struct Filter {
     pub resources_list_changed: bool,
     /// `resourceSubscriptions`: the URIs whose `resources/updated` the client
     /// wants. `None` when not asked for.
-    pub resource_subscriptions: Option<Vec<String>>,
+    pub resource_subscriptions: Option<Watched>,
 }
 
-fn invalid(message: &'static str) -> RpcError {
+fn invalid(message: impl Into<std::borrow::Cow<'static, str>>) -> RpcError {
     RpcError::invalid_params(message)
 }
 
 impl Filter {
     /// Reads `params.notifications`. A missing or non-object `notifications`,
-    /// a flag that is not a boolean or a `resourceSubscriptions` that is not an
-    /// array of strings is -32602. Unknown members are ignored.
-    pub(crate) fn from_params(params: Option<&Value>) -> Result<Filter, RpcError> {
+    /// a flag that is not a boolean, a `resourceSubscriptions` that is not an
+    /// array of strings, or one over `limits` (too many URIs, one too long),
+    /// is -32602. Unknown members are ignored.
+    pub(crate) fn from_params(
+        params: Option<&Value>,
+        limits: &ListenLimits,
+    ) -> Result<Filter, RpcError> {
         let Some(Value::Object(notifications)) = params.and_then(|p| p.get("notifications")) else {
             return Err(invalid(
                 "subscriptions/listen needs a `notifications` filter object",
@@ -144,12 +359,32 @@ impl Filter {
         };
         let resource_subscriptions = match notifications.get("resourceSubscriptions") {
             None => None,
-            Some(Value::Array(uris)) => Some(
-                uris.iter()
-                    .map(|u| u.as_str().map(str::to_owned))
-                    .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| invalid("resourceSubscriptions must be an array of URIs"))?,
-            ),
+            Some(Value::Array(uris)) => {
+                if uris.len() > limits.max_watched_uris {
+                    return Err(invalid(format!(
+                        "resourceSubscriptions lists {} URIs; a stream watches at most {}",
+                        uris.len(),
+                        limits.max_watched_uris
+                    ))
+                    .data(json!({"limit": "max_watched_uris", "max": limits.max_watched_uris})));
+                }
+                let mut watched = Vec::with_capacity(uris.len());
+                for uri in uris {
+                    let Some(uri) = uri.as_str() else {
+                        return Err(invalid("resourceSubscriptions must be an array of URIs"));
+                    };
+                    if uri.len() > limits.max_uri_bytes {
+                        return Err(invalid(format!(
+                            "a watched URI is {} bytes long; the limit is {}",
+                            uri.len(),
+                            limits.max_uri_bytes
+                        ))
+                        .data(json!({"limit": "max_uri_bytes", "max": limits.max_uri_bytes})));
+                    }
+                    watched.push(Box::from(uri));
+                }
+                Some(Watched::new(watched))
+            }
             Some(_) => return Err(invalid("resourceSubscriptions must be an array of URIs")),
         };
         Ok(Filter {
@@ -162,14 +397,13 @@ impl Filter {
 
     /// The part of this filter `support` can deliver.
     #[must_use]
-    pub(crate) fn honoured(&self, support: Support) -> Filter {
+    pub(crate) fn honoured(self, support: Support) -> Filter {
         Filter {
             tools_list_changed: self.tools_list_changed && support.tools_list_changed,
             prompts_list_changed: self.prompts_list_changed && support.prompts_list_changed,
             resources_list_changed: self.resources_list_changed && support.resources_list_changed,
             resource_subscriptions: self
                 .resource_subscriptions
-                .clone()
                 .filter(|_| support.resource_subscriptions),
         }
     }
@@ -189,7 +423,7 @@ impl Filter {
             }
         }
         if let Some(uris) = &self.resource_subscriptions {
-            out.insert("resourceSubscriptions".into(), json!(uris));
+            out.insert("resourceSubscriptions".into(), json!(uris.0));
         }
         Value::Object(out)
     }
@@ -201,16 +435,10 @@ impl Filter {
             Change::ToolsListChanged => self.tools_list_changed,
             Change::PromptsListChanged => self.prompts_list_changed,
             Change::ResourcesListChanged => self.resources_list_changed,
-            Change::ResourceUpdated(uri) => {
-                self.resource_subscriptions.as_ref().is_some_and(|subs| {
-                    subs.iter().any(|watched| {
-                        uri == watched
-                            || uri
-                                .strip_prefix(watched.as_str())
-                                .is_some_and(|rest| rest.starts_with('/') || watched.ends_with('/'))
-                    })
-                })
-            }
+            Change::ResourceUpdated(uri) => self
+                .resource_subscriptions
+                .as_ref()
+                .is_some_and(|watched| watched.covers(uri)),
         }
     }
 }
@@ -250,11 +478,13 @@ pub(crate) struct Listen {
     filter: Filter,
     support: Support,
     result_meta: Map<String, Value>,
+    lifetime: Duration,
 }
 
 impl Listen {
     /// A listen stream for the request `id` asking for `filter`; by default
-    /// the server supports every type ([`Support::all`]).
+    /// the server supports every type ([`Support::all`]) and the stream
+    /// lives as long as the default [`ListenLimits::max_lifetime`].
     #[must_use]
     pub(crate) fn new(id: Value, filter: Filter) -> Self {
         Listen {
@@ -262,6 +492,7 @@ impl Listen {
             filter,
             support: Support::all(),
             result_meta: Map::new(),
+            lifetime: ListenLimits::default().max_lifetime,
         }
     }
 
@@ -269,6 +500,13 @@ impl Listen {
     #[must_use]
     pub(crate) fn support(mut self, support: Support) -> Self {
         self.support = support;
+        self
+    }
+
+    /// How long the stream lives before it ends cleanly.
+    #[must_use]
+    pub(crate) fn lifetime(mut self, lifetime: Duration) -> Self {
+        self.lifetime = lifetime;
         self
     }
 
@@ -280,12 +518,12 @@ impl Listen {
         self
     }
 
-    /// The stream: acknowledgement first, then the changes the filter
-    /// asked for, until the server closes the stream or the client goes
-    /// away. Subscribes to `bus` now, so no change published after this call
-    /// is missed.
+    /// The stream, holding `slot`: acknowledgement first, then the changes
+    /// the filter asked for, until the server closes the stream, its
+    /// lifetime ends, or the client goes away. Subscribes to `bus` now, so
+    /// no change published after this call is missed.
     #[must_use]
-    pub(crate) fn open(self, bus: &ChangeBus) -> ListenStream {
+    pub(crate) fn open(self, bus: &ChangeBus, slot: Slot) -> ListenStream {
         let changes = bus.changes.subscribe();
         let closes = bus.closes.subscribe();
         let filter = self.filter.honoured(self.support);
@@ -299,14 +537,19 @@ impl Listen {
         });
         let mut result_meta = self.result_meta;
         result_meta.insert(SUBSCRIPTION_ID.into(), self.id.clone());
+        let envelopes = Envelopes::new(&self.id, &filter);
         ListenStream {
             pending: VecDeque::from([message(&ack)]),
             next_change: Some(next(changes)),
             next_close: Some(next(closes)),
+            end_of_life: Box::pin(tokio::time::sleep(self.lifetime)),
             id: self.id,
             filter,
+            envelopes,
+            catching_up: None,
             result_meta,
             done: false,
+            slot: Some(slot),
         }
     }
 }
@@ -314,6 +557,64 @@ impl Listen {
 fn message(message: &Value) -> Bytes {
     // Serialising a Value cannot fail.
     Bytes::from(serde_json::to_vec(message).unwrap_or_default())
+}
+
+/// The notifications of one stream, rendered when it opens: each
+/// list_changed whole, and the two halves of an `updated` around its URI.
+#[derive(Debug)]
+struct Envelopes {
+    tools: Bytes,
+    prompts: Bytes,
+    resources: Bytes,
+    /// `…"params":{"uri":`
+    updated_head: &'static [u8],
+    /// `,"_meta":{…}}}`
+    updated_tail: Bytes,
+}
+
+impl Envelopes {
+    fn new(id: &Value, filter: &Filter) -> Self {
+        let meta = json!({ SUBSCRIPTION_ID: id });
+        let changed = |on: bool, method: &str| {
+            if on {
+                message(&json!({"jsonrpc": "2.0", "method": method, "params": {"_meta": meta}}))
+            } else {
+                Bytes::new()
+            }
+        };
+        let mut tail = b",\"_meta\":".to_vec();
+        if filter.resource_subscriptions.is_some() {
+            tail.extend(serde_json::to_vec(&meta).unwrap_or_default());
+        }
+        tail.extend_from_slice(b"}}");
+        Envelopes {
+            tools: changed(
+                filter.tools_list_changed,
+                "notifications/tools/list_changed",
+            ),
+            prompts: changed(
+                filter.prompts_list_changed,
+                "notifications/prompts/list_changed",
+            ),
+            resources: changed(
+                filter.resources_list_changed,
+                "notifications/resources/list_changed",
+            ),
+            updated_head:
+                br#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"#,
+            updated_tail: Bytes::from(tail),
+        }
+    }
+
+    fn updated(&self, uri: &str) -> Bytes {
+        let mut out =
+            Vec::with_capacity(self.updated_head.len() + uri.len() + 2 + self.updated_tail.len());
+        out.extend_from_slice(self.updated_head);
+        // Serialising a string cannot fail.
+        out.extend(serde_json::to_vec(uri).unwrap_or_default());
+        out.extend_from_slice(&self.updated_tail);
+        Bytes::from(out)
+    }
 }
 
 type Next<T> = Pin<
@@ -339,10 +640,16 @@ pub(crate) struct ListenStream {
     pending: VecDeque<Bytes>,
     next_change: Option<Next<Change>>,
     next_close: Option<Next<()>>,
+    end_of_life: Pin<Box<tokio::time::Sleep>>,
     id: Value,
     filter: Filter,
+    envelopes: Envelopes,
+    /// After falling behind: the next watched URI to tell about.
+    catching_up: Option<usize>,
     result_meta: Map<String, Value>,
     done: bool,
+    /// Given back when the stream ends (or is dropped).
+    slot: Option<Slot>,
 }
 
 impl std::fmt::Debug for ListenStream {
@@ -359,35 +666,40 @@ impl ListenStream {
         if !self.filter.wants(change) {
             return;
         }
-        let meta = json!({ SUBSCRIPTION_ID: self.id });
         let note = match change {
-            Change::ToolsListChanged => notification("notifications/tools/list_changed", &meta),
-            Change::PromptsListChanged => notification("notifications/prompts/list_changed", &meta),
-            Change::ResourcesListChanged => {
-                notification("notifications/resources/list_changed", &meta)
-            }
-            Change::ResourceUpdated(uri) => json!({
-                "jsonrpc": "2.0",
-                "method": "notifications/resources/updated",
-                "params": {"uri": uri, "_meta": meta},
-            }),
+            Change::ToolsListChanged => self.envelopes.tools.clone(),
+            Change::PromptsListChanged => self.envelopes.prompts.clone(),
+            Change::ResourcesListChanged => self.envelopes.resources.clone(),
+            Change::ResourceUpdated(uri) => self.envelopes.updated(uri),
         };
-        self.pending.push_back(message(&note));
+        self.pending.push_back(note);
     }
 
-    /// After missing changes: everything the stream watches, once.
-    fn caught_up(&mut self) {
-        let mut all = vec![
+    /// After missing changes: every list it watches now, and every URI it
+    /// watches one poll at a time (see [`MessageSource::poll_message`]).
+    fn fell_behind(&mut self) {
+        for change in [
             Change::ToolsListChanged,
             Change::PromptsListChanged,
             Change::ResourcesListChanged,
-        ];
-        if let Some(uris) = &self.filter.resource_subscriptions {
-            all.extend(uris.iter().cloned().map(Change::ResourceUpdated));
+        ] {
+            self.notify(&change);
         }
-        for change in &all {
-            self.notify(change);
+        if self.filter.resource_subscriptions.is_some() {
+            self.catching_up = Some(0);
         }
+    }
+
+    /// The next watched URI of a catch-up, if one is under way.
+    fn catch_up(&mut self) -> Option<Bytes> {
+        let at = self.catching_up?;
+        let watched = self.filter.resource_subscriptions.as_ref()?;
+        if at >= watched.len() {
+            self.catching_up = None;
+            return None;
+        }
+        self.catching_up = Some(at + 1);
+        Some(self.envelopes.updated(&watched.0[at]))
     }
 
     fn close(&mut self) {
@@ -396,15 +708,13 @@ impl ListenStream {
             "id": self.id,
             "result": {"resultType": "complete", "_meta": self.result_meta},
         });
+        self.catching_up = None;
         self.pending.push_back(message(&result));
         self.next_change = None;
         self.next_close = None;
+        self.slot = None;
         self.done = true;
     }
-}
-
-fn notification(method: &str, meta: &Value) -> Value {
-    json!({"jsonrpc": "2.0", "method": method, "params": {"_meta": meta}})
 }
 
 impl MessageSource for ListenStream {
@@ -420,13 +730,18 @@ impl MessageSource for ListenStream {
             if let Some(next_change) = &mut self.next_change
                 && let Poll::Ready((received, rx)) = next_change.as_mut().poll(cx)
             {
-                self.next_change = Some(next(rx));
                 match received {
-                    Ok(change) => self.notify(&change),
+                    Ok(change) => {
+                        self.next_change = Some(next(rx));
+                        self.notify(&change);
+                    }
                     Err(broadcast::error::RecvError::Closed) => self.close(),
                     Err(broadcast::error::RecvError::Lagged(missed)) => {
                         tracing::debug!(target: "wymcp::listen", missed, "a listen stream fell behind");
-                        self.caught_up();
+                        // Skip the backlog the summary covers: the stream
+                        // hears what is published from now on.
+                        self.next_change = Some(next(rx.resubscribe()));
+                        self.fell_behind();
                     }
                 }
                 continue;
@@ -437,6 +752,15 @@ impl MessageSource for ListenStream {
                 // Asked to close, or the bus is gone: either way, end cleanly.
                 self.close();
                 continue;
+            }
+            if self.end_of_life.as_mut().poll(cx).is_ready() {
+                tracing::debug!(target: "wymcp::listen", "a listen stream reached its lifetime");
+                self.close();
+                continue;
+            }
+            // A catch-up after falling behind: one watched URI per poll.
+            if let Some(message) = self.catch_up() {
+                return Poll::Ready(Some(message));
             }
             return Poll::Pending;
         }
@@ -453,11 +777,21 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::protocol::error::ErrorCode;
 
     #[allow(clippy::needless_pass_by_value)]
     fn filter(notifications: Value) -> Filter {
-        Filter::from_params(Some(&json!({ "notifications": notifications }))).unwrap()
+        Filter::from_params(
+            Some(&json!({ "notifications": notifications })),
+            &ListenLimits::default(),
+        )
+        .unwrap()
+    }
+
+    /// A slot on `bus` for a caller of its own.
+    fn slot(bus: &ChangeBus) -> Slot {
+        static CALLERS: AtomicUsize = AtomicUsize::new(0);
+        let caller = format!("test-{}", CALLERS.fetch_add(1, Ordering::Relaxed));
+        bus.admit(&caller, &ListenLimits::default()).unwrap()
     }
 
     /// The stream's next message, if any.
@@ -486,8 +820,8 @@ mod tests {
         );
         assert!(f.tools_list_changed && !f.prompts_list_changed && !f.resources_list_changed);
         assert_eq!(
-            f.resource_subscriptions.as_deref(),
-            Some(&["a://x".to_owned()][..])
+            f.resource_subscriptions,
+            Some(Watched(vec![Box::from("a://x")]))
         );
         assert_eq!(filter(json!({})), Filter::default());
         for bad in [
@@ -498,10 +832,10 @@ mod tests {
             json!({"notifications": {"resourceSubscriptions": "a://x"}}),
             json!({"notifications": {"resourceSubscriptions": [1]}}),
         ] {
-            let err = Filter::from_params(Some(&bad)).unwrap_err();
+            let err = Filter::from_params(Some(&bad), &ListenLimits::default()).unwrap_err();
             assert_eq!(err.code, ErrorCode::INVALID_PARAMS, "{bad}");
         }
-        assert!(Filter::from_params(None).is_err());
+        assert!(Filter::from_params(None, &ListenLimits::default()).is_err());
     }
 
     #[test]
@@ -528,7 +862,7 @@ mod tests {
             filter(json!({"toolsListChanged": true, "promptsListChanged": true})),
         )
         .support(support)
-        .open(&bus);
+        .open(&bus, slot(&bus));
         let mut body = response;
         let ack = next_event(&mut body).await;
         assert_eq!(
@@ -551,8 +885,8 @@ mod tests {
     #[tokio::test]
     async fn only_requested_types_are_delivered() {
         let bus = ChangeBus::new();
-        let mut body =
-            Listen::new(json!(5), filter(json!({"promptsListChanged": true}))).open(&bus);
+        let mut body = Listen::new(json!(5), filter(json!({"promptsListChanged": true})))
+            .open(&bus, slot(&bus));
         let _ack = next_event(&mut body).await;
         assert_eq!(bus.publish(Change::ToolsListChanged), 1);
         bus.publish(Change::ResourcesListChanged);
@@ -571,7 +905,7 @@ mod tests {
             json!(1),
             filter(json!({"resourceSubscriptions": ["test://watched-resource"]})),
         )
-        .open(&bus);
+        .open(&bus, slot(&bus));
         let ack = next_event(&mut body).await;
         assert_eq!(
             ack["params"]["notifications"],
@@ -595,7 +929,7 @@ mod tests {
                 "io.modelcontextprotocol/serverInfo",
                 json!({"name": "s", "version": "1"}),
             )
-            .open(&bus);
+            .open(&bus, slot(&bus));
         let _ack = next_event(&mut body).await;
         assert_eq!(bus.listeners(), 1);
         assert_eq!(bus.close_all(), 1);
@@ -615,7 +949,7 @@ mod tests {
     #[tokio::test]
     async fn dropping_the_bus_closes_cleanly_too() {
         let bus = ChangeBus::new();
-        let mut body = Listen::new(json!(1), Filter::default()).open(&bus);
+        let mut body = Listen::new(json!(1), Filter::default()).open(&bus, slot(&bus));
         let _ack = next_event(&mut body).await;
         drop(bus);
         let last = next_event(&mut body).await;
@@ -630,7 +964,7 @@ mod tests {
             json!(1),
             filter(json!({"toolsListChanged": true, "resourceSubscriptions": ["u://1"]})),
         )
-        .open(&bus);
+        .open(&bus, slot(&bus));
         let _ack = next_event(&mut body).await;
         for _ in 0..=BUS_CAPACITY {
             bus.publish(Change::PromptsListChanged);
@@ -640,5 +974,144 @@ mod tests {
         assert_eq!(first["method"], "notifications/tools/list_changed");
         assert_eq!(second["method"], "notifications/resources/updated");
         assert_eq!(second["params"]["uri"], "u://1");
+    }
+
+    /// Rule (issue 16, item 4): a stream that fell behind skips the backlog
+    /// the summary covers (one list_changed, not 257) and is told about each
+    /// watched URI once, one per poll, in a number of steps that grows with
+    /// the URIs watched, not with their square.
+    #[tokio::test]
+    async fn a_lagging_stream_skips_its_backlog_and_catches_up_one_uri_a_poll() {
+        let bus = ChangeBus::new();
+        let uris: Vec<String> = (0..2_000).map(|i| format!("u://{i}")).collect();
+        let limits = ListenLimits::default().max_watched_uris(uris.len());
+        let watched = Filter::from_params(
+            Some(&json!({"notifications": {"toolsListChanged": true, "resourceSubscriptions": uris}})),
+            &limits,
+        )
+        .unwrap();
+        let mut body = Listen::new(json!(1), watched).open(&bus, slot(&bus));
+        let _ack = next_event(&mut body).await;
+        for _ in 0..=BUS_CAPACITY {
+            bus.publish(Change::ToolsListChanged);
+        }
+        let first = next_event(&mut body).await;
+        assert_eq!(first["method"], "notifications/tools/list_changed");
+        // Every watched URI once, each message one poll.
+        let mut told = std::collections::BTreeSet::new();
+        for _ in 0..uris.len() {
+            let waker = std::task::Waker::noop();
+            let mut cx = Context::from_waker(waker);
+            let Poll::Ready(Some(message)) = body.poll_message(&mut cx) else {
+                panic!("a catch-up message at each poll");
+            };
+            let event: Value = serde_json::from_slice(&message).unwrap();
+            assert_eq!(event["method"], "notifications/resources/updated");
+            assert!(told.insert(event["params"]["uri"].as_str().unwrap().to_owned()));
+        }
+        assert_eq!(told.len(), uris.len());
+        // The backlog was skipped: no stale list_changed follows.
+        assert!(nothing_within(&mut body, Duration::from_millis(50)).await);
+        // And the stream still hears what comes next.
+        bus.publish(Change::ToolsListChanged);
+        assert_eq!(
+            next_event(&mut body).await["method"],
+            "notifications/tools/list_changed"
+        );
+    }
+
+    /// Rule (issue 16, item 2): the filter is bounded: too many URIs, or one
+    /// too long, is -32602 naming the limit.
+    #[test]
+    fn the_filter_is_bounded() {
+        let limits = ListenLimits::default().max_watched_uris(2).max_uri_bytes(8);
+        let read = |uris: Value| {
+            Filter::from_params(
+                Some(&json!({"notifications": {"resourceSubscriptions": uris}})),
+                &limits,
+            )
+        };
+        assert!(read(json!(["a://1", "a://2"])).is_ok());
+        let many = read(json!(["a://1", "a://2", "a://3"])).unwrap_err();
+        assert_eq!(many.code, ErrorCode::INVALID_PARAMS);
+        assert_eq!(many.data.unwrap()["limit"], "max_watched_uris");
+        let long = read(json!(["a://123456"])).unwrap_err();
+        assert_eq!(long.code, ErrorCode::INVALID_PARAMS);
+        assert_eq!(long.data.unwrap()["limit"], "max_uri_bytes");
+        // Repeated URIs are kept once.
+        let twice = read(json!(["a://1", "a://1"])).unwrap();
+        assert_eq!(twice.resource_subscriptions.unwrap().len(), 1);
+    }
+
+    /// Rule (issue 16, item 1): streams are counted per caller and in all;
+    /// a caller at its limit is refused while another is served, the server
+    /// at its limit refuses everyone, and a closed stream gives its slot back.
+    #[test]
+    fn streams_are_admitted_within_the_caller_and_server_limits() {
+        let bus = ChangeBus::new();
+        let limits = ListenLimits::default()
+            .max_streams(3)
+            .max_streams_per_caller(2);
+        let a1 = bus.admit("a", &limits).unwrap();
+        let _a2 = bus.admit("a", &limits).unwrap();
+        assert_eq!(bus.admit("a", &limits).unwrap_err(), Over::Caller);
+        let _b1 = bus.admit("b", &limits).unwrap();
+        assert_eq!(bus.admit("c", &limits).unwrap_err(), Over::Server);
+        assert_eq!(bus.listeners(), 3);
+        drop(a1);
+        assert_eq!(bus.listeners(), 2);
+        let _c1 = bus.admit("c", &limits).unwrap();
+        assert_eq!(bus.admit("a", &limits).unwrap_err(), Over::Server);
+        assert_eq!(busy(Over::Caller, &limits).code, ErrorCode::INVALID_REQUEST);
+        assert_eq!(busy(Over::Server, &limits).code, ErrorCode::INTERNAL_ERROR);
+    }
+
+    /// Rule (issue 16, item 5): a stream ends cleanly at its lifetime, as at
+    /// shutdown: the `complete` result, then the end.
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_ends_cleanly_at_its_lifetime() {
+        let bus = ChangeBus::new();
+        let mut body = Listen::new(json!(7), filter(json!({"toolsListChanged": true})))
+            .lifetime(Duration::from_secs(60))
+            .open(&bus, slot(&bus));
+        let _ack = next_event(&mut body).await;
+        tokio::time::advance(Duration::from_secs(59)).await;
+        bus.publish(Change::ToolsListChanged);
+        assert_eq!(
+            next_event(&mut body).await["method"],
+            "notifications/tools/list_changed"
+        );
+        tokio::time::advance(Duration::from_secs(2)).await;
+        let last = next_event(&mut body).await;
+        assert_eq!(last["id"], 7);
+        assert_eq!(last["result"]["resultType"], "complete");
+        assert!(frame(&mut body).await.is_none());
+    }
+
+    /// Rule (issue 16, item 3): each notification's envelope is rendered
+    /// when the stream opens; an `updated` is its two halves around the URI,
+    /// valid JSON whatever the URI holds.
+    #[tokio::test]
+    async fn envelopes_are_rendered_once_and_stay_valid() {
+        let bus = ChangeBus::new();
+        let mut body = Listen::new(
+            json!("s\"1"),
+            filter(json!({"toolsListChanged": true, "resourceSubscriptions": ["q://\"x\"/"]})),
+        )
+        .open(&bus, slot(&bus));
+        let _ack = next_event(&mut body).await;
+        bus.publish(Change::ToolsListChanged);
+        bus.publish(Change::ToolsListChanged);
+        bus.publish(Change::ResourceUpdated("q://\"x\"/a\nb".into()));
+        let one = frame(&mut body).await.unwrap();
+        let two = frame(&mut body).await.unwrap();
+        // The same bytes, shared.
+        assert_eq!(one.as_ptr(), two.as_ptr());
+        let updated: Value = serde_json::from_slice(&frame(&mut body).await.unwrap()).unwrap();
+        assert_eq!(
+            updated,
+            json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                   "params": {"uri": "q://\"x\"/a\nb", "_meta": {SUBSCRIPTION_ID: "s\"1"}}})
+        );
     }
 }

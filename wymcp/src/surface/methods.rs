@@ -26,7 +26,7 @@ use super::completion::{self, CompletionFn};
 use super::context::HandlerError;
 use super::error::SurfaceError;
 use super::finish::{CachePolicy, Finishing, ServerInfo};
-use super::listen::{ChangeBus, Filter, Listen, Support};
+use super::listen::{self, ChangeBus, Filter, Listen, ListenLimits, Support};
 use super::prompt::{self, Prompt};
 use super::resource::{self, Resource, ResourceTemplate, Target};
 use super::tool::{self, Tool};
@@ -37,6 +37,7 @@ use crate::protocol::headers::HeaderParam;
 use crate::protocol::jsonrpc::MessageKind;
 use crate::protocol::meta::SERVER_INFO;
 use crate::protocol::revision::{Era, Revision};
+use crate::protocol::text::truncated;
 
 /// Which capabilities the server advertises, decided at build time: a
 /// method gated behind a capability the server does not advertise is
@@ -72,6 +73,8 @@ pub(crate) struct Surface {
     pub changes: ChangeBus,
     /// What every handler's context shares: the catalog.
     pub shared: Arc<http::Extensions>,
+    /// The limits of listen streams.
+    pub listen_limits: ListenLimits,
 }
 
 impl std::fmt::Debug for Surface {
@@ -157,6 +160,7 @@ pub(crate) struct SurfaceBuilder {
     pub(crate) subscribe: bool,
     pub(crate) logging: bool,
     pub(crate) force: Advertised,
+    pub(crate) listen_limits: ListenLimits,
 }
 
 impl std::fmt::Debug for SurfaceBuilder {
@@ -224,6 +228,7 @@ impl SurfaceBuilder {
             sealer: Arc::new(sealer),
             changes,
             shared: Arc::new(shared),
+            listen_limits: self.listen_limits,
         })
     }
 }
@@ -293,9 +298,9 @@ impl Advertised {
 fn method_not_found(method: &str) -> RpcError {
     RpcError::new(
         ErrorCode::METHOD_NOT_FOUND,
-        format!("method `{method}` not found"),
+        format!("method `{}` not found", truncated(method)),
     )
-    .data(json!({"method": method}))
+    .data(json!({"method": truncated(method)}))
 }
 
 /// The string member `key` of the params, or `""`.
@@ -373,8 +378,8 @@ impl Surface {
                 return match self.catalog.tool(name) {
                     Some(found) => tool::call(found, call, env),
                     None => HandlerError::InvalidParams {
-                        message: format!("unknown tool `{name}`"),
-                        data: Some(json!({"name": name})),
+                        message: format!("unknown tool `{}`", truncated(name)),
+                        data: Some(json!({"name": truncated(name)})),
                     }
                     .into_rpc(method)
                     .into(),
@@ -396,8 +401,8 @@ impl Surface {
                 return match self.catalog.prompt(name) {
                     Some(found) => prompt::get(&found, call, env),
                     None => HandlerError::InvalidParams {
-                        message: format!("unknown prompt `{name}`"),
-                        data: Some(json!({"name": name})),
+                        message: format!("unknown prompt `{}`", truncated(name)),
+                        data: Some(json!({"name": truncated(name)})),
                     }
                     .into_rpc(method)
                     .into(),
@@ -434,14 +439,26 @@ impl Surface {
     /// `subscriptions/listen`: the stream of the catalog's changes the
     /// client's filter asked for (see [`listen`](super::listen)).
     fn listen(&self, call: &Call<'_>) -> Answer {
-        let filter = match Filter::from_params(call.params.as_ref()) {
+        let limits = &self.listen_limits;
+        let filter = match Filter::from_params(call.params.as_ref(), limits) {
             Ok(filter) => filter,
             Err(error) => return error.into(),
         };
+        let slot = match self.changes.admit(&call.caller(), limits) {
+            Ok(slot) => slot,
+            Err(over) => {
+                return Answer::Busy {
+                    error: listen::busy(over, limits),
+                    over,
+                    retry_after: listen::RETRY_AFTER,
+                };
+            }
+        };
         let stream = Listen::new(call.id.clone(), filter)
             .support(self.advertised.listen())
+            .lifetime(limits.max_lifetime)
             .result_meta(SERVER_INFO, self.finishing.info().clone())
-            .open(&self.changes);
-        Answer::Listen(stream)
+            .open(&self.changes, slot);
+        Answer::Listen(Box::new(stream))
     }
 }

@@ -53,8 +53,8 @@ pub use context::{BoxFuture, Context, HandlerError};
 pub use error::SurfaceError;
 pub(crate) use finish::CachePolicy;
 pub use finish::{CacheScope, ServerInfo};
-pub use listen::Change;
-pub(crate) use listen::ChangeBus;
+pub use listen::{Change, ListenLimits};
+pub(crate) use listen::{ChangeBus, Over};
 pub use methods::DEFAULT_PAGE_SIZE;
 pub(crate) use methods::{Surface, SurfaceBuilder};
 #[cfg(test)]
@@ -65,3 +65,4 @@ pub use resource::{Resource, ResourceTemplate, TemplateVars};
 pub use tool::{NoArgs, Tool, ToolResult};
 
 pub(crate) use completion::boxed as boxed_completion;
+pub(crate) use legacy::negotiate;

@@ -31,6 +31,7 @@ use super::finish::ServerMeta;
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::headers::{HeaderParam, HeaderParamType};
 use crate::protocol::revision::Era;
+use crate::protocol::text::{Bounded, truncated};
 
 pub(crate) type ToolFn =
     dyn Fn(Value, Context) -> BoxFuture<Result<ToolResult, HandlerError>> + Send + Sync;
@@ -352,10 +353,13 @@ impl Registered {
         if self.input_validator.is_valid(arguments) {
             return None;
         }
-        self.input_validator
-            .iter_errors(arguments)
-            .next()
-            .map(|e| format!("{e} at `{}`", e.instance_path()))
+        self.input_validator.iter_errors(arguments).next().map(|e| {
+            format!(
+                "{} at `{}`",
+                truncated(&e.to_string()),
+                truncated(e.instance_path().as_str())
+            )
+        })
     }
 
     /// How a successful result breaks the `outputSchema`, if it does.
@@ -410,7 +414,7 @@ pub(crate) fn call(tool: Arc<Registered>, mut call: Call<'_>, env: Env<'_>) -> A
             Err(other) => return Err(other),
         };
         if let Some(problem) = tool.check_output(&result) {
-            tracing::error!(tool = tool.name(), %problem, "tool result breaks its outputSchema");
+            tracing::error!(tool = %Bounded(tool.name()), problem = %Bounded(&problem), "tool result breaks its outputSchema");
             return Err(HandlerError::Rpc {
                 code: ErrorCode::INTERNAL_ERROR,
                 message: format!("tool `{}` returned an invalid result", tool.name()),

@@ -1,0 +1,248 @@
+//! `subscriptions/listen` end to end, through the default chain: the
+//! acknowledgement first, every message tagged with the subscription id, the
+//! filter honoured, list_changed on a catalog change at run time,
+//! resources/updated for a watched resource, and a clean close.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::StatusCode;
+use serde_json::{Value, json};
+use wymcp::fuzzing::meta::SUBSCRIPTION_ID;
+use wymcp::{Context, Prompt, PromptResult, Resource, Server, Tool, ToolResult};
+
+use crate::support::{Req, Stream, chain, meta, send};
+
+fn tool(name: &str) -> Tool {
+    Tool::new(name)
+        .raw_handler(|_args: Value, _cx: Context| async move { Ok(ToolResult::text("ok")) })
+}
+
+fn server() -> Arc<Server> {
+    Arc::new(
+        Server::builder()
+            .tool(tool("first"))
+            .prompt(
+                Prompt::new("p")
+                    .handler(|_args, _cx| async move { Ok(PromptResult::new().user("hi")) }),
+            )
+            .resource(Resource::new("test://watched-resource", "watched").text("v1"))
+            .list_changed()
+            .resource_subscriptions()
+            .build()
+            .unwrap(),
+    )
+}
+
+/// A `subscriptions/listen` asking for `notifications`.
+fn listen_request(id: &Value, notifications: &Value) -> Req {
+    Req::modern(id.clone(), "subscriptions/listen").params(json!({"notifications": notifications}))
+}
+
+async fn listen(server: &Arc<Server>, id: &Value, notifications: &Value) -> Stream {
+    let app = chain(server.clone());
+    let stream = Stream::open(&app, listen_request(id, notifications)).await;
+    assert_eq!(stream.status, StatusCode::OK);
+    assert_eq!(stream.headers["content-type"], "text/event-stream");
+    assert_eq!(stream.headers["x-accel-buffering"], "no");
+    assert!(stream.headers.get("mcp-session-id").is_none());
+    stream
+}
+
+fn tag(message: &Value) -> &Value {
+    &message["params"]["_meta"][SUBSCRIPTION_ID]
+}
+
+#[tokio::test]
+async fn the_acknowledgement_comes_first_tagged_with_the_listen_id() {
+    let server = server();
+    let id = json!("listen-1");
+    let mut stream = listen(
+        &server,
+        &id,
+        &json!({"toolsListChanged": true, "bogus": true}),
+    )
+    .await;
+    let ack = stream.next().await;
+    assert_eq!(ack["jsonrpc"], "2.0");
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert!(ack.get("id").is_none());
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
+    assert_eq!(tag(&ack), &id);
+}
+
+#[tokio::test]
+async fn a_tool_added_at_run_time_is_announced_to_streams_that_asked() {
+    let server = server();
+    let mut tools = listen(&server, &json!(1), &json!({"toolsListChanged": true})).await;
+    let mut prompts = listen(&server, &json!(2), &json!({"promptsListChanged": true})).await;
+    let _ = tools.next().await;
+    let _ = prompts.next().await;
+    server.catalog().add_tool(tool("second")).unwrap();
+    let change = tools.next().await;
+    assert_eq!(
+        change,
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+               "params": {"_meta": {SUBSCRIPTION_ID: 1}}})
+    );
+    // Filtered to prompts: the tool change never arrives.
+    assert!(
+        prompts
+            .next_within(Duration::from_millis(200))
+            .await
+            .is_none()
+    );
+    server.catalog().remove_prompt("p");
+    let change = prompts.next().await;
+    assert_eq!(change["method"], "notifications/prompts/list_changed");
+    assert_eq!(tag(&change), &json!(2));
+    assert!(
+        tools
+            .next_within(Duration::from_millis(200))
+            .await
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn a_watched_resource_gets_updated_notifications() {
+    let server = server();
+    let mut stream = listen(
+        &server,
+        &json!("w"),
+        &json!({"resourceSubscriptions": ["test://watched-resource"]}),
+    )
+    .await;
+    let ack = stream.next().await;
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"resourceSubscriptions": ["test://watched-resource"]})
+    );
+    server.notify_resource_updated("test://other");
+    server.notify_resource_updated("test://watched-resource");
+    let updated = stream.next().await;
+    assert_eq!(
+        updated,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+               "params": {"uri": "test://watched-resource", "_meta": {SUBSCRIPTION_ID: "w"}}})
+    );
+}
+
+#[tokio::test]
+async fn closing_subscriptions_ends_each_stream_with_a_complete_result() {
+    let server = server();
+    let id = json!(77);
+    let mut stream = listen(&server, &id, &json!({"toolsListChanged": true})).await;
+    let _ = stream.next().await;
+    server.close_subscriptions();
+    let last = stream.next().await;
+    assert_eq!(last["id"], id);
+    assert_eq!(last["result"]["resultType"], "complete");
+    assert_eq!(last["result"]["_meta"][SUBSCRIPTION_ID], id);
+    assert!(stream.ended().await);
+}
+
+#[tokio::test]
+async fn a_listen_without_a_filter_object_is_invalid_params() {
+    let server = server();
+    let app = chain(server.clone());
+    let id = json!(5);
+    let reply = send(&app, listen_request(&id, &json!([true]))).await;
+    reply.error(StatusCode::BAD_REQUEST, -32602, &id);
+}
+
+#[tokio::test]
+async fn no_log_messages_ever_reach_a_listen_stream() {
+    let server = server();
+    let app = chain(server.clone());
+    let req = listen_request(&json!(1), &json!({"toolsListChanged": true}))
+        .meta(json!({"io.modelcontextprotocol/logLevel": "debug"}));
+    let mut stream = Stream::open(&app, req).await;
+    let _ = stream.next().await;
+    server.catalog().add_tool(tool("third")).unwrap();
+    let change = stream.next().await;
+    assert_eq!(change["method"], "notifications/tools/list_changed");
+    assert!(
+        stream
+            .next_within(Duration::from_millis(200))
+            .await
+            .is_none()
+    );
+}
+
+/// Over a real socket, through a graceful shutdown: the listen stream ends
+/// with its complete result and the end of the chunked body, and the server
+/// stops instead of waiting forever on the open stream.
+#[tokio::test]
+async fn a_graceful_shutdown_ends_open_listen_streams_cleanly() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let server = server();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let closer = server.clone();
+    let serving = tokio::spawn(
+        wymcp::serve(listener, chain(server.clone()))
+            .with_graceful_shutdown(async move {
+                let _ = stopped.await;
+                closer.close_subscriptions();
+            })
+            .into_future(),
+    );
+
+    let body = json!({"jsonrpc": "2.0", "id": "bye", "method": "subscriptions/listen", "params": {
+        "_meta": meta(), "notifications": {"toolsListChanged": true},
+    }})
+    .to_string();
+    let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    socket.write_all(head.as_bytes()).await.unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("subscriptions/acknowledged") {
+        let n = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(n > 0);
+        seen.extend_from_slice(&buf[..n]);
+    }
+    stop.send(()).unwrap();
+    // Read to the end of the connection.
+    loop {
+        let n = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut buf))
+            .await
+            .expect("the stream ended in time")
+            .unwrap();
+        if n == 0 {
+            break;
+        }
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&seen);
+    let at = text.find(r#""result":"#).expect("a result on the stream");
+    let result = &text[at..];
+    assert!(result.contains(r#""resultType":"complete""#), "{text}");
+    assert!(
+        result.contains(r#""io.modelcontextprotocol/subscriptionId":"bye""#),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("0\r\n\r\n"),
+        "the chunked body was ended: {text:?}"
+    );
+    tokio::time::timeout(Duration::from_secs(5), serving)
+        .await
+        .expect("the server shut down")
+        .unwrap()
+        .unwrap();
+}

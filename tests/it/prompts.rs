@@ -1,0 +1,144 @@
+//! Prompts (listing, arguments, missing arguments) and completion.
+
+use http::StatusCode;
+use serde_json::json;
+use wymcp::{CompletionRef, Completions};
+use wymcp::{Content, Prompt, PromptResult, Server};
+
+use crate::support::{Req, assert_schema, dispatch};
+
+fn server() -> Server {
+    Server::builder()
+        .prompt(
+            Prompt::new("greet")
+                .description("Greets")
+                .argument("name", "Who")
+                .optional_argument("tone", "How")
+                .handler(|args, _| async move {
+                    Ok(PromptResult::new()
+                        .user(format!(
+                            "Hello {} ({})",
+                            args["name"],
+                            args.get("tone").map_or("plain", String::as_str)
+                        ))
+                        .assistant(Content::image("AAAA", "image/png")))
+                }),
+        )
+        .completion(|request, _| async move {
+            Ok(match request.reference {
+                CompletionRef::Prompt(name) if name == "greet" && request.argument == "name" => {
+                    Completions::matching(&request.value, ["paris", "park", "party", "london"])
+                }
+                _ => Completions::new((0..150).map(|i| i.to_string())),
+            })
+        })
+        .build()
+        .unwrap()
+}
+
+/// prompts/list lists the arguments, required or not; cacheable.
+#[tokio::test]
+async fn prompts_list_lists_arguments() {
+    let answer = dispatch(&server(), Req::modern(1, "prompts/list")).await;
+    let result = answer.ok(&json!(1));
+    assert_schema("2026-07-28", "ListPromptsResult", result);
+    assert_eq!(
+        result["prompts"],
+        json!([{"name": "greet", "description": "Greets", "arguments": [
+            {"name": "name", "description": "Who", "required": true},
+            {"name": "tone", "description": "How"}
+        ]}])
+    );
+    assert_eq!(result["ttlMs"], 0);
+}
+
+/// prompts/get renders the messages from the arguments.
+#[tokio::test]
+async fn prompts_get_renders_messages() {
+    let params = json!({"name": "greet", "arguments": {"name": "Ada", "tone": "warm"}});
+    let answer = dispatch(
+        &server(),
+        Req::modern(2, "prompts/get").params(params.clone()),
+    )
+    .await;
+    let result = answer.ok(&json!(2));
+    assert_schema("2026-07-28", "GetPromptResult", result);
+    assert_eq!(
+        result["messages"],
+        json!([
+            {"role": "user", "content": {"type": "text", "text": "Hello Ada (warm)"}},
+            {"role": "assistant", "content": {"type": "image", "data": "AAAA", "mimeType": "image/png"}}
+        ])
+    );
+}
+
+/// A missing required argument, a non-string one, and an unknown prompt are
+/// 400/-32602.
+#[tokio::test]
+async fn bad_prompt_requests_are_invalid_params() {
+    let server = server();
+    for (id, params) in [
+        (3, json!({"name": "greet"})),
+        (4, json!({"name": "greet", "arguments": {"tone": "warm"}})),
+        (5, json!({"name": "greet", "arguments": {"name": 7}})),
+        (6, json!({"name": "nope", "arguments": {}})),
+    ] {
+        let answer = dispatch(
+            &server,
+            Req::modern(id, "prompts/get").params(params.clone()),
+        )
+        .await;
+        answer.error(StatusCode::BAD_REQUEST, -32602, &json!(id));
+    }
+    let answer = dispatch(
+        &server,
+        Req::modern(3, "prompts/get").params(json!({"name": "greet"})),
+    )
+    .await;
+    assert_eq!(answer.body["error"]["data"]["missing"], json!(["name"]));
+}
+
+/// completion/complete answers suggestions, at most 100 (hasMore beyond),
+/// and refuses a malformed ref.
+#[tokio::test]
+async fn completion_suggests_values() {
+    let server = server();
+    let params = json!({"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "name", "value": "par"}});
+    let answer = dispatch(
+        &server,
+        Req::modern(7, "completion/complete").params(params.clone()),
+    )
+    .await;
+    let result = answer.ok(&json!(7));
+    assert_schema("2026-07-28", "CompleteResult", result);
+    assert_eq!(
+        result["completion"],
+        json!({"values": ["paris", "park", "party"]})
+    );
+    let params = json!({"ref": {"type": "ref/resource", "uri": "x://{a}"}, "argument": {"name": "a", "value": ""}});
+    let answer = dispatch(
+        &server,
+        Req::modern(8, "completion/complete").params(params.clone()),
+    )
+    .await;
+    let result = answer.ok(&json!(8));
+    assert_schema("2026-07-28", "CompleteResult", result);
+    assert_eq!(
+        result["completion"]["values"].as_array().unwrap().len(),
+        100
+    );
+    assert_eq!(
+        (
+            result["completion"]["hasMore"].clone(),
+            result["completion"]["total"].clone()
+        ),
+        (json!(true), json!(150))
+    );
+    let params = json!({"ref": {"type": "ref/nothing"}, "argument": {"name": "a", "value": ""}});
+    let answer = dispatch(
+        &server,
+        Req::modern(9, "completion/complete").params(params.clone()),
+    )
+    .await;
+    answer.error(StatusCode::BAD_REQUEST, -32602, &json!(9));
+}

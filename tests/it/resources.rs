@@ -1,0 +1,189 @@
+//! Resources: static and template reads, listing, not found (-32602 with
+//! `data.uri` on 2026, -32002 on 2025), caching hints, pagination cursors.
+
+use http::StatusCode;
+use serde_json::{Value, json};
+use wymcp::{Era, Resource, ResourceContents, ResourceTemplate, Server};
+
+use crate::support::{Reply, Req, assert_schema, dispatch};
+
+fn server() -> Server {
+    Server::builder()
+        .resource(
+            Resource::new("test://static-text", "Static text")
+                .description("text")
+                .mime_type("text/plain")
+                .text("This is the content of the static text resource."),
+        )
+        .resource(
+            Resource::new("test://static-binary", "Static binary")
+                .mime_type("image/png")
+                .blob("iVBORw0KGgo="),
+        )
+        .resource(Resource::new("test://empty", "Empty").handler(|_, _| async { Ok(Vec::new()) }))
+        .resource_template(
+            ResourceTemplate::new("test://template/{id}/data", "Template")
+                .mime_type("application/json")
+                .handler(|uri, vars, _| async move {
+                    Ok(vec![ResourceContents::text(
+                        uri,
+                        json!({"id": vars["id"]}).to_string(),
+                    )])
+                }),
+        )
+        .build()
+        .unwrap()
+}
+
+async fn read(server: &Server, era: Era, id: i64, uri: &str) -> Reply {
+    let req = match era {
+        Era::Modern => Req::modern(id, "resources/read"),
+        Era::Legacy => Req::legacy(id, "resources/read"),
+    };
+    dispatch(server, req.params(json!({"uri": uri}))).await
+}
+
+/// resources/list lists direct resources only; templates/list the
+/// templates; both carry the caching hint and are schema-valid.
+#[tokio::test]
+async fn lists_resources_and_templates() {
+    let server = server();
+    let answer = dispatch(&server, Req::modern(1, "resources/list")).await;
+    let result = answer.ok(&json!(1));
+    assert_schema("2026-07-28", "ListResourcesResult", result);
+    assert_eq!(
+        result["resources"][0],
+        json!({
+            "uri": "test://static-text", "name": "Static text", "description": "text", "mimeType": "text/plain"
+        })
+    );
+    assert_eq!(result["resources"].as_array().unwrap().len(), 3);
+    assert_eq!(result["cacheScope"], "private");
+    let answer = dispatch(&server, Req::modern(2, "resources/templates/list")).await;
+    let result = answer.ok(&json!(2));
+    assert_schema("2026-07-28", "ListResourceTemplatesResult", result);
+    assert_eq!(
+        result["resourceTemplates"],
+        json!([{
+            "uriTemplate": "test://template/{id}/data", "name": "Template", "mimeType": "application/json"
+        }])
+    );
+}
+
+/// Static text and blob contents carry the resource's media type; a read
+/// result is cacheable and schema-valid.
+#[tokio::test]
+async fn reads_static_resources() {
+    let server = server();
+    let answer = read(&server, Era::Modern, 3, "test://static-text").await;
+    let result = answer.ok(&json!(3));
+    assert_schema("2026-07-28", "ReadResourceResult", result);
+    assert_eq!(
+        result["contents"],
+        json!([{
+            "uri": "test://static-text", "mimeType": "text/plain",
+            "text": "This is the content of the static text resource."
+        }])
+    );
+    assert_eq!(
+        (result["ttlMs"].clone(), result["resultType"].clone()),
+        (json!(0), json!("complete"))
+    );
+    let answer = read(&server, Era::Modern, 4, "test://static-binary").await;
+    assert_eq!(answer.ok(&json!(4))["contents"][0]["blob"], "iVBORw0KGgo=");
+}
+
+/// A URI matching a template is read by its handler with the variables.
+#[tokio::test]
+async fn reads_through_a_template() {
+    let answer = read(&server(), Era::Modern, 5, "test://template/123/data").await;
+    let result = answer.ok(&json!(5));
+    assert_eq!(
+        result["contents"],
+        json!([{
+            "uri": "test://template/123/data", "mimeType": "application/json", "text": "{\"id\":\"123\"}"
+        }])
+    );
+}
+
+/// Not found: 2026 says -32602 with `data.uri` (SEP-2164), never empty
+/// contents; 2025 says -32002.
+#[tokio::test]
+async fn unknown_resources_are_not_found() {
+    let server = server();
+    for (id, uri) in [
+        (6, "test://nope"),
+        (7, "test://template//data"),
+        (8, "test://empty"),
+        (10, "test://template/1/2/data"),
+    ] {
+        let answer = read(&server, Era::Modern, id, uri).await;
+        let error = answer.error(StatusCode::BAD_REQUEST, -32602, &json!(id));
+        assert_eq!(error["data"], json!({"uri": uri}));
+    }
+    let answer = read(&server, Era::Legacy, 9, "test://nope").await;
+    let error = answer.error(StatusCode::OK, -32002, &json!(9));
+    assert_eq!(error["data"]["uri"], "test://nope");
+}
+
+/// Lists are paged with opaque cursors; a cursor the server did not mint
+/// is 400/-32602.
+#[tokio::test]
+async fn pages_follow_cursors_and_refuse_bad_ones() {
+    let server = Server::builder()
+        .page_size(2)
+        .resource(Resource::new("a://1", "1").text("1"))
+        .resource(Resource::new("a://2", "2").text("2"))
+        .resource(Resource::new("a://3", "3").text("3"))
+        .build()
+        .unwrap();
+    let mut uris = Vec::new();
+    let mut params = json!({});
+    for id in 10..13 {
+        let answer = dispatch(
+            &server,
+            Req::modern(id, "resources/list").params(params.clone()),
+        )
+        .await;
+        let result = answer.ok(&json!(id)).clone();
+        assert_schema("2026-07-28", "ListResourcesResult", &result);
+        uris.extend(
+            result["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["uri"].clone()),
+        );
+        match result.get("nextCursor") {
+            Some(cursor) => params = json!({"cursor": cursor}),
+            None => break,
+        }
+    }
+    assert_eq!(uris, [json!("a://1"), json!("a://2"), json!("a://3")]);
+    for (id, cursor) in [
+        (20, json!("garbage")),
+        (21, json!("p1.99")),
+        (22, json!("")),
+    ] {
+        let params = json!({"cursor": cursor});
+        let answer = dispatch(
+            &server,
+            Req::modern(id, "resources/list").params(params.clone()),
+        )
+        .await;
+        answer.error(StatusCode::BAD_REQUEST, -32602, &json!(id));
+    }
+}
+
+/// Reads on the 2025 path: plain 2025 results (no resultType, no caching
+/// hint), valid against the 2025-11-25 schema.
+#[tokio::test]
+async fn legacy_reads_are_2025_results() {
+    let answer = read(&server(), Era::Legacy, 30, "test://static-text").await;
+    let result = answer.ok(&json!(30));
+    assert!(result.get("resultType").is_none());
+    assert!(result.get("ttlMs").is_none());
+    assert!(result.get("_meta").is_none());
+    assert_schema("2025-11-25", "ReadResourceResult", result);
+    let _: &Value = result;
+}
