@@ -3,11 +3,20 @@
 //! chain (`cargo run -p wymcp-examples --example everything -- --bind
 //! 127.0.0.1:3000`) or, with `--stdio`, on stdin and stdout as a client's
 //! subprocess.
+//!
+//! Without auth flags it serves without auth. `--jwks-url URL --issuer ISS
+//! --audience AUD` makes it an OAuth resource server for JWT access tokens
+//! (`wymcp::auth::JwtVerifier`); `--introspection-url URL --client-id ID
+//! --client-secret S` (with `--audience AUD`, by default the served URL)
+//! one for opaque tokens (`wymcp::auth::Introspection`). Each takes
+//! `--required-scope S`, as often as needed: every request must hold it
+//! (`403 insufficient_scope` naming them otherwise).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use wymcp::auth::{AuthConfig, AuthFuture, Authenticator, Credentials, Introspection, JwtVerifier};
 use wymcp::axum::http::HeaderValue;
 use wymcp::mrtr::{InputKind, InputRequest, SealingKey};
 use wymcp::{CompletionRef, Completions, LogLevel, NoArgs, PromptArgs, TemplateVars};
@@ -516,7 +525,7 @@ fn completion(request: &wymcp::CompletionRequest) -> Completions {
     }
 }
 
-fn server(keys: Keys) -> Result<Server, wymcp::BuildError> {
+fn server(keys: Keys, auth: Option<AuthSetup>) -> Result<Server, wymcp::BuildError> {
     let mut builder = Server::builder()
         .info("wymcp-everything", env!("CARGO_PKG_VERSION"))
         .instructions("The MCP conformance suite's test server, built with wymcp.")
@@ -567,6 +576,9 @@ fn server(keys: Keys) -> Result<Server, wymcp::BuildError> {
     if let Some(key) = keys.current {
         builder = builder.sealing_key(key);
     }
+    if let Some(auth) = auth {
+        builder = builder.auth(auth.authenticator, auth.config);
+    }
     builder.build()
 }
 
@@ -599,10 +611,102 @@ impl Keys {
     }
 }
 
-const USAGE: &str = "usage: everything [--bind ADDR] [--replica NAME] [--trusted-proxy ADDR[/PREFIX]]… | --stdio \
+const USAGE: &str = "usage: everything [--bind ADDR] [--replica NAME] [--trusted-proxy ADDR[/PREFIX]]… \
+    [--jwks-url URL --issuer ISS --audience AUD | \
+    --introspection-url URL --client-id ID --client-secret S [--audience AUD] [--issuer ISS]] \
+    [--required-scope S]… | --stdio \
     (env WYMCP_SEALING_KEY: a shared requestState secret of at least 32 bytes, \
     WYMCP_SEALING_KEY_ID: its id, `shared` by default; \
     WYMCP_ACCEPT_SEALING_KEY[_ID]: a retired key that still unseals)";
+
+/// The auth settings of the command line; none of them: no auth.
+#[derive(Default)]
+struct AuthArgs {
+    jwks_url: Option<String>,
+    issuer: Option<String>,
+    audience: Option<String>,
+    introspection_url: Option<String>,
+    client_id: Option<String>,
+    client_secret: Option<String>,
+    required_scopes: Vec<String>,
+}
+
+/// The resource server the command line asked for.
+enum ResourceServer {
+    Jwt(JwtVerifier),
+    Introspection(Introspection),
+}
+
+impl Authenticator for ResourceServer {
+    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> AuthFuture<'a> {
+        match self {
+            ResourceServer::Jwt(verifier) => verifier.authenticate(credentials),
+            ResourceServer::Introspection(introspection) => introspection.authenticate(credentials),
+        }
+    }
+}
+
+/// What `server` is built with when the command line asks for auth.
+struct AuthSetup {
+    authenticator: ResourceServer,
+    config: AuthConfig,
+    /// What it does, for the start-up line.
+    mode: String,
+}
+
+impl AuthArgs {
+    /// The resource server the arguments describe, if any: JWT access
+    /// tokens checked against a JWK Set, or opaque tokens introspected.
+    fn resource_server(&self, bind: &str) -> Result<Option<AuthSetup>, Box<dyn std::error::Error>> {
+        let audience = self
+            .audience
+            .clone()
+            .unwrap_or_else(|| format!("http://{bind}/mcp"));
+        let config = |issuer: &str| {
+            AuthConfig::new()
+                .resource(audience.clone())
+                .authorization_server(issuer)
+                .required_scopes(self.required_scopes.clone())
+        };
+        if let Some(jwks_url) = &self.jwks_url {
+            let (Some(issuer), Some(audience)) = (&self.issuer, &self.audience) else {
+                return Err("--jwks-url needs --issuer and --audience".into());
+            };
+            let verifier = JwtVerifier::builder(issuer, audience)
+                .jwks_url(jwks_url)
+                .build()?;
+            return Ok(Some(AuthSetup {
+                authenticator: ResourceServer::Jwt(verifier),
+                config: config(issuer),
+                mode: format!(
+                    "JWT access tokens from {issuer} (keys at {jwks_url}) for {audience}"
+                ),
+            }));
+        }
+        if let Some(url) = &self.introspection_url {
+            let (Some(id), Some(secret)) = (&self.client_id, &self.client_secret) else {
+                return Err("--introspection-url needs --client-id and --client-secret".into());
+            };
+            let mut introspection =
+                Introspection::builder(url, &audience).client_credentials(id, secret);
+            if let Some(issuer) = &self.issuer {
+                introspection = introspection.issuer(issuer);
+            }
+            return Ok(Some(AuthSetup {
+                authenticator: ResourceServer::Introspection(introspection.build()?),
+                config: config(self.issuer.as_deref().unwrap_or(url)),
+                mode: format!("opaque tokens introspected at {url} for {audience}"),
+            }));
+        }
+        if self.issuer.is_some() || self.audience.is_some() || !self.required_scopes.is_empty() {
+            return Err(
+                "--issuer, --audience and --required-scope need --jwks-url or --introspection-url"
+                    .into(),
+            );
+        }
+        Ok(None)
+    }
+}
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -614,6 +718,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let mut bind = "127.0.0.1:3000".to_owned();
     let mut replica: Option<String> = None;
+    let mut auth = AuthArgs::default();
     let mut trusted: Vec<wymcp::IpNet> = Vec::new();
     let mut stdio = false;
     while let Some(arg) = args.next() {
@@ -622,12 +727,27 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ("--bind", args) => bind = args.next().ok_or(USAGE)?,
             ("--replica", args) => replica = Some(args.next().ok_or(USAGE)?),
             ("--trusted-proxy", args) => trusted.push(args.next().ok_or(USAGE)?.parse()?),
+            ("--jwks-url", args) => auth.jwks_url = Some(args.next().ok_or(USAGE)?),
+            ("--issuer", args) => auth.issuer = Some(args.next().ok_or(USAGE)?),
+            ("--audience", args) => auth.audience = Some(args.next().ok_or(USAGE)?),
+            ("--introspection-url", args) => {
+                auth.introspection_url = Some(args.next().ok_or(USAGE)?);
+            }
+            ("--client-id", args) => auth.client_id = Some(args.next().ok_or(USAGE)?),
+            ("--client-secret", args) => auth.client_secret = Some(args.next().ok_or(USAGE)?),
+            ("--required-scope", args) => auth.required_scopes.push(args.next().ok_or(USAGE)?),
             _ => return Err(format!("{USAGE}; got `{arg}`").into()),
         }
     }
+    let resource_server = auth.resource_server(&bind)?;
     // Replicas behind one load balancer share the key that seals MRTR
     // requestState, so a round begun on one finishes on any other.
-    let server = Arc::new(server(Keys::from_env()?)?);
+    let auth_mode = resource_server.as_ref().map(|setup| setup.mode.clone());
+    if stdio && resource_server.is_some() {
+        // A stdio client sends no bearer token: auth is HTTP's.
+        return Err("--stdio takes no auth flags: over stdio there is no token to check".into());
+    }
+    let server = Arc::new(server(Keys::from_env()?, resource_server)?);
     if stdio {
         wymcp::stdio::serve(server).await?;
         return Ok(());
@@ -652,6 +772,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let listener = tokio::net::TcpListener::bind(&bind).await?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
+    if let Some(mode) = auth_mode {
+        println!("auth: {mode}");
+    }
     let config = wymcp::ServeConfig::default().trusted_proxies(trusted);
     wymcp::serve_with(listener, router, config)
         .with_graceful_shutdown(wymcp::serve::shutdown_signal())

@@ -13,7 +13,9 @@
 #     (2026-07-28, legacy, auto) and the Inspector CLI (modern);
 #   * the same clients over stdio, each launching `everything --stdio`
 #     itself: TypeScript and Python in every era they speak, the Inspector
-#     CLI modern and legacy.
+#     CLI modern and legacy;
+#   * the Python client against examples/everything as an OAuth resource
+#     server, with tokens of a local issuer (interop/auth/).
 # Every check prints one PASS / FAIL / GAP line with its reason; details and
 # logs are under target/conformance/. The baselines passed to the suite
 # (conformance/2026-07-28.yaml, conformance/2025-11-25.yaml) hold deliberate
@@ -362,6 +364,77 @@ client py-2026-07-28 "$py" interop/py/client.py "$url" 2026-07-28
 client py-legacy "$py" interop/py/client.py "$url" legacy
 client py-auto "$py" interop/py/client.py "$url" auto
 client inspector-modern interop/inspector.sh "$url" "$work/inspector"
+
+# --- the resource server: a local issuer, a real client --------------------
+
+# examples/everything as an OAuth resource server (--jwks-url, --issuer,
+# --audience, --required-scope mcp:tools), a local issuer
+# (interop/auth/issuer.py: an ES256 key, its JWK Set on loopback, tokens
+# minted with PyJWT), and the Python SDK client calling a tool with a
+# minted token, then refused with the step-up challenge when the scope is
+# missing (interop/auth/client.py). Details under $work/auth/.
+auth_pids=()
+stop_auth() {
+    local pid
+    for pid in "${auth_pids[@]}"; do
+        kill "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+    done
+    auth_pids=()
+}
+trap 'stop_server; stop_auth' EXIT
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# wait_port PID PORT: PID listens on PORT within 10 s (and is alive).
+wait_port() {
+    local i
+    for i in $(seq 1 100); do
+        kill -0 "$1" 2>/dev/null || return 1
+        (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+auth_interop() {
+    if [[ -n $external_url ]]; then
+        record GAP "py-auth" "judging a server started elsewhere: no local issuer to point it at"
+        return
+    fi
+    local t dir aport iport rc
+    t=$(now)
+    dir=$work/auth
+    mkdir -p "$dir"
+    aport=$(free_port)
+    iport=$(free_port)
+    "$py" interop/auth/issuer.py "$iport" "http://127.0.0.1:$aport/mcp" "$dir/tokens" >"$dir/issuer.log" 2>&1 &
+    auth_pids+=($!)
+    if ! wait_port "${auth_pids[-1]}" "$iport"; then
+        record FAIL "py-auth issuer" "interop/auth/issuer.py not listening: $(tail -n 5 "$dir/issuer.log" | tr '\n' ' ')"
+        stop_auth
+        return
+    fi
+    RUST_LOG=${RUST_LOG:-info} "$server_bin" --bind "127.0.0.1:$aport" \
+        --jwks-url "http://127.0.0.1:$iport/jwks" --issuer "http://127.0.0.1:$iport" \
+        --audience "http://127.0.0.1:$aport/mcp" --required-scope mcp:tools >"$dir/server.log" 2>&1 &
+    auth_pids+=($!)
+    if ! wait_port "${auth_pids[-1]}" "$aport"; then
+        record FAIL "py-auth server" "examples/everything --jwks-url … not listening: $(tail -n 5 "$dir/server.log" | tr '\n' ' ')"
+        stop_auth
+        return
+    fi
+    timeout 120 "$py" interop/auth/client.py "http://127.0.0.1:$aport/mcp" "http://127.0.0.1:$iport" "$dir/tokens" \
+        >"$work/py-auth.log" 2>"$work/py-auth.err"
+    rc=$?
+    echo "== py-auth: exit $rc ($(elapsed "$t"))"
+    record_client_lines "$work/py-auth.log"
+    if ((rc != 0)) && ! grep -q '^FAIL ' "$work/py-auth.log"; then
+        record FAIL "py-auth" "exit $rc without a FAIL line: $(tail -n 5 "$work/py-auth.err" | tr '\n' ' ' | cut -c1-600)"
+    fi
+    stop_auth
+}
+auth_interop
 
 # --- real clients over stdio -------------------------------------------------
 

@@ -68,14 +68,8 @@ fn icon(name: &str) -> Icon {
         .theme(IconTheme::Light)
 }
 
-// A principal may carry more than these two (the client id, …).
-#[allow(clippy::needless_update)]
 fn principal(subject: &str, scopes: &[&str]) -> Principal {
-    Principal {
-        subject: subject.into(),
-        scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
-        ..Principal::default()
-    }
+    Principal::new(subject, scopes.iter().copied())
 }
 
 /// A server of notes: `reader` holds `mcp notes:read`, `writer` also

@@ -455,7 +455,7 @@ async fn a_body_of_too_many_values_is_refused_while_parsed() {
         "t",
         wymcp::auth::Principal {
             subject: "s".into(),
-            scopes: vec![],
+            ..wymcp::auth::Principal::default()
         },
     );
     let listening = TestServer::start(wymcp::chain::post::router(server_with(

@@ -6,7 +6,8 @@
 //! The raw-socket tests (`hostile`, `origin`, `parse_step`, `stalled`,
 //! `shutdown`, `memory`, `soak`, part of `streaming` and `listen`) speak to
 //! a real server through `wymcp_tests::wire`; the rest send requests through
-//! a router in-process.
+//! a router in-process (`jwt` and `introspection` with an authorization
+//! server of their own on loopback).
 
 #![allow(clippy::unwrap_used)]
 
@@ -37,6 +38,8 @@ mod handlers;
 mod hardening;
 mod headers;
 mod hostile;
+mod introspection;
+mod jwt;
 mod layers;
 mod legacy;
 mod listen;

@@ -217,11 +217,11 @@ async fn a_state_from_another_principal_is_refused() {
         match token.as_str() {
             "alice-token" => Ok(Principal {
                 subject: "alice".into(),
-                scopes: vec![],
+                ..Principal::default()
             }),
             "bob-token" => Ok(Principal {
                 subject: "bob".into(),
-                scopes: vec![],
+                ..Principal::default()
             }),
             _ => Err(AuthError::Unauthorized),
         }

@@ -542,7 +542,7 @@ async fn every_call_runs_as_the_configured_principal() {
     };
     let launcher = wymcp::auth::Principal {
         subject: "the-launching-user".into(),
-        scopes: vec![],
+        ..wymcp::auth::Principal::default()
     };
     let mut client = Client::new(server(), StdioConfig::default().principal(launcher));
     client.send(&call(1, "whoami")).await;

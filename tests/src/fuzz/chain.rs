@@ -96,6 +96,7 @@ fn build_server() -> Result<Server, wymcp::BuildError> {
     let principal = |subject: &str, scopes: &[&str]| Principal {
         subject: subject.to_owned(),
         scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+        ..Principal::default()
     };
     let tokens = StaticTokens::new()
         .token(GOOD_TOKEN, principal("alice", &["mcp"]))

@@ -69,14 +69,8 @@ fn is_scope_token(scope: &str) -> bool {
 mod tests {
     use super::*;
 
-    // A principal may carry more than these two (the client id, …).
-    #[allow(clippy::needless_update)]
     fn principal(scopes: &[&str]) -> Principal {
-        Principal {
-            subject: "s".into(),
-            scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
-            ..Principal::default()
-        }
+        Principal::new("s", scopes.iter().copied())
     }
 
     #[test]
