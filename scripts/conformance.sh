@@ -155,16 +155,22 @@ elif ! cargo build -p "$package" "--$target_kind" everything --message-format=js
     echo "conformance: $passed passed, $failed failed, $gaps skipped"
     exit 1
 fi
-[[ -n $external_url ]] || server_bin=$(python3 -c '
+# artifact NAME FILE: the executable cargo built for target NAME, as its
+# --message-format=json output in FILE names it.
+artifact() {
+    python3 -c '
 import json, sys
-for line in open(sys.argv[1]):
+for line in open(sys.argv[2]):
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "everything" and m.get("executable"):
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == sys.argv[1] and m.get("executable"):
         print(m["executable"])
-' "$work/build.json")
+' "$1" "$2"
+}
+[[ -n $external_url ]] || server_bin=$(artifact everything "$work/build.json")
 [[ -n $external_url ]] || echo "== built $server_bin ($(elapsed "$t0"))"
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+port=$(free_port)
 url=${external_url:-http://127.0.0.1:$port/mcp}
 server_pid=
 starts=0
@@ -178,22 +184,27 @@ stop_server() {
 }
 trap stop_server EXIT
 
+# listening PID PORT: waits up to 10 s until PORT accepts; fails at once if
+# PID has exited.
+listening() {
+    local i
+    for i in $(seq 1 100); do
+        kill -0 "$1" 2>/dev/null || return 1
+        if (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    return 1
+}
+
 # start_server: starts the example and waits until its port accepts.
 start_server() {
     starts=$((starts + 1))
     RUST_LOG=${RUST_LOG:-info} "$server_bin" --bind "127.0.0.1:$port" >>"$work/server.log" 2>&1 &
     server_pid=$!
-    local i
-    for i in $(seq 1 100); do
-        if ! kill -0 "$server_pid" 2>/dev/null; then
-            server_pid=
-            return 1
-        fi
-        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-            return 0
-        fi
-        sleep 0.1
-    done
+    listening "$server_pid" "$port" && return 0
+    kill -0 "$server_pid" 2>/dev/null || server_pid=
     return 1
 }
 
@@ -340,13 +351,13 @@ fi
 
 # --- real clients -----------------------------------------------------------
 
-# client NAME CMD...: runs one client script, records each of its check lines.
-client() {
+# run_client NAME CMD...: runs one client script, records each of its check
+# lines.
+run_client() {
     local name=$1
     shift
     local t
     t=$(now)
-    ensure_server "$name" || return
     timeout 180 "$@" >"$work/$name.log" 2>"$work/$name.err"
     local rc=$?
     echo "== $name: exit $rc ($(elapsed "$t"))"
@@ -354,6 +365,12 @@ client() {
     if ((rc != 0)) && ! grep -q '^FAIL ' "$work/$name.log"; then
         record FAIL "$name" "exit $rc without a FAIL line: $(tail -n 5 "$work/$name.err" | tr '\n' ' ' | cut -c1-600)"
     fi
+}
+
+# client NAME CMD...: run_client, once examples/everything is up.
+client() {
+    ensure_server "$1" || return
+    run_client "$@"
 }
 
 client ts-2026-07-28 node interop/ts/client.mjs "$url" 2026-07-28
@@ -365,34 +382,20 @@ client inspector-modern interop/inspector.sh "$url" "$work/inspector"
 
 # --- real clients over stdio -------------------------------------------------
 
-# stdio_client NAME CMD...: like client, for a client that launches the
-# server itself (`everything --stdio`): no running server to ensure.
-stdio_client() {
-    local name=$1
-    shift
-    local t
-    t=$(now)
-    timeout 180 "$@" >"$work/$name.log" 2>"$work/$name.err"
-    local rc=$?
-    echo "== $name: exit $rc ($(elapsed "$t"))"
-    record_client_lines "$work/$name.log"
-    if ((rc != 0)) && ! grep -q '^FAIL ' "$work/$name.log"; then
-        record FAIL "$name" "exit $rc without a FAIL line: $(tail -n 5 "$work/$name.err" | tr '\n' ' ' | cut -c1-600)"
-    fi
-}
-
+# Over stdio each client launches the server itself (`everything --stdio`):
+# no running server to ensure.
 if [[ -n $external_url ]]; then
     record GAP "clients over stdio" "WYMCP_CONFORMANCE_URL judges a running server; over stdio the clients launch the binary themselves"
 else
     stdio_t0=$(now)
     stdio="stdio:$server_bin"
-    stdio_client ts-stdio-2026-07-28 node interop/ts/client.mjs "$stdio" 2026-07-28
-    stdio_client ts-stdio-legacy node interop/ts/client.mjs "$stdio" legacy
-    stdio_client py-stdio-2026-07-28 "$py" interop/py/client.py "$stdio" 2026-07-28
-    stdio_client py-stdio-legacy "$py" interop/py/client.py "$stdio" legacy
-    stdio_client py-stdio-auto "$py" interop/py/client.py "$stdio" auto
-    stdio_client inspector-stdio-modern interop/inspector.sh "$stdio" "$work/inspector-stdio-modern" modern
-    stdio_client inspector-stdio-legacy interop/inspector.sh "$stdio" "$work/inspector-stdio-legacy" legacy
+    run_client ts-stdio-2026-07-28 node interop/ts/client.mjs "$stdio" 2026-07-28
+    run_client ts-stdio-legacy node interop/ts/client.mjs "$stdio" legacy
+    run_client py-stdio-2026-07-28 "$py" interop/py/client.py "$stdio" 2026-07-28
+    run_client py-stdio-legacy "$py" interop/py/client.py "$stdio" legacy
+    run_client py-stdio-auto "$py" interop/py/client.py "$stdio" auto
+    run_client inspector-stdio-modern interop/inspector.sh "$stdio" "$work/inspector-stdio-modern" modern
+    run_client inspector-stdio-legacy interop/inspector.sh "$stdio" "$work/inspector-stdio-legacy" legacy
     echo "== clients over stdio: $(elapsed "$stdio_t0")"
 fi
 
