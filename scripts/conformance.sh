@@ -13,7 +13,11 @@
 #     (2026-07-28, legacy, auto) and the Inspector CLI (modern);
 #   * the same clients over stdio, each launching `everything --stdio`
 #     itself: TypeScript and Python in every era they speak, the Inspector
-#     CLI modern and legacy.
+#     CLI modern and legacy;
+#   * examples/notes on a port of its own, with a reader and a writer token:
+#     the TypeScript (2026-07-28, legacy) and Python (2026-07-28, legacy,
+#     auto) clients check each token's tools/list, a bad argument's isError
+#     result and a typed tool's structuredContent (interop/*/notes.*).
 # Every check prints one PASS / FAIL / GAP line with its reason; details and
 # logs are under target/conformance/. The baselines passed to the suite
 # (conformance/2026-07-28.yaml, conformance/2025-11-25.yaml) hold deliberate
@@ -173,6 +177,7 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 port=$(free_port)
 url=${external_url:-http://127.0.0.1:$port/mcp}
 server_pid=
+notes_pid=
 starts=0
 
 stop_server() {
@@ -182,7 +187,14 @@ stop_server() {
         server_pid=
     fi
 }
-trap stop_server EXIT
+stop_notes() {
+    if [[ -n $notes_pid ]]; then
+        kill "$notes_pid" 2>/dev/null
+        wait "$notes_pid" 2>/dev/null
+        notes_pid=
+    fi
+}
+trap 'stop_server; stop_notes' EXIT
 
 # listening PID PORT: waits up to 10 s until PORT accepts; fails at once if
 # PID has exited.
@@ -397,6 +409,44 @@ else
     run_client inspector-stdio-modern interop/inspector.sh "$stdio" "$work/inspector-stdio-modern" modern
     run_client inspector-stdio-legacy interop/inspector.sh "$stdio" "$work/inspector-stdio-legacy" legacy
     echo "== clients over stdio: $(elapsed "$stdio_t0")"
+fi
+
+# --- examples/notes through real clients ------------------------------------
+
+# The handler API as a client sees it (issue 17): examples/notes on a port of
+# its own, started as examples/everything is, with a reader token (listed no
+# write tool) and a writer token.
+if [[ -n $external_url ]]; then
+    record GAP "examples/notes" "WYMCP_CONFORMANCE_URL judges a running server; examples/notes is started only without it"
+elif ! cargo build -p wymcp-examples --example notes --message-format=json-render-diagnostics \
+    >"$work/build-notes.json" 2>"$work/build-notes.log"; then
+    cat "$work/build-notes.log" >&2
+    record FAIL "build examples/notes" "cargo build failed (above)"
+else
+    notes_t0=$(now)
+    notes_bin=$(artifact notes "$work/build-notes.json")
+    notes_port=$(free_port)
+    notes_url=http://127.0.0.1:$notes_port/mcp
+    reader=interop-reader
+    writer=interop-writer
+    RUST_LOG=${RUST_LOG:-info} "$notes_bin" --port "$notes_port" --reader-token "$reader" --writer-token "$writer" \
+        >>"$work/notes.log" 2>&1 &
+    notes_pid=$!
+    if listening "$notes_pid" "$notes_port"; then
+        echo "== examples/notes listening on $notes_url"
+        run_client ts-notes-2026-07-28 node interop/ts/notes.mjs "$notes_url" 2026-07-28 "$reader" "$writer"
+        run_client ts-notes-legacy node interop/ts/notes.mjs "$notes_url" legacy "$reader" "$writer"
+        run_client py-notes-2026-07-28 "$py" interop/py/notes.py "$notes_url" 2026-07-28 "$reader" "$writer"
+        run_client py-notes-legacy "$py" interop/py/notes.py "$notes_url" legacy "$reader" "$writer"
+        run_client py-notes-auto "$py" interop/py/notes.py "$notes_url" auto "$reader" "$writer"
+        if ! kill -0 "$notes_pid" 2>/dev/null; then
+            record FAIL "examples/notes alive at the end" "it exited; see $work/notes.log"
+        fi
+    else
+        record FAIL "start examples/notes --port $notes_port" "not listening within 10 s: $(tail -n 5 "$work/notes.log" | tr '\n' ' ')"
+    fi
+    stop_notes
+    echo "== examples/notes: $(elapsed "$notes_t0")"
 fi
 
 if [[ -n $server_pid ]] && ! kill -0 "$server_pid" 2>/dev/null; then
