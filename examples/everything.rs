@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use wymcp::auth::{AuthConfig, AuthFuture, Authenticator, Credentials, Introspection, JwtVerifier};
 use wymcp::axum::http::HeaderValue;
 use wymcp::mrtr::{InputKind, InputRequest, SealingKey};
-use wymcp::{CompletionRef, Completions, LogLevel, NoArgs};
+use wymcp::{CompletionRef, Completions, LogLevel, NoArgs, PromptArgs, TemplateVars};
 use wymcp::{
     Content, Context, HandlerError, Prompt, PromptResult, Resource, ResourceContents,
     ResourceTemplate, Server, Tool, ToolResult, chain,
@@ -124,7 +124,7 @@ fn content_tools() -> Vec<Tool> {
         Tool::new("test_error_handling")
             .description("Always fails")
             .handler(|_: NoArgs, _| async {
-                Err(HandlerError::execution("This tool intentionally returns an error for testing"))
+                Err::<ToolResult, _>(HandlerError::execution("This tool intentionally returns an error for testing"))
             }),
         Tool::new("test_reconnection")
             .description("Answers after a pause")
@@ -224,7 +224,9 @@ fn streaming_tools() -> Vec<Tool> {
                     .add_prompt(
                         Prompt::new("test_dynamic_prompt")
                             .description("Added at run time")
-                            .handler(|_, _| async { Ok(PromptResult::new().user("dynamic")) }),
+                            .handler(|_: NoArgs, _| async {
+                                Ok(PromptResult::new().user("dynamic"))
+                            }),
                     )
                     .map_err(HandlerError::execution)?;
                 text("test_dynamic_prompt added")
@@ -454,14 +456,14 @@ fn prompts() -> Vec<Prompt> {
     vec![
         Prompt::new("test_simple_prompt")
             .description("A simple prompt without arguments")
-            .handler(|_, _| async {
+            .handler(|_: NoArgs, _| async {
                 Ok(PromptResult::new().user("This is a simple prompt for testing."))
             }),
         Prompt::new("test_prompt_with_arguments")
             .description("A prompt with two arguments")
             .argument("arg1", "First test argument")
             .argument("arg2", "Second test argument")
-            .handler(|args, _| async move {
+            .handler(|args: PromptArgs, _| async move {
                 Ok(PromptResult::new().user(format!(
                     "Prompt with arguments: arg1='{}', arg2='{}'",
                     args["arg1"], args["arg2"]
@@ -470,7 +472,7 @@ fn prompts() -> Vec<Prompt> {
         Prompt::new("test_prompt_with_embedded_resource")
             .description("A prompt embedding a resource")
             .argument("resourceUri", "URI of the resource to embed")
-            .handler(|args, _| async move {
+            .handler(|args: PromptArgs, _| async move {
                 Ok(PromptResult::new()
                     .user(Content::resource(
                         ResourceContents::text(
@@ -483,14 +485,14 @@ fn prompts() -> Vec<Prompt> {
             }),
         Prompt::new("test_prompt_with_image")
             .description("A prompt with an image")
-            .handler(|_, _| async {
+            .handler(|_: NoArgs, _| async {
                 Ok(PromptResult::new()
                     .user(Content::image(PNG, "image/png"))
                     .user("Please analyze the image above."))
             }),
         Prompt::new("test_input_required_result_prompt")
             .description("MRTR on prompts/get: asks for context")
-            .handler(|_, cx| async move {
+            .handler(|_: NoArgs, cx| async move {
                 if let Some(context) = cx
                     .inputs()
                     .accepted("user_context")
@@ -527,8 +529,6 @@ fn server(keys: Keys, auth: Option<AuthSetup>) -> Result<Server, wymcp::BuildErr
     let mut builder = Server::builder()
         .info("wymcp-everything", env!("CARGO_PKG_VERSION"))
         .instructions("The MCP conformance suite's test server, built with wymcp.")
-        .list_changed()
-        .resource_subscriptions()
         .logging()
         .completion(|request, _| async move { Ok(completion(&request)) })
         .resource(
@@ -553,7 +553,7 @@ fn server(keys: Keys, auth: Option<AuthSetup>) -> Result<Server, wymcp::BuildErr
             ResourceTemplate::new("test://template/{id}/data", "Template data")
                 .description("Data for an id")
                 .mime_type("application/json")
-                .handler(|uri, vars, _| async move {
+                .handler(|uri, vars: TemplateVars, _| async move {
                     let id = vars.get("id").cloned().unwrap_or_default();
                     let body = json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
                     Ok(vec![ResourceContents::text(uri, body.to_string())])

@@ -52,14 +52,7 @@ fn listen(id: u64) -> RawRequest {
 
 fn server_with(builder: wymcp::ServerBuilder) -> Arc<Server> {
     let echo = Tool::new("echo").raw_handler(|_, _| async { Ok(ToolResult::text("hi")) });
-    Arc::new(
-        builder
-            .tool(echo)
-            .list_changed()
-            .tools_capability()
-            .build()
-            .unwrap(),
-    )
+    Arc::new(builder.tool(echo).tools_capability().build().unwrap())
 }
 
 /// Opens a listen stream on `conn` and waits for its acknowledgement.
@@ -199,10 +192,8 @@ async fn callers_behind_a_trusted_proxy_are_told_apart_by_their_forwarded_addres
 /// request's id, naming the limit.
 #[tokio::test]
 async fn an_oversized_listen_filter_is_invalid_params() {
-    let listening = TestServer::start(wymcp::chain::post::router(server_with(
-        Server::builder().resource_subscriptions(),
-    )))
-    .await;
+    let listening =
+        TestServer::start(wymcp::chain::post::router(server_with(Server::builder()))).await;
     let mut conn = listening.connect().await;
     let many: Vec<String> = (0..300).map(|i| format!("r://{i}")).collect();
     let response = conn

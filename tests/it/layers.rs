@@ -22,6 +22,8 @@ const PARTS: &[(&str, &str, u8, Siblings)] = &[
     ("origin", "origin.rs", 1, Siblings::Import),
     ("mrtr", "mrtr/", 1, Siblings::Import),
     ("sse", "sse.rs", 1, Siblings::Import),
+    // The request span's fields and events.
+    ("trace", "trace.rs", 1, Siblings::Import),
     // The surface composes the parts below it.
     ("surface", "surface/", 2, Siblings::Import),
     ("server", "server.rs", 3, Siblings::Import),

@@ -34,6 +34,7 @@ mod classify;
 mod deviations;
 mod dispatch;
 mod fuzz_corpus;
+mod handlers;
 mod hardening;
 mod headers;
 mod hostile;

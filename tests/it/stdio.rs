@@ -590,7 +590,6 @@ async fn a_listen_stream_is_acknowledged_hears_changes_and_is_cancelled_at_the_e
     let server = Arc::new(
         Server::builder()
             .tool(Tool::new("t").handler(|_: NoArgs, _| async { Ok(ToolResult::text("t")) }))
-            .list_changed()
             .build()
             .unwrap(),
     );

@@ -17,6 +17,7 @@ pub mod mrtr;
 mod origin;
 mod sse;
 mod surface;
+mod trace;
 // the server,
 mod server;
 // the contract the macro's generated code calls,
@@ -53,9 +54,10 @@ pub use serve::{ServeConfig, serve, serve_with};
 pub use server::{BuildError, Limits, Server, ServerBuilder};
 pub use stage::{Role, Stage, StageInfo, StageKind};
 pub use surface::{
-    BoxFuture, CacheScope, Catalog, Change, CompletionRef, CompletionRequest, Completions, Content,
-    Context, DEFAULT_PAGE_SIZE, Emitter, HandlerError, LEGACY_LOG_LEVEL, ListenLimits, LogLevel,
-    MAX_COMPLETION_VALUES, NoArgs, Prompt, PromptArgument, PromptMessage, PromptResult, PromptRole,
-    Resource, ResourceContents, ResourceTemplate, ServerInfo, SurfaceError, TemplateVars, Tool,
+    Annotations, BoxFuture, CacheScope, Catalog, Change, CompletionRef, CompletionRequest,
+    Completions, Content, Context, DEFAULT_PAGE_SIZE, Emitter, HandlerError, Icon, IconTheme,
+    LEGACY_LOG_LEVEL, ListenLimits, LogLevel, MAX_COMPLETION_VALUES, NoArgs, Prompt, PromptArgs,
+    PromptArgument, PromptMessage, PromptResult, PromptRole, Resource, ResourceContents,
+    ResourceTemplate, ServerInfo, Structured, SurfaceError, TemplateVars, Tool, ToolOutput,
     ToolResult,
 };

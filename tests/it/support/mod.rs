@@ -13,5 +13,5 @@ mod schema;
 pub use alone::alone;
 pub use chains::{chain, dispatch, probe, validated, validated_router};
 pub use reply::{Reply, Stream, answered, send};
-pub use req::{C, MODERN, Req, V, meta};
+pub use req::{C, LEGACY, MODERN, Req, V, meta};
 pub use schema::assert_schema;

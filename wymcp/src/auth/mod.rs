@@ -69,6 +69,28 @@ pub struct Principal {
     pub client_id: Option<String>,
 }
 
+impl Principal {
+    /// A caller called `subject` holding `scopes`, its client unknown.
+    ///
+    /// ```
+    /// use wymcp::auth::{Principal, StaticTokens};
+    ///
+    /// let tokens = StaticTokens::new()
+    ///     .token("read-token", Principal::new("reader", ["notes:read"]));
+    /// # let _ = tokens;
+    /// ```
+    pub fn new(
+        subject: impl Into<String>,
+        scopes: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Principal {
+            subject: subject.into(),
+            scopes: scopes.into_iter().map(Into::into).collect(),
+            client_id: None,
+        }
+    }
+}
+
 impl AuthError {
     /// [`AuthError::InvalidToken`] with this description.
     ///

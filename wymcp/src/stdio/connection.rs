@@ -270,6 +270,8 @@ impl Connection {
             // stdio has no address: a caller is its principal, or nobody.
             client: None,
             raw: line,
+            // The request span is the HTTP router's; stdio has none yet.
+            span: tracing::Span::none(),
         };
         match self.server.surface.answer(call) {
             Answer::Accepted => {}
@@ -289,6 +291,19 @@ impl Connection {
                 let stopping = self.stopping.subscribe();
                 let abort = self.tasks.spawn(run_listen(stream, id, out, stopping));
                 self.track(key, abort);
+            }
+            // Over stdio there is no `WWW-Authenticate`: the error names the
+            // scopes the configured principal lacks.
+            Answer::Forbidden { what, scopes } => {
+                let error = RpcError::new(
+                    ErrorCode::INVALID_REQUEST,
+                    format!(
+                        "forbidden: {what} needs the scopes {}, which the stdio principal does not all hold",
+                        scopes.join(" ")
+                    ),
+                )
+                .data(json!({"requiredScopes": scopes}));
+                self.refuse(&id, &error, Check::Surface).await;
             }
             // Over stdio there is no `Retry-After`: the error says it all.
             Answer::Busy { error, .. } => self.refuse(&id, &error, Check::Surface).await,

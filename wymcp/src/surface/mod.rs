@@ -44,11 +44,13 @@ mod notify;
 mod pagination;
 mod prompt;
 mod resource;
+mod scopes;
+mod strings;
 mod tool;
 
 pub use catalog::Catalog;
 pub use completion::{CompletionRef, CompletionRequest, Completions, MAX_COMPLETION_VALUES};
-pub use content::{Content, ResourceContents};
+pub use content::{Annotations, Content, Icon, IconTheme, PromptRole, ResourceContents};
 pub use context::{BoxFuture, Context, HandlerError};
 pub use error::SurfaceError;
 pub(crate) use finish::CachePolicy;
@@ -60,9 +62,9 @@ pub(crate) use methods::{Surface, SurfaceBuilder};
 #[cfg(test)]
 pub(crate) use notify::Notifications;
 pub use notify::{Emitter, LEGACY_LOG_LEVEL, LogLevel};
-pub use prompt::{Prompt, PromptArgument, PromptMessage, PromptResult, PromptRole};
+pub use prompt::{Prompt, PromptArgs, PromptArgument, PromptMessage, PromptResult};
 pub use resource::{Resource, ResourceTemplate, TemplateVars};
-pub use tool::{NoArgs, Tool, ToolResult};
+pub use tool::{NoArgs, Structured, Tool, ToolOutput, ToolResult};
 
 pub(crate) use completion::boxed as boxed_completion;
 pub(crate) use legacy::negotiate;
