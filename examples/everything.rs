@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use wymcp::axum::http::HeaderValue;
 use wymcp::mrtr::{InputKind, InputRequest, SealingKey};
-use wymcp::{CompletionRef, Completions, LogLevel, NoArgs};
+use wymcp::{CompletionRef, Completions, LogLevel, NoArgs, TaskSupport};
 use wymcp::{
     Content, Context, HandlerError, Prompt, PromptResult, Resource, ResourceContents,
     ResourceTemplate, Server, Tool, ToolResult, chain,
@@ -439,6 +439,124 @@ fn mrtr_tools() -> Vec<Tool> {
     ]
 }
 
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct GreetArgs {
+    /// Who to greet.
+    name: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct SlowArgs {
+    /// How long to work, in seconds (at most 600).
+    seconds: f64,
+    /// A label echoed in the result.
+    #[serde(default)]
+    label: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct DeleteArgs {
+    /// The file to delete.
+    filename: String,
+}
+
+/// The fixtures of the suite's `tasks-*` scenarios (the tasks extension).
+fn task_tools() -> Vec<Tool> {
+    let confirm = || json!({"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]});
+    vec![
+        Tool::new("greet")
+            .description("Greets by name (never a task)")
+            .handler(|args: GreetArgs, _| async move { text(format!("Hello, {}!", args.name)) }),
+        Tool::new("slow_compute")
+            .description("Works for `seconds` seconds, as a task when the client allows")
+            .task_support(TaskSupport::Optional)
+            .handler(|args: SlowArgs, _| async move {
+                let seconds = args.seconds.clamp(0.0, 600.0);
+                tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+                text(format!("Computed {} in {seconds} s", args.label))
+            }),
+        Tool::new("failing_job")
+            .description("Always fails with a tool error after a second (a task only)")
+            .task_support(TaskSupport::Required)
+            .handler(|_: NoArgs, _| async {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                Err(HandlerError::execution("the job failed, as it always does"))
+            }),
+        Tool::new("protocol_error_job")
+            .description("Fails with a protocol error (a failed task)")
+            .task_support(TaskSupport::Optional)
+            .handler(|_: NoArgs, _| async {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                Err(HandlerError::Rpc {
+                    code: wymcp::ErrorCode::INTERNAL_ERROR,
+                    message: "the job broke down".into(),
+                    data: None,
+                })
+            }),
+        Tool::new("confirm_delete")
+            .description("Asks for a confirmation, then deletes (as a task)")
+            .task_support(TaskSupport::Optional)
+            .handler(move |args: DeleteArgs, cx| async move {
+                if let Some(answer) = cx.inputs().accepted("confirm") {
+                    let yes = answer
+                        .get("confirm")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false);
+                    return text(if yes {
+                        format!("Deleted {}", args.filename)
+                    } else {
+                        format!("Kept {}", args.filename)
+                    });
+                }
+                let ask = cx.input_required().request(
+                    "confirm",
+                    InputRequest::elicit(format!("Delete {}?", args.filename), confirm()),
+                )?;
+                Err(ask.into())
+            }),
+        Tool::new("multi_input")
+            .description("Asks two questions at once (as a task)")
+            .task_support(TaskSupport::Optional)
+            .handler(|_: NoArgs, cx| async move {
+                let inputs = cx.inputs();
+                if inputs.response("first").is_some() && inputs.response("second").is_some() {
+                    return text("Both inputs received");
+                }
+                let ask = cx
+                    .input_required()
+                    .request(
+                        "first",
+                        InputRequest::elicit("First question", name_schema("name")),
+                    )?
+                    .request(
+                        "second",
+                        InputRequest::elicit("Second question", name_schema("name")),
+                    )?;
+                Err(ask.into())
+            }),
+        Tool::new("test_tool_with_task")
+            .description("MRTR for a name on the request, then a task greeting it")
+            .task_support(TaskSupport::Required)
+            .task_when(|cx| cx.inputs().response("user_name").is_some())
+            .handler(|_: NoArgs, cx| async move {
+                if let Some(name) = cx
+                    .inputs()
+                    .accepted("user_name")
+                    .and_then(|c| c.get("name"))
+                {
+                    let name = name.as_str().unwrap_or_default().to_owned();
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    return text(format!("Hello, {name}! (from a task)"));
+                }
+                let ask = cx.input_required().request(
+                    "user_name",
+                    InputRequest::elicit("What is your name?", name_schema("name")),
+                )?;
+                Err(ask.into())
+            }),
+    ]
+}
+
 fn prompts() -> Vec<Prompt> {
     vec![
         Prompt::new("test_simple_prompt")
@@ -553,6 +671,7 @@ fn server(keys: Keys) -> Result<Server, wymcp::BuildError> {
         .chain(streaming_tools())
         .chain(elicitation_tools())
         .chain(mrtr_tools())
+        .chain(task_tools())
     {
         builder = builder.tool(tool);
     }

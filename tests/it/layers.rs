@@ -22,6 +22,7 @@ const PARTS: &[(&str, &str, u8, Siblings)] = &[
     ("origin", "origin.rs", 1, Siblings::Import),
     ("mrtr", "mrtr/", 1, Siblings::Import),
     ("sse", "sse.rs", 1, Siblings::Import),
+    ("tasks", "tasks/", 1, Siblings::Import),
     // The surface composes the parts below it.
     ("surface", "surface/", 2, Siblings::Import),
     ("server", "server.rs", 3, Siblings::Import),

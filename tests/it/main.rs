@@ -51,6 +51,7 @@ mod shutdown;
 mod soak;
 mod stalled;
 mod streaming;
+mod tasks;
 mod tools;
 mod ui;
 mod validate;

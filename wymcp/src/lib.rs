@@ -17,6 +17,7 @@ pub mod mrtr;
 mod origin;
 mod sse;
 mod surface;
+pub mod tasks;
 // the server,
 mod server;
 // the contract the macro's generated code calls,
@@ -55,6 +56,6 @@ pub use surface::{
     BoxFuture, CacheScope, Catalog, Change, CompletionRef, CompletionRequest, Completions, Content,
     Context, DEFAULT_PAGE_SIZE, Emitter, HandlerError, LEGACY_LOG_LEVEL, ListenLimits, LogLevel,
     MAX_COMPLETION_VALUES, NoArgs, Prompt, PromptArgument, PromptMessage, PromptResult, PromptRole,
-    Resource, ResourceContents, ResourceTemplate, ServerInfo, SurfaceError, TemplateVars, Tool,
-    ToolResult,
+    Resource, ResourceContents, ResourceTemplate, ServerInfo, SurfaceError, TaskLimits,
+    TaskSupport, TemplateVars, Tool, ToolResult,
 };

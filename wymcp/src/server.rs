@@ -16,8 +16,9 @@ use crate::protocol::schema::{SchemaError, Schemas};
 use crate::surface::{
     CachePolicy, CacheScope, Catalog, Change, ChangeBus, CompletionRequest, Completions, Context,
     HandlerError, ListenLimits, Prompt, Resource, ResourceTemplate, Surface, SurfaceBuilder,
-    SurfaceError, Tool, boxed_completion,
+    SurfaceError, TaskLimits, Tool, boxed_completion,
 };
+use crate::tasks::TaskStore;
 
 /// Ceilings and timeouts of the parse step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -227,6 +228,12 @@ impl Server {
     /// connections. Returns how many streams were told.
     pub fn close_subscriptions(&self) -> usize {
         self.changes().close_all()
+    }
+
+    /// How many task handlers run on this replica.
+    #[must_use]
+    pub fn running_tasks(&self) -> usize {
+        self.surface.tasks.running()
     }
 
     /// How many `subscriptions/listen` streams are open.
@@ -503,6 +510,45 @@ impl ServerBuilder {
     #[must_use]
     pub fn listen_limits(mut self, limits: ListenLimits) -> Self {
         self.surface.listen_limits = limits;
+        self
+    }
+
+    /// Where tasks of the tasks extension are kept (default: this process's
+    /// memory, [`MemoryTaskStore`](crate::tasks::MemoryTaskStore)); setting
+    /// one also advertises the extension with no task-capable tool
+    /// registered at start-up. Replicas that share a store (the Redis one,
+    /// `wymcp::redis::RedisTaskStore`) serve each other's tasks.
+    ///
+    /// ```
+    /// use wymcp::tasks::MemoryTaskStore;
+    /// let server = wymcp::Server::builder()
+    ///     .task_store(MemoryTaskStore::new(100))
+    ///     .build()?;
+    /// # let _ = server;
+    /// # Ok::<(), wymcp::BuildError>(())
+    /// ```
+    #[must_use]
+    pub fn task_store(mut self, store: impl TaskStore) -> Self {
+        self.surface.task_store = Some(Arc::new(store));
+        self
+    }
+
+    /// The settings of tasks: how long one lives, its lease and heartbeat,
+    /// how many run at once, how large one may be (see [`TaskLimits`] for
+    /// each default).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use wymcp::TaskLimits;
+    /// let server = wymcp::Server::builder()
+    ///     .task_limits(TaskLimits::default().ttl(Duration::from_secs(600)))
+    ///     .build()?;
+    /// # let _ = server;
+    /// # Ok::<(), wymcp::BuildError>(())
+    /// ```
+    #[must_use]
+    pub fn task_limits(mut self, limits: TaskLimits) -> Self {
+        self.surface.task_limits = limits;
         self
     }
 

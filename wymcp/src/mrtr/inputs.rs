@@ -62,9 +62,17 @@ impl Inputs {
             }
             Some(_) => return Err(UnsealError::Malformed.rpc_error()),
         };
-        // Answers to the keys the round asked, and to no other.
+        // With a state: answers to the keys its round asked, and to no other
+        // (none carried over from another round of the call). Without one
+        // (a first call) nothing was sealed to bind them to: they are the
+        // handler's to read as given, like any argument, and a handler that
+        // finds no answer it can use asks again (SEP-2322: servers SHOULD
+        // re-request missing input and ignore what they do not recognise).
         let asked: &[String] = round.as_ref().map_or(&[], |r| r.asked.as_slice());
-        if let Some(key) = responses.keys().find(|k| !asked.contains(k)) {
+        if let Some(key) = responses
+            .keys()
+            .find(|k| round.is_some() && !asked.contains(k))
+        {
             return Err(RpcError::invalid_params(format!(
                 "inputResponses answers `{}`, which the round this requestState closes did not ask",
                 truncated(key)
@@ -87,6 +95,23 @@ impl Inputs {
             responses: Map::new(),
             round: 0,
             state: None,
+        }
+    }
+
+    /// The view of a task's next round (the tasks extension): the answers
+    /// the client gave through `tasks/update` to the round `round` asked,
+    /// and the handler's state, both kept by the server rather than sealed.
+    pub(crate) fn resumed(
+        capabilities: Value,
+        responses: Map<String, Value>,
+        round: u32,
+        state: Option<Vec<u8>>,
+    ) -> Self {
+        Inputs {
+            capabilities,
+            responses,
+            round,
+            state,
         }
     }
 
@@ -197,6 +222,11 @@ mod tests {
         let first = params(json!({}));
         let inputs = Inputs::from_request(&s, "alice", "tools/call", Some(&first)).unwrap();
         assert!(inputs.state().is_none());
+        // Issue 18: a first call's answers (no state) are read as given.
+        let unbound =
+            params(json!({"inputResponses": {"user_name": {"action": "accept"}, "x": 1}}));
+        let unbound = Inputs::from_request(&s, "alice", "tools/call", Some(&unbound)).unwrap();
+        assert_eq!((unbound.round(), unbound.responses().len()), (0, 2));
         assert!(inputs.declares(InputKind::Elicitation));
         assert!(!inputs.declares(InputKind::Sampling));
         let result = inputs
@@ -290,9 +320,12 @@ mod tests {
         let inputs = Inputs::from_request(&s, "", "tools/call", Some(&p)).unwrap();
         assert!(inputs.response("user_name").is_none());
         assert!(inputs.accepted("user_name").is_none());
-        // Answers without the state that asked for them answer nothing asked.
+        // Answers without a state bind to nothing sealed: read as given
+        // (issue 18; the suite's SEP-2322 checks), at round 0.
         let orphan = params(json!({"inputResponses": {"user_name": {"action": "decline"}}}));
-        assert!(Inputs::from_request(&s, "", "tools/call", Some(&orphan)).is_err());
+        let orphan = Inputs::from_request(&s, "", "tools/call", Some(&orphan)).unwrap();
+        assert_eq!(orphan.round(), 0);
+        assert!(orphan.state().is_none());
     }
 
     #[test]

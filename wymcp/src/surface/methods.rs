@@ -29,15 +29,17 @@ use super::finish::{CachePolicy, Finishing, ServerInfo};
 use super::listen::{self, ChangeBus, Filter, Listen, ListenLimits, Support};
 use super::prompt::{self, Prompt};
 use super::resource::{self, Resource, ResourceTemplate, Target};
-use super::tool::{self, Tool};
+use super::task::{TaskLimits, Tasks};
+use super::tool::{self, TaskSupport, Tool};
 use super::{discover, legacy, pagination};
 use crate::mrtr::Sealer;
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::headers::HeaderParam;
 use crate::protocol::jsonrpc::MessageKind;
-use crate::protocol::meta::SERVER_INFO;
+use crate::protocol::meta::{SERVER_INFO, TASKS_EXTENSION};
 use crate::protocol::revision::{Era, Revision};
 use crate::protocol::text::truncated;
+use crate::tasks::TaskStore;
 
 /// Which capabilities the server advertises, decided at build time: a
 /// method gated behind a capability the server does not advertise is
@@ -52,6 +54,8 @@ pub(crate) struct Advertised {
     pub logging: bool,
     pub list_changed: bool,
     pub subscribe: bool,
+    /// The tasks extension (`capabilities.extensions`).
+    pub tasks: bool,
 }
 
 /// Everything of the server's surface, held by [`Server`](crate::Server):
@@ -75,6 +79,8 @@ pub(crate) struct Surface {
     pub shared: Arc<http::Extensions>,
     /// The limits of listen streams.
     pub listen_limits: ListenLimits,
+    /// The tasks extension's store and running handlers.
+    pub tasks: Arc<Tasks>,
 }
 
 impl std::fmt::Debug for Surface {
@@ -129,6 +135,9 @@ impl Surface {
         if a.logging || era == Era::Legacy {
             caps.insert("logging".into(), json!({}));
         }
+        if a.tasks && era == Era::Modern {
+            caps.insert("extensions".into(), json!({TASKS_EXTENSION: {}}));
+        }
         Value::Object(caps)
     }
 
@@ -161,6 +170,8 @@ pub(crate) struct SurfaceBuilder {
     pub(crate) logging: bool,
     pub(crate) force: Advertised,
     pub(crate) listen_limits: ListenLimits,
+    pub(crate) task_store: Option<Arc<dyn TaskStore>>,
+    pub(crate) task_limits: TaskLimits,
 }
 
 impl std::fmt::Debug for SurfaceBuilder {
@@ -201,7 +212,9 @@ impl SurfaceBuilder {
             logging: self.logging,
             list_changed: self.list_changed,
             subscribe: self.subscribe,
+            tasks: self.task_store.is_some() || self.tools.iter().any(Tool::supports_tasks),
         };
+        let tasks = Arc::new(Tasks::new(self.task_store, self.task_limits));
         let catalog = Catalog::new(changes.clone());
         for tool in self.tools {
             catalog.insert_tool(Arc::new(tool.register()?))?;
@@ -229,6 +242,7 @@ impl SurfaceBuilder {
             changes,
             shared: Arc::new(shared),
             listen_limits: self.listen_limits,
+            tasks,
         })
     }
 }
@@ -249,6 +263,9 @@ enum Route {
     PromptsGet,
     Complete,
     Listen,
+    TasksGet,
+    TasksUpdate,
+    TasksCancel,
 }
 
 impl Route {
@@ -275,6 +292,9 @@ impl Route {
             ("prompts/list", _) if a.prompts => Route::PromptsList,
             ("prompts/get", _) if a.prompts => Route::PromptsGet,
             ("completion/complete", _) if a.completions => Route::Complete,
+            ("tasks/get", Era::Modern) if a.tasks => Route::TasksGet,
+            ("tasks/update", Era::Modern) if a.tasks => Route::TasksUpdate,
+            ("tasks/cancel", Era::Modern) if a.tasks => Route::TasksCancel,
             _ => return None,
         };
         Some(route)
@@ -376,6 +396,9 @@ impl Surface {
             Route::ToolsCall => {
                 let name = text(params, "name");
                 return match self.catalog.tool(name) {
+                    Some(found) if found.task_support != TaskSupport::Forbidden => {
+                        self.tasks.call(found, call, env)
+                    }
                     Some(found) => tool::call(found, call, env),
                     None => HandlerError::InvalidParams {
                         message: format!("unknown tool `{}`", truncated(name)),
@@ -415,6 +438,9 @@ impl Surface {
                 };
             }
             Route::Listen => return self.listen(&call),
+            Route::TasksGet => return self.tasks.get(&call, &self.finishing),
+            Route::TasksUpdate => return self.tasks.update(&call, env),
+            Route::TasksCancel => return self.tasks.cancel(&call, &self.finishing),
         };
         match immediate {
             Ok(result) => {

@@ -44,6 +44,7 @@ mod notify;
 mod pagination;
 mod prompt;
 mod resource;
+mod task;
 mod tool;
 
 pub use catalog::Catalog;
@@ -62,6 +63,7 @@ pub(crate) use notify::Notifications;
 pub use notify::{Emitter, LEGACY_LOG_LEVEL, LogLevel};
 pub use prompt::{Prompt, PromptArgument, PromptMessage, PromptResult, PromptRole};
 pub use resource::{Resource, ResourceTemplate, TemplateVars};
-pub use tool::{NoArgs, Tool, ToolResult};
+pub use task::TaskLimits;
+pub use tool::{NoArgs, TaskSupport, Tool, ToolResult};
 
 pub(crate) use completion::boxed as boxed_completion;
