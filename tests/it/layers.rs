@@ -26,6 +26,9 @@ const PARTS: &[(&str, &str, u8, Siblings)] = &[
     // The surface composes the parts below it.
     ("surface", "surface/", 2, Siblings::Import),
     ("server", "server.rs", 3, Siblings::Import),
+    // The Redis backends (feature `redis`): a relay and a store, beside the
+    // server, which knows neither.
+    ("redis", "redis/", 3, Siblings::Import),
     // The contract the macro's generated code calls.
     ("contract", "reply.rs", 4, Siblings::Import),
     ("contract", "exchange.rs", 4, Siblings::Import),

@@ -46,6 +46,7 @@ mod parse_step;
 mod pipeline;
 mod prompts;
 mod properties;
+mod redis;
 mod resources;
 mod shutdown;
 mod soak;

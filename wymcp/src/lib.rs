@@ -32,6 +32,8 @@ pub mod stages;
 pub mod __private;
 pub mod chain;
 pub mod memory;
+#[cfg(feature = "redis")]
+pub mod redis;
 mod router;
 pub mod serve;
 
@@ -53,9 +55,10 @@ pub use serve::{ServeConfig, serve, serve_with};
 pub use server::{BuildError, Limits, Server, ServerBuilder};
 pub use stage::{Role, Stage, StageInfo, StageKind};
 pub use surface::{
-    BoxFuture, CacheScope, Catalog, Change, CompletionRef, CompletionRequest, Completions, Content,
-    Context, DEFAULT_PAGE_SIZE, Emitter, HandlerError, LEGACY_LOG_LEVEL, ListenLimits, LogLevel,
-    MAX_COMPLETION_VALUES, NoArgs, Prompt, PromptArgument, PromptMessage, PromptResult, PromptRole,
-    Resource, ResourceContents, ResourceTemplate, ServerInfo, SurfaceError, TaskLimits,
-    TaskSupport, TemplateVars, Tool, ToolResult,
+    BoxFuture, CacheScope, Catalog, Change, ChangeFeed, ChangeRelay, CompletionRef,
+    CompletionRequest, Completions, Content, Context, DEFAULT_PAGE_SIZE, Emitter, HandlerError,
+    LEGACY_LOG_LEVEL, ListenLimits, LogLevel, MAX_COMPLETION_VALUES, NoArgs, Prompt,
+    PromptArgument, PromptMessage, PromptResult, PromptRole, Resource, ResourceContents,
+    ResourceTemplate, ServerInfo, SurfaceError, TaskLimits, TaskSupport, TemplateVars, Tool,
+    ToolResult,
 };

@@ -14,9 +14,9 @@ use crate::protocol::headers::HeaderParam;
 use crate::protocol::revision::Revision;
 use crate::protocol::schema::{SchemaError, Schemas};
 use crate::surface::{
-    CachePolicy, CacheScope, Catalog, Change, ChangeBus, CompletionRequest, Completions, Context,
-    HandlerError, ListenLimits, Prompt, Resource, ResourceTemplate, Surface, SurfaceBuilder,
-    SurfaceError, TaskLimits, Tool, boxed_completion,
+    CachePolicy, CacheScope, Catalog, Change, ChangeBus, ChangeRelay, CompletionRequest,
+    Completions, Context, HandlerError, ListenLimits, Prompt, Resource, ResourceTemplate, Surface,
+    SurfaceBuilder, SurfaceError, TaskLimits, Tool, boxed_completion,
 };
 use crate::tasks::TaskStore;
 
@@ -265,6 +265,7 @@ pub struct ServerBuilder {
     allowed_origins: Option<Vec<String>>,
     allowed_hosts: Option<Vec<String>>,
     bound_to: Option<SocketAddr>,
+    relay: Option<Arc<dyn ChangeRelay>>,
 }
 
 impl Default for ServerBuilder {
@@ -281,6 +282,7 @@ impl Default for ServerBuilder {
             allowed_origins: None,
             allowed_hosts: None,
             bound_to: None,
+            relay: None,
         }
     }
 }
@@ -513,6 +515,18 @@ impl ServerBuilder {
         self
     }
 
+    /// The backend of the change bus: what carries this replica's catalog
+    /// changes and resource updates to the other replicas' listen streams,
+    /// and theirs to this one's (default: none, this process alone). Started
+    /// when the server is built, so build inside the Tokio runtime. See
+    /// [`ChangeRelay`]; `wymcp::redis::RedisBus` (feature `redis`) is the
+    /// Redis one.
+    #[must_use]
+    pub fn change_relay(mut self, relay: impl ChangeRelay) -> Self {
+        self.relay = Some(Arc::new(relay));
+        self
+    }
+
     /// Where tasks of the tasks extension are kept (default: this process's
     /// memory, [`MemoryTaskStore`](crate::tasks::MemoryTaskStore)); setting
     /// one also advertises the extension with no task-capable tool
@@ -633,9 +647,11 @@ impl ServerBuilder {
         if let Some(ttl) = self.request_state_ttl {
             sealer = sealer.ttl(ttl);
         }
-        let surface = self
-            .surface
-            .build(self.revisions, sealer, ChangeBus::new())?;
+        let bus = match self.relay {
+            Some(relay) => ChangeBus::relayed(relay),
+            None => ChangeBus::new(),
+        };
+        let surface = self.surface.build(self.revisions, sealer, bus)?;
         let header_params = surface.header_params().collect();
         let origin = OriginPolicy::new(self.allowed_origins, self.allowed_hosts, self.bound_to)?;
         Ok(Server {

@@ -54,7 +54,7 @@ pub use context::{BoxFuture, Context, HandlerError};
 pub use error::SurfaceError;
 pub(crate) use finish::CachePolicy;
 pub use finish::{CacheScope, ServerInfo};
-pub use listen::{Change, ListenLimits};
+pub use listen::{Change, ChangeFeed, ChangeRelay, ListenLimits};
 pub(crate) use listen::{ChangeBus, Over};
 pub use methods::DEFAULT_PAGE_SIZE;
 pub(crate) use methods::{Surface, SurfaceBuilder};
