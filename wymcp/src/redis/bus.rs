@@ -1,23 +1,4 @@
 //! [`RedisBus`]: the change bus carried between replicas by Redis pub/sub.
-//!
-//! Every change this replica publishes is queued (never awaited on a
-//! request's path) and published on [`RedisConfig::channel`] by a task of
-//! the bus's own, through the `redis` crate's connection manager, tagged
-//! with this process's origin (128 random bits). A second task holds a
-//! subscription to the channel and delivers every change of another origin
-//! to this replica's listen streams; its own come back tagged with its
-//! origin and are dropped, so a replica never delivers its own change twice.
-//!
-//! **Outages.** Either task that fails logs one warning per outage and
-//! tries again with a doubling backoff; local delivery is never affected.
-//! What another replica publishes while this one's subscription is down is
-//! lost to it, and what this one publishes while it cannot reach Redis is
-//! lost to the others (the queue is bounded; a full queue drops). So when
-//! the subscription comes back, this replica's streams are told
-//! conservatively (as a stream that fell behind is: a list_changed for each
-//! list it watches, an `updated` for each URI), and when the publisher comes
-//! back it publishes a resync that tells every other replica's streams the
-//! same: a client re-reads what it watches rather than miss a change.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,7 +10,26 @@ use tokio::sync::mpsc;
 use super::config::{Health, RedisConfig, backoff_after};
 use crate::surface::{Change, ChangeFeed, ChangeRelay};
 
-/// The change bus through Redis pub/sub (see the [module docs](self)).
+/// [`RedisBus`]: the change bus carried between replicas by Redis pub/sub.
+///
+/// Every change this replica publishes is queued (never awaited on a
+/// request's path) and published on [`RedisConfig::channel`] by a task of
+/// the bus's own, through the `redis` crate's connection manager, tagged
+/// with this process's origin (128 random bits). A second task holds a
+/// subscription to the channel and delivers every change of another origin
+/// to this replica's listen streams; its own come back tagged with its
+/// origin and are dropped, so a replica never delivers its own change twice.
+///
+/// **Outages.** Either task that fails logs one warning per outage and
+/// tries again with a doubling backoff; local delivery is never affected.
+/// What another replica publishes while this one's subscription is down is
+/// lost to it, and what this one publishes while it cannot reach Redis is
+/// lost to the others (the queue is bounded; a full queue drops). So when
+/// the subscription comes back, this replica's streams are told
+/// conservatively (as a stream that fell behind is: a list_changed for each
+/// list it watches, an `updated` for each URI), and when the publisher comes
+/// back it publishes a resync that tells every other replica's streams the
+/// same: a client re-reads what it watches rather than miss a change.
 #[derive(Debug)]
 pub struct RedisBus {
     client: redis::Client,

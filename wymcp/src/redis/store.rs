@@ -1,13 +1,5 @@
 //! [`RedisTaskStore`]: tasks in Redis, shared by every replica that uses
 //! the same server and key prefix.
-//!
-//! A task is one hash, `{key_prefix}{id}`, of three fields — `v` (the
-//! version), `e` (the expiry, milliseconds since the epoch) and `d` (the
-//! task) — expiring at `e` (`PEXPIREAT`), so Redis itself forgets a task at
-//! the end of its TTL. An insert writes all three and the expiry in one
-//! transaction; a replacement is a compare-and-set on `v` in one Lua script
-//! (atomic on the server). Every command is bounded by
-//! [`RedisConfig::command_timeout`].
 
 use std::sync::Arc;
 
@@ -24,7 +16,16 @@ end
 return 0
 ";
 
-/// Tasks in Redis (see the [module docs](self)).
+/// [`RedisTaskStore`]: tasks in Redis, shared by every replica that uses
+/// the same server and key prefix.
+///
+/// A task is one hash, `{key_prefix}{id}`, of three fields — `v` (the
+/// version), `e` (the expiry, milliseconds since the epoch) and `d` (the
+/// task) — expiring at `e` (`PEXPIREAT`), so Redis itself forgets a task at
+/// the end of its TTL. An insert writes all three and the expiry in one
+/// transaction; a replacement is a compare-and-set on `v` in one Lua script
+/// (atomic on the server). Every command is bounded by
+/// [`RedisConfig::command_timeout`].
 #[derive(Clone)]
 pub struct RedisTaskStore {
     manager: redis::aio::ConnectionManager,
