@@ -235,6 +235,12 @@ impl Catalog {
             .collect()
     }
 
+    /// The names of the prompts, in listing order.
+    #[must_use]
+    pub fn prompt_names(&self) -> Vec<String> {
+        self.read().prompts.iter().map(|p| p.name.clone()).collect()
+    }
+
     pub(crate) fn tool(&self, name: &str) -> Option<Arc<Registered>> {
         self.read().tools.iter().find(|t| t.name() == name).cloned()
     }
