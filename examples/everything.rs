@@ -190,35 +190,170 @@ fn streaming_tools() -> Vec<Tool> {
             .description("Adds or removes test_dynamic_tool (tools/list_changed)")
             .handler(|_: NoArgs, cx| async move {
                 let catalog = cx.catalog();
-                if catalog.remove_tool("test_dynamic_tool") {
-                    return text("test_dynamic_tool removed");
-                }
-                catalog
-                    .add_tool(
-                        Tool::new("test_dynamic_tool")
-                            .description("Added at run time")
-                            .handler(|_: NoArgs, _| async { text("dynamic") }),
-                    )
-                    .map_err(HandlerError::execution)?;
-                text("test_dynamic_tool added")
+                let op = if catalog
+                    .tool_names()
+                    .iter()
+                    .any(|n| n == "test_dynamic_tool")
+                {
+                    Op::RemoveTool
+                } else {
+                    Op::AddTool
+                };
+                // The other replicas first (they apply it without announcing),
+                // then here, announced to every replica's listen streams.
+                op.broadcast(catalog);
+                op.apply(catalog).map_err(HandlerError::execution)?;
+                settle().await;
+                text(op.done())
             }),
         Tool::new("test_trigger_prompt_change")
             .description("Adds or removes test_dynamic_prompt (prompts/list_changed)")
             .handler(|_: NoArgs, cx| async move {
                 let catalog = cx.catalog();
-                if catalog.remove_prompt("test_dynamic_prompt") {
-                    return text("test_dynamic_prompt removed");
-                }
-                catalog
-                    .add_prompt(
-                        Prompt::new("test_dynamic_prompt")
-                            .description("Added at run time")
-                            .handler(|_, _| async { Ok(PromptResult::new().user("dynamic")) }),
-                    )
-                    .map_err(HandlerError::execution)?;
-                text("test_dynamic_prompt added")
+                let op = if catalog
+                    .prompt_names()
+                    .iter()
+                    .any(|n| n == "test_dynamic_prompt")
+                {
+                    Op::RemovePrompt
+                } else {
+                    Op::AddPrompt
+                };
+                op.broadcast(catalog);
+                op.apply(catalog).map_err(HandlerError::execution)?;
+                settle().await;
+                text(op.done())
             }),
     ]
+}
+
+/// The topic of the catalog changes replicas apply on each other's word
+/// (docs/deployment.md, "What is shared").
+const CATALOG_TOPIC: &str = "everything/catalog";
+
+/// Whether replicas share a bus (`--redis-url`).
+static REPLICATED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// With replicas, gives the others time to apply a catalog change before
+/// the client hears back: the bus is asynchronous (a millisecond or so),
+/// and the suite reads the list from another replica at once.
+async fn settle() {
+    if REPLICATED.load(std::sync::atomic::Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+}
+
+/// This process's name on the bus, so it ignores its own catalog messages.
+fn replica_id() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        format!("{}-{}", std::process::id(), now.as_nanos())
+    })
+}
+
+/// A run-time catalog change of the conformance fixtures, applied on every
+/// replica: here by the tool that makes it, announced; on the others by
+/// [`mirror_catalog`], unannounced (the announcement reached their streams).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    AddTool,
+    RemoveTool,
+    AddPrompt,
+    RemovePrompt,
+}
+
+impl Op {
+    const ALL: [Op; 4] = [Op::AddTool, Op::RemoveTool, Op::AddPrompt, Op::RemovePrompt];
+
+    fn name(self) -> &'static str {
+        match self {
+            Op::AddTool => "tool:add",
+            Op::RemoveTool => "tool:remove",
+            Op::AddPrompt => "prompt:add",
+            Op::RemovePrompt => "prompt:remove",
+        }
+    }
+
+    fn done(self) -> &'static str {
+        match self {
+            Op::AddTool => "test_dynamic_tool added",
+            Op::RemoveTool => "test_dynamic_tool removed",
+            Op::AddPrompt => "test_dynamic_prompt added",
+            Op::RemovePrompt => "test_dynamic_prompt removed",
+        }
+    }
+
+    fn broadcast(self, catalog: &wymcp::Catalog) {
+        catalog.broadcast(CATALOG_TOPIC, format!("{} {}", replica_id(), self.name()));
+    }
+
+    /// Applies the change to `catalog`; an add of what is there or a removal
+    /// of what is not changes nothing.
+    fn apply(self, catalog: &wymcp::Catalog) -> Result<(), wymcp::SurfaceError> {
+        match self {
+            Op::AddTool
+                if !catalog
+                    .tool_names()
+                    .iter()
+                    .any(|n| n == "test_dynamic_tool") =>
+            {
+                catalog.add_tool(
+                    Tool::new("test_dynamic_tool")
+                        .description("Added at run time")
+                        .handler(|_: NoArgs, _| async { text("dynamic") }),
+                )
+            }
+            Op::AddPrompt
+                if !catalog
+                    .prompt_names()
+                    .iter()
+                    .any(|n| n == "test_dynamic_prompt") =>
+            {
+                catalog.add_prompt(
+                    Prompt::new("test_dynamic_prompt")
+                        .description("Added at run time")
+                        .handler(|_, _| async { Ok(PromptResult::new().user("dynamic")) }),
+                )
+            }
+            Op::RemoveTool => {
+                catalog.remove_tool("test_dynamic_tool");
+                Ok(())
+            }
+            Op::RemovePrompt => {
+                catalog.remove_prompt("test_dynamic_prompt");
+                Ok(())
+            }
+            Op::AddTool | Op::AddPrompt => Ok(()),
+        }
+    }
+}
+
+/// Applies, unannounced, the catalog changes other replicas broadcast.
+async fn mirror_catalog(catalog: wymcp::Catalog) {
+    let mut changes = catalog.subscribe();
+    let quiet = catalog.unannounced();
+    loop {
+        match changes.recv().await {
+            Ok(wymcp::Change::Application { topic, body }) if topic == CATALOG_TOPIC => {
+                let Some((from, name)) = body.rsplit_once(' ') else {
+                    continue;
+                };
+                if from == replica_id() {
+                    continue;
+                }
+                if let Some(op) = Op::ALL.into_iter().find(|op| op.name() == name)
+                    && let Err(error) = op.apply(&quiet)
+                {
+                    tracing::warn!(%error, "a catalog change of another replica did not apply");
+                }
+            }
+            Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
+    }
 }
 
 fn elicitation_tools() -> Vec<Tool> {
@@ -630,7 +765,7 @@ fn completion(request: &wymcp::CompletionRequest) -> Completions {
     }
 }
 
-fn server(keys: Keys) -> Result<Server, wymcp::BuildError> {
+fn server(keys: Keys, redis: Option<&str>) -> Result<Server, Box<dyn std::error::Error>> {
     let mut builder = Server::builder()
         .info("wymcp-everything", env!("CARGO_PKG_VERSION"))
         .instructions("The MCP conformance suite's test server, built with wymcp.")
@@ -684,7 +819,20 @@ fn server(keys: Keys) -> Result<Server, wymcp::BuildError> {
     if let Some(key) = keys.current {
         builder = builder.sealing_key(key);
     }
-    builder.build()
+    if let Ok(ms) = std::env::var("WYMCP_TASK_LEASE_MS") {
+        // A short lease for scripts/replicas' killed replica.
+        let lease = Duration::from_millis(ms.parse()?);
+        builder = builder.task_limits(wymcp::TaskLimits::default().lease(lease, lease / 3));
+    }
+    if let Some(url) = redis {
+        // Replicas share Redis: the change bus and the task store.
+        REPLICATED.store(true, std::sync::atomic::Ordering::Relaxed);
+        let config = wymcp::redis::RedisConfig::default();
+        builder = builder
+            .change_relay(wymcp::redis::RedisBus::new(url, config.clone())?)
+            .task_store(wymcp::redis::RedisTaskStore::new(url, config)?);
+    }
+    Ok(builder.build()?)
 }
 
 /// The sealing keys of the environment: the one that seals, and a retired
@@ -717,7 +865,9 @@ impl Keys {
 }
 
 const USAGE: &str = "usage: everything [--bind ADDR] [--replica NAME] [--trusted-proxy ADDR[/PREFIX]]… \
-    (env WYMCP_SEALING_KEY: a shared requestState secret of at least 32 bytes, \
+    [--redis-url URL] (env WYMCP_REDIS_URL: the Redis the replicas share for the change bus and \
+    the task store; WYMCP_TASK_LEASE_MS: a task's lease; \
+    WYMCP_SEALING_KEY: a shared requestState secret of at least 32 bytes, \
     WYMCP_SEALING_KEY_ID: its id, `shared` by default; \
     WYMCP_ACCEPT_SEALING_KEY[_ID]: a retired key that still unseals)";
 
@@ -730,9 +880,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut bind = "127.0.0.1:3000".to_owned();
     let mut replica: Option<String> = None;
     let mut trusted: Vec<wymcp::IpNet> = Vec::new();
+    let mut redis = std::env::var("WYMCP_REDIS_URL")
+        .ok()
+        .filter(|u| !u.is_empty());
     while let Some(arg) = args.next() {
         match (arg.as_str(), args.next()) {
             ("--bind", Some(addr)) => bind = addr,
+            ("--redis-url", Some(url)) => redis = Some(url),
             ("--replica", Some(name)) => replica = Some(name),
             ("--trusted-proxy", Some(net)) => trusted.push(net.parse()?),
             _ => return Err(format!("{USAGE}; got `{arg}`").into()),
@@ -740,7 +894,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     // Replicas behind one load balancer share the key that seals MRTR
     // requestState, so a round begun on one finishes on any other.
-    let server = Arc::new(server(Keys::from_env()?)?);
+    let server = Arc::new(server(Keys::from_env()?, redis.as_deref())?);
+    if redis.is_some() {
+        // Not the URL: it may hold a password.
+        println!("sharing Redis with the other replicas");
+    }
+    tokio::spawn(mirror_catalog(server.catalog().clone()));
     // Large bodies read, then quiet: free memory back to the kernel (the
     // deployment guide's "Memory and the allocator").
     let mut router = chain::post::router(server.clone()).layer(
