@@ -32,8 +32,8 @@ mkdir -p "$work"
 passed=0
 failed=0
 gaps=0
-# WYMCP_KNOWN_GAPS names another gaps file (scripts/replicas declares what
-# a catalog changed on one replica cannot show on another).
+# WYMCP_KNOWN_GAPS names another gaps file (for a run elsewhere that has gaps
+# of its own; scripts/replicas needs none since the replicas share Redis).
 known_gaps_file=${WYMCP_KNOWN_GAPS:-conformance/known-gaps.txt}
 
 now() { date +%s; }
