@@ -633,3 +633,98 @@ async fn a_task_methods_mcp_name_is_bound_to_its_task_id() {
         .await
         .rejected("HeaderBinding", 400, -32020, &json!(2));
 }
+
+/// What a [`Faulty`] store does wrong.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    /// Every load finds bytes that are not a task.
+    Garbage,
+    /// Every replace loses its compare-and-set.
+    Contended,
+}
+
+/// A memory store that stores and then misbehaves on purpose.
+#[derive(Debug)]
+struct Faulty(MemoryTaskStore, Fault);
+
+impl TaskStore for Faulty {
+    fn insert(&self, entry: TaskEntry) -> StoreFuture<'_, ()> {
+        self.0.insert(entry)
+    }
+    fn load<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskEntry>> {
+        let fault = self.1;
+        Box::pin(async move {
+            let found = self.0.load(id).await?;
+            Ok(match fault {
+                Fault::Garbage => found.map(|e| TaskEntry {
+                    data: b"not a task".to_vec(),
+                    ..e
+                }),
+                Fault::Contended => found,
+            })
+        })
+    }
+    fn replace(&self, entry: TaskEntry) -> StoreFuture<'_, bool> {
+        match self.1 {
+            Fault::Contended => Box::pin(async { Ok(false) }),
+            Fault::Garbage => self.0.replace(entry),
+        }
+    }
+}
+
+/// Rule (issue 18, every rejection arm): a `taskId` that is missing or not
+/// a string is 400/-32602; a full in-memory store is 500/-32603 with
+/// `data.limit: "task_store_capacity"`; a stored task that does not parse
+/// and a write that loses every compare-and-set are 500/-32603. Each is
+/// one JSON-RPC error with the request's id, as JSON, and no task.
+#[tokio::test]
+async fn the_rarer_task_rejections_each_answer_as_documented() {
+    let (server, _) = server();
+    let router = chain(server);
+    for (id, params) in [
+        (1, json!({})),
+        (2, json!({"taskId": 7})),
+        (3, json!({"taskId": null})),
+    ] {
+        // No string to bind, so no Mcp-Name: the surface answers.
+        let req = Req::modern(id, "tasks/get")
+            .params(params.clone())
+            .capabilities(declaring());
+        let reply = send(&router, req).await;
+        let error = reply.error(StatusCode::BAD_REQUEST, -32602, &json!(id));
+        assert_eq!(error["message"], "`taskId` must be a string", "{params}");
+    }
+
+    let full = chain(
+        task_tools(
+            Server::builder().task_limits(TaskLimits::default().memory_capacity(1)),
+            Arc::default(),
+        )
+        .build()
+        .unwrap(),
+    );
+    send(&full, call(10, "wait", json!({"ms": 60_000})))
+        .await
+        .ok(&json!(10));
+    let over = send(&full, call(11, "wait", json!({"ms": 60_000}))).await;
+    let error = over.error(StatusCode::INTERNAL_SERVER_ERROR, -32603, &json!(11));
+    assert_eq!(error["data"]["limit"], "task_store_capacity");
+    assert_eq!(error["data"]["max"], 1);
+
+    for (n, fault, method) in [
+        (20, Fault::Garbage, "tasks/get"),
+        (30, Fault::Contended, "tasks/cancel"),
+    ] {
+        let builder = Server::builder().task_store(Faulty(MemoryTaskStore::new(10), fault));
+        let router = chain(task_tools(builder, Arc::default()).build().unwrap());
+        let created = send(&router, call(n, "wait", json!({"ms": 60_000}))).await;
+        let task = created.ok(&json!(n))["taskId"].as_str().unwrap().to_owned();
+        let reply = send(&router, task_method(n + 1, method, &task)).await;
+        let error = reply.error(StatusCode::INTERNAL_SERVER_ERROR, -32603, &json!(n + 1));
+        assert!(error.get("data").is_none() || error["data"].get("limit").is_none());
+        assert!(
+            reply.body.get("result").is_none() && !reply.raw.is_empty(),
+            "{fault:?}"
+        );
+    }
+}
