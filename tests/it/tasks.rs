@@ -728,3 +728,41 @@ async fn the_rarer_task_rejections_each_answer_as_documented() {
         );
     }
 }
+
+/// A declaring client's call of `wait` from `address`, with no auth.
+async fn anonymous_call(
+    router: &wymcp::axum::Router,
+    id: u64,
+    address: [u8; 4],
+) -> crate::support::Reply {
+    let mut request = call(id, "wait", json!({"ms": 60_000})).build();
+    request
+        .extensions_mut()
+        .insert(wymcp::ClientAddr(std::net::IpAddr::from(address)));
+    crate::support::answered(async move {
+        use tower::ServiceExt as _;
+        let Ok(response) = router.clone().oneshot(request).await;
+        response
+    })
+    .await
+}
+
+/// Rule (issue 18, limits): without auth, running tasks are counted per
+/// client address, as listen streams are: one anonymous client at its
+/// limit is 429/-32600 with `Retry-After`, another address is served
+/// (the subject, `""` for every anonymous caller, is not the count's key).
+#[tokio::test]
+async fn anonymous_callers_are_counted_by_their_address() {
+    let builder = Server::builder().task_limits(TaskLimits::default().max_running_per_caller(1));
+    let router = chain(task_tools(builder, Arc::default()).build().unwrap());
+    anonymous_call(&router, 1, [192, 0, 2, 1])
+        .await
+        .ok(&json!(1));
+    let again = anonymous_call(&router, 2, [192, 0, 2, 1]).await;
+    let error = again.error(StatusCode::TOO_MANY_REQUESTS, -32600, &json!(2));
+    assert_eq!(error["data"]["limit"], "max_running_per_caller");
+    assert!(again.header("retry-after").parse::<u64>().unwrap() >= 1);
+    anonymous_call(&router, 3, [192, 0, 2, 2])
+        .await
+        .ok(&json!(3));
+}

@@ -89,8 +89,10 @@ pub struct TaskLimits {
     /// Task handlers running at once on this replica; one more task is
     /// refused `503` (-32603) with `Retry-After`. Default 256.
     pub max_running: usize,
-    /// Task handlers running at once on this replica for one caller; one
-    /// more is refused `429` (-32600) with `Retry-After`. Default 16.
+    /// Task handlers running at once on this replica for one caller (the
+    /// principal's subject when the server authenticates, else the
+    /// client's address, as for listen streams); one more is refused `429`
+    /// (-32600) with `Retry-After`. Default 16.
     pub max_running_per_caller: usize,
     /// The largest task record stored, in bytes: the call's arguments and
     /// `_meta`, the answers gathered, the result. A call whose record would
@@ -563,6 +565,7 @@ impl Tasks {
             return tool::run(tool, handling, arguments);
         }
         let owner = call.subject().to_owned();
+        let counted = call.caller();
         let principal = call.principal.cloned();
         drop(call);
         let (cx, reply) = handling.into_task();
@@ -602,7 +605,7 @@ impl Tasks {
             Ok(id) => id,
             Err(error) => return error.into(),
         };
-        let mut slot = match self.admit(&record.owner) {
+        let mut slot = match self.admit(&counted) {
             Ok(slot) => slot,
             Err(over) => return self.busy(over),
         };
@@ -796,7 +799,9 @@ impl Tasks {
             _ => return RpcError::invalid_params("`inputResponses` must be an object").into(),
         };
         let caller = call.subject().to_owned();
-        let mut slot = match self.admit(&caller) {
+        // Counted per caller as the listen limits are: the principal, else
+        // the client's address (the subject is `""` for every anonymous one).
+        let mut slot = match self.admit(&call.caller()) {
             Ok(slot) => slot,
             Err(over) => return self.busy(over),
         };
