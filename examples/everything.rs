@@ -1,14 +1,25 @@
 //! The conformance contract of `CONFORMANCE.md`: every tool, prompt and
 //! resource the official conformance suite calls, served by wymcp's default
-//! chain. `cargo run -p wymcp-examples --example everything -- --bind 127.0.0.1:3000`.
+//! chain (`cargo run -p wymcp-examples --example everything -- --bind
+//! 127.0.0.1:3000`) or, with `--stdio`, on stdin and stdout as a client's
+//! subprocess.
+//!
+//! Without auth flags it serves without auth. `--jwks-url URL --issuer ISS
+//! --audience AUD` makes it an OAuth resource server for JWT access tokens
+//! (`wymcp::auth::JwtVerifier`); `--introspection-url URL --client-id ID
+//! --client-secret S` (with `--audience AUD`, by default the served URL)
+//! one for opaque tokens (`wymcp::auth::Introspection`). Each takes
+//! `--required-scope S`, as often as needed: every request must hold it
+//! (`403 insufficient_scope` naming them otherwise).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use wymcp::auth::{AuthConfig, AuthFuture, Authenticator, Credentials, Introspection, JwtVerifier};
 use wymcp::axum::http::HeaderValue;
 use wymcp::mrtr::{InputKind, InputRequest, SealingKey};
-use wymcp::{CompletionRef, Completions, LogLevel, NoArgs, TaskSupport};
+use wymcp::{CompletionRef, Completions, LogLevel, NoArgs, PromptArgs, TaskSupport, TemplateVars};
 use wymcp::{
     Content, Context, HandlerError, Prompt, PromptResult, Resource, ResourceContents,
     ResourceTemplate, Server, Tool, ToolResult, chain,
@@ -113,7 +124,7 @@ fn content_tools() -> Vec<Tool> {
         Tool::new("test_error_handling")
             .description("Always fails")
             .handler(|_: NoArgs, _| async {
-                Err(HandlerError::execution("This tool intentionally returns an error for testing"))
+                Err::<ToolResult, _>(HandlerError::execution("This tool intentionally returns an error for testing"))
             }),
         Tool::new("test_reconnection")
             .description("Answers after a pause")
@@ -315,7 +326,7 @@ impl Op {
                 catalog.add_prompt(
                     Prompt::new("test_dynamic_prompt")
                         .description("Added at run time")
-                        .handler(|_, _| async { Ok(PromptResult::new().user("dynamic")) }),
+                        .handler(|_: NoArgs, _| async { Ok(PromptResult::new().user("dynamic")) }),
                 )
             }
             Op::RemoveTool => {
@@ -615,14 +626,14 @@ fn task_tools() -> Vec<Tool> {
             .task_support(TaskSupport::Required)
             .handler(|_: NoArgs, _| async {
                 tokio::time::sleep(Duration::from_secs(1)).await;
-                Err(HandlerError::execution("the job failed, as it always does"))
+                Err::<ToolResult, _>(HandlerError::execution("the job failed, as it always does"))
             }),
         Tool::new("protocol_error_job")
             .description("Fails with a protocol error (a failed task)")
             .task_support(TaskSupport::Optional)
             .handler(|_: NoArgs, _| async {
                 tokio::time::sleep(Duration::from_millis(500)).await;
-                Err(HandlerError::Rpc {
+                Err::<ToolResult, _>(HandlerError::Rpc {
                     code: wymcp::ErrorCode::INTERNAL_ERROR,
                     message: "the job broke down".into(),
                     data: None,
@@ -696,14 +707,14 @@ fn prompts() -> Vec<Prompt> {
     vec![
         Prompt::new("test_simple_prompt")
             .description("A simple prompt without arguments")
-            .handler(|_, _| async {
+            .handler(|_: NoArgs, _| async {
                 Ok(PromptResult::new().user("This is a simple prompt for testing."))
             }),
         Prompt::new("test_prompt_with_arguments")
             .description("A prompt with two arguments")
             .argument("arg1", "First test argument")
             .argument("arg2", "Second test argument")
-            .handler(|args, _| async move {
+            .handler(|args: PromptArgs, _| async move {
                 Ok(PromptResult::new().user(format!(
                     "Prompt with arguments: arg1='{}', arg2='{}'",
                     args["arg1"], args["arg2"]
@@ -712,7 +723,7 @@ fn prompts() -> Vec<Prompt> {
         Prompt::new("test_prompt_with_embedded_resource")
             .description("A prompt embedding a resource")
             .argument("resourceUri", "URI of the resource to embed")
-            .handler(|args, _| async move {
+            .handler(|args: PromptArgs, _| async move {
                 Ok(PromptResult::new()
                     .user(Content::resource(
                         ResourceContents::text(
@@ -725,14 +736,14 @@ fn prompts() -> Vec<Prompt> {
             }),
         Prompt::new("test_prompt_with_image")
             .description("A prompt with an image")
-            .handler(|_, _| async {
+            .handler(|_: NoArgs, _| async {
                 Ok(PromptResult::new()
                     .user(Content::image(PNG, "image/png"))
                     .user("Please analyze the image above."))
             }),
         Prompt::new("test_input_required_result_prompt")
             .description("MRTR on prompts/get: asks for context")
-            .handler(|_, cx| async move {
+            .handler(|_: NoArgs, cx| async move {
                 if let Some(context) = cx
                     .inputs()
                     .accepted("user_context")
@@ -765,12 +776,14 @@ fn completion(request: &wymcp::CompletionRequest) -> Completions {
     }
 }
 
-fn server(keys: Keys, redis: Option<&str>) -> Result<Server, Box<dyn std::error::Error>> {
+fn server(
+    keys: Keys,
+    auth: Option<AuthSetup>,
+    redis: Option<&str>,
+) -> Result<Server, Box<dyn std::error::Error>> {
     let mut builder = Server::builder()
         .info("wymcp-everything", env!("CARGO_PKG_VERSION"))
         .instructions("The MCP conformance suite's test server, built with wymcp.")
-        .list_changed()
-        .resource_subscriptions()
         .logging()
         .completion(|request, _| async move { Ok(completion(&request)) })
         .resource(
@@ -795,7 +808,7 @@ fn server(keys: Keys, redis: Option<&str>) -> Result<Server, Box<dyn std::error:
             ResourceTemplate::new("test://template/{id}/data", "Template data")
                 .description("Data for an id")
                 .mime_type("application/json")
-                .handler(|uri, vars, _| async move {
+                .handler(|uri, vars: TemplateVars, _| async move {
                     let id = vars.get("id").cloned().unwrap_or_default();
                     let body = json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
                     Ok(vec![ResourceContents::text(uri, body.to_string())])
@@ -818,6 +831,9 @@ fn server(keys: Keys, redis: Option<&str>) -> Result<Server, Box<dyn std::error:
     }
     if let Some(key) = keys.current {
         builder = builder.sealing_key(key);
+    }
+    if let Some(auth) = auth {
+        builder = builder.auth(auth.authenticator, auth.config);
     }
     if let Ok(ms) = std::env::var("WYMCP_TASK_LEASE_MS") {
         // A short lease for scripts/replicas' killed replica.
@@ -865,41 +881,162 @@ impl Keys {
 }
 
 const USAGE: &str = "usage: everything [--bind ADDR] [--replica NAME] [--trusted-proxy ADDR[/PREFIX]]… \
-    [--redis-url URL] (env WYMCP_REDIS_URL: the Redis the replicas share for the change bus and \
+    [--jwks-url URL --issuer ISS --audience AUD | \
+    --introspection-url URL --client-id ID --client-secret S [--audience AUD] [--issuer ISS]] \
+    [--required-scope S]… [--redis-url URL] | --stdio \
+    (env WYMCP_REDIS_URL: the Redis the replicas share for the change bus and \
     the task store; WYMCP_TASK_LEASE_MS: a task's lease; \
     WYMCP_SEALING_KEY: a shared requestState secret of at least 32 bytes, \
     WYMCP_SEALING_KEY_ID: its id, `shared` by default; \
     WYMCP_ACCEPT_SEALING_KEY[_ID]: a retired key that still unseals)";
 
+/// The auth settings of the command line; none of them: no auth.
+#[derive(Default)]
+struct AuthArgs {
+    jwks_url: Option<String>,
+    issuer: Option<String>,
+    audience: Option<String>,
+    introspection_url: Option<String>,
+    client_id: Option<String>,
+    client_secret: Option<String>,
+    required_scopes: Vec<String>,
+}
+
+/// The resource server the command line asked for.
+enum ResourceServer {
+    Jwt(JwtVerifier),
+    Introspection(Introspection),
+}
+
+impl Authenticator for ResourceServer {
+    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> AuthFuture<'a> {
+        match self {
+            ResourceServer::Jwt(verifier) => verifier.authenticate(credentials),
+            ResourceServer::Introspection(introspection) => introspection.authenticate(credentials),
+        }
+    }
+}
+
+/// What `server` is built with when the command line asks for auth.
+struct AuthSetup {
+    authenticator: ResourceServer,
+    config: AuthConfig,
+    /// What it does, for the start-up line.
+    mode: String,
+}
+
+impl AuthArgs {
+    /// The resource server the arguments describe, if any: JWT access
+    /// tokens checked against a JWK Set, or opaque tokens introspected.
+    fn resource_server(&self, bind: &str) -> Result<Option<AuthSetup>, Box<dyn std::error::Error>> {
+        let audience = self
+            .audience
+            .clone()
+            .unwrap_or_else(|| format!("http://{bind}/mcp"));
+        let config = |issuer: &str| {
+            AuthConfig::new()
+                .resource(audience.clone())
+                .authorization_server(issuer)
+                .required_scopes(self.required_scopes.clone())
+        };
+        if let Some(jwks_url) = &self.jwks_url {
+            let (Some(issuer), Some(audience)) = (&self.issuer, &self.audience) else {
+                return Err("--jwks-url needs --issuer and --audience".into());
+            };
+            let verifier = JwtVerifier::builder(issuer, audience)
+                .jwks_url(jwks_url)
+                .build()?;
+            return Ok(Some(AuthSetup {
+                authenticator: ResourceServer::Jwt(verifier),
+                config: config(issuer),
+                mode: format!(
+                    "JWT access tokens from {issuer} (keys at {jwks_url}) for {audience}"
+                ),
+            }));
+        }
+        if let Some(url) = &self.introspection_url {
+            let (Some(id), Some(secret)) = (&self.client_id, &self.client_secret) else {
+                return Err("--introspection-url needs --client-id and --client-secret".into());
+            };
+            let mut introspection =
+                Introspection::builder(url, &audience).client_credentials(id, secret);
+            if let Some(issuer) = &self.issuer {
+                introspection = introspection.issuer(issuer);
+            }
+            return Ok(Some(AuthSetup {
+                authenticator: ResourceServer::Introspection(introspection.build()?),
+                config: config(self.issuer.as_deref().unwrap_or(url)),
+                mode: format!("opaque tokens introspected at {url} for {audience}"),
+            }));
+        }
+        if self.issuer.is_some() || self.audience.is_some() || !self.required_scopes.is_empty() {
+            return Err(
+                "--issuer, --audience and --required-scope need --jwks-url or --introspection-url"
+                    .into(),
+            );
+        }
+        Ok(None)
+    }
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Logs go to stderr: over stdio, stdout carries nothing but the protocol.
     tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
     let mut args = std::env::args().skip(1);
     let mut bind = "127.0.0.1:3000".to_owned();
     let mut replica: Option<String> = None;
+    let mut auth = AuthArgs::default();
     let mut trusted: Vec<wymcp::IpNet> = Vec::new();
+    let mut stdio = false;
     let mut redis = std::env::var("WYMCP_REDIS_URL")
         .ok()
         .filter(|u| !u.is_empty());
     while let Some(arg) = args.next() {
-        match (arg.as_str(), args.next()) {
-            ("--bind", Some(addr)) => bind = addr,
-            ("--redis-url", Some(url)) => redis = Some(url),
-            ("--replica", Some(name)) => replica = Some(name),
-            ("--trusted-proxy", Some(net)) => trusted.push(net.parse()?),
+        match (arg.as_str(), &mut args) {
+            ("--stdio", _) => stdio = true,
+            ("--bind", args) => bind = args.next().ok_or(USAGE)?,
+            ("--replica", args) => replica = Some(args.next().ok_or(USAGE)?),
+            ("--trusted-proxy", args) => trusted.push(args.next().ok_or(USAGE)?.parse()?),
+            ("--redis-url", args) => redis = Some(args.next().ok_or(USAGE)?),
+            ("--jwks-url", args) => auth.jwks_url = Some(args.next().ok_or(USAGE)?),
+            ("--issuer", args) => auth.issuer = Some(args.next().ok_or(USAGE)?),
+            ("--audience", args) => auth.audience = Some(args.next().ok_or(USAGE)?),
+            ("--introspection-url", args) => {
+                auth.introspection_url = Some(args.next().ok_or(USAGE)?);
+            }
+            ("--client-id", args) => auth.client_id = Some(args.next().ok_or(USAGE)?),
+            ("--client-secret", args) => auth.client_secret = Some(args.next().ok_or(USAGE)?),
+            ("--required-scope", args) => auth.required_scopes.push(args.next().ok_or(USAGE)?),
             _ => return Err(format!("{USAGE}; got `{arg}`").into()),
         }
     }
+    let resource_server = auth.resource_server(&bind)?;
     // Replicas behind one load balancer share the key that seals MRTR
     // requestState, so a round begun on one finishes on any other.
-    let server = Arc::new(server(Keys::from_env()?, redis.as_deref())?);
+    let auth_mode = resource_server.as_ref().map(|setup| setup.mode.clone());
+    if stdio && resource_server.is_some() {
+        // A stdio client sends no bearer token: auth is HTTP's.
+        return Err("--stdio takes no auth flags: over stdio there is no token to check".into());
+    }
+    let server = Arc::new(server(
+        Keys::from_env()?,
+        resource_server,
+        redis.as_deref(),
+    )?);
     if redis.is_some() {
-        // Not the URL: it may hold a password.
-        println!("sharing Redis with the other replicas");
+        // Not the URL: it may hold a password. On stderr: over stdio,
+        // stdout carries nothing but the protocol.
+        eprintln!("sharing Redis with the other replicas");
     }
     tokio::spawn(mirror_catalog(server.catalog().clone()));
+    if stdio {
+        wymcp::stdio::serve(server).await?;
+        return Ok(());
+    }
     // Large bodies read, then quiet: free memory back to the kernel (the
     // deployment guide's "Memory and the allocator").
     let mut router = chain::post::router(server.clone()).layer(
@@ -920,6 +1057,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let listener = tokio::net::TcpListener::bind(&bind).await?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
+    if let Some(mode) = auth_mode {
+        println!("auth: {mode}");
+    }
     let config = wymcp::ServeConfig::default().trusted_proxies(trusted);
     wymcp::serve_with(listener, router, config)
         .with_graceful_shutdown(wymcp::serve::shutdown_signal())

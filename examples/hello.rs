@@ -1,4 +1,6 @@
-//! A server with one tool: `cargo run -p wymcp-examples --example hello -- --bind 127.0.0.1:3000`.
+//! A server with one tool, over HTTP or stdio:
+//! `cargo run -p wymcp-examples --example hello -- --bind 127.0.0.1:3000`, or
+//! launched by a client as `hello --stdio`.
 
 use wymcp::{Server, Tool, ToolResult, chain};
 
@@ -12,10 +14,12 @@ struct Greet {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let mut bind = "127.0.0.1:3000".to_owned();
+    let mut stdio = false;
     while let Some(arg) = args.next() {
-        match (arg.as_str(), args.next()) {
-            ("--bind", Some(addr)) => bind = addr,
-            _ => return Err(format!("usage: hello [--bind ADDR]; got `{arg}`").into()),
+        match (arg.as_str(), &mut args) {
+            ("--stdio", _) => stdio = true,
+            ("--bind", args) => bind = args.next().ok_or("--bind needs an address")?,
+            _ => return Err(format!("usage: hello [--bind ADDR | --stdio]; got `{arg}`").into()),
         }
     }
     let server = Server::builder()
@@ -28,6 +32,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }),
         )
         .build()?;
+    if stdio {
+        // stdout carries the protocol; this example logs nothing.
+        wymcp::stdio::serve(server).await?;
+        return Ok(());
+    }
     let listener = tokio::net::TcpListener::bind(&bind).await?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
     wymcp::serve(listener, chain::post::router(server)).await?;

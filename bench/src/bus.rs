@@ -46,10 +46,7 @@ pub struct BusPass {
 }
 
 fn server(limits: ListenLimits, bus: Option<RedisBus>) -> Arc<Server> {
-    let mut builder = Server::builder()
-        .tools_capability()
-        .list_changed()
-        .listen_limits(limits);
+    let mut builder = Server::builder().tools_capability().listen_limits(limits);
     if let Some(bus) = bus {
         builder = builder.change_relay(bus);
     }

@@ -20,6 +20,9 @@ pub const LARGE_CALL_BYTES: usize = 1_000_000;
 /// The size of a body at wymcp's default ceiling: 8 MB, the largest accepted.
 pub const CEILING_CALL_BYTES: usize = 8_000_000;
 
+/// How many ceiling-sized calls the burst scenario sends at once.
+pub const BURST_CONNECTIONS: usize = 64;
+
 /// The `Origin` the rejection scenario sends: allowed by no server.
 pub const BAD_ORIGIN: &str = "http://evil.example.com";
 

@@ -167,7 +167,7 @@ fn scenarios(options: &Options) -> Vec<Scenario> {
             request: payload::echo_call_sized(payload::CEILING_CALL_BYTES),
             expect: Expect::Success,
             load: Load::Burst { requests: burst },
-            connections: 64,
+            connections: payload::BURST_CONNECTIONS,
         },
     ]
 }

@@ -1,12 +1,13 @@
 """Interop check: the official Python SDK client (mcp, pinned in
-tools/py/requirements.txt) against a running examples/everything.
+tools/py/requirements.txt) against examples/everything, over Streamable HTTP
+(a running server) or over stdio (the client launches `BINARY --stdio`).
 
-Usage: python interop/py/client.py URL MODE
+Usage: python interop/py/client.py URL|stdio:BINARY MODE
   MODE: 2026-07-28 (adopt the modern revision), legacy (the 2025 handshake)
         or auto (probe server/discover, fall back to initialize)
 
-Prints one `PASS py[MODE] check` or `FAIL py[MODE] check: reason` line per
-check and exits non-zero if any failed.
+Prints one `PASS py[MODE] check` (over stdio `py-stdio[MODE]`) or
+`FAIL … check: reason` line per check and exits non-zero if any failed.
 """
 
 from __future__ import annotations
@@ -15,37 +16,18 @@ import asyncio
 import sys
 
 import anyio
-from collections.abc import Awaitable, Callable
 
-from mcp import Client, types
+from checks import Checks, describe
+from mcp import Client, StdioServerParameters, types
+from mcp.client import advertise
 from mcp.shared.subscriptions import ToolsListChanged
 
 MODES = ("2026-07-28", "legacy", "auto")
 
 
-def describe(err: BaseException) -> str:
-    """The innermost cause of an exception, unwrapping anyio's task groups."""
-    while isinstance(err, BaseExceptionGroup) and len(err.exceptions) == 1:
-        err = err.exceptions[0]
-    code = getattr(getattr(err, "error", None), "code", None)
-    return f"{type(err).__name__}: {err}" + (f" (code {code})" if code is not None else "")
-
-
-class Run:
-    def __init__(self, mode: str) -> None:
-        self.tag = f"py[{mode}]"
-        self.failed = 0
-
-    async def check(self, name: str, body: Callable[[], Awaitable[str | None]]) -> None:
-        try:
-            why = await body()
-        except Exception as err:  # noqa: BLE001 - every failure is reported, none raised
-            why = describe(err)
-        if why:
-            self.failed += 1
-            print(f"FAIL {self.tag} {name}: {why}", flush=True)
-        else:
-            print(f"PASS {self.tag} {name}", flush=True)
+class Run(Checks):
+    def __init__(self, mode: str, stdio: bool) -> None:
+        super().__init__(f"py-stdio[{mode}]" if stdio else f"py[{mode}]")
 
 
 def first_text(content: list[types.ContentBlock] | None) -> str | None:
@@ -55,18 +37,27 @@ def first_text(content: list[types.ContentBlock] | None) -> str | None:
     return None
 
 
-async def main(url: str, mode: str) -> int:
-    run = Run(mode)
+async def main(target: str, mode: str) -> int:
+    binary = target.removeprefix("stdio:") if target.startswith("stdio:") else None
+    run = Run(mode, binary is not None)
+    # Over stdio the client launches the server; its stderr (the logs) is ours.
+    server = target if binary is None else StdioServerParameters(command=binary, args=["--stdio"])
+    via = "SSE" if binary is None else "stdio"
     elicited = 0
 
     # The MRTR round: the client fulfils the server's embedded elicitation/create
     # through this callback and retries with the answer and the echoed requestState.
-    async def on_elicit(_ctx: object, _params: types.ElicitRequestParams) -> types.ElicitResult:
+    # A form with defaults is accepted as offered (test_elicitation_sep1034_defaults
+    # offers `score: 95.5`); any other is answered with a name.
+    async def on_elicit(_ctx: object, params: types.ElicitRequestParams) -> types.ElicitResult:
         nonlocal elicited
         elicited += 1
-        return types.ElicitResult(action="accept", content={"name": "Alice"})
+        schema = getattr(params, "requested_schema", None) or {}
+        fields = schema.get("properties", {}) if isinstance(schema, dict) else schema.properties
+        defaults = {name: field["default"] for name, field in fields.items() if "default" in field}
+        return types.ElicitResult(action="accept", content=defaults or {"name": "Alice"})
 
-    client = Client(url, mode=mode, elicitation_callback=on_elicit, read_timeout_seconds=20)
+    client = Client(server, mode=mode, elicitation_callback=on_elicit, read_timeout_seconds=20)
     try:
         async with client:
             version = client.protocol_version
@@ -127,7 +118,7 @@ async def main(url: str, mode: str) -> int:
                     return f"isError: {first_text(result.content)}"
                 return None if seen == [0, 50, 100] else f"progress seen: {seen}, wanted [0, 50, 100]"
 
-            await run.check("progress over SSE (tools/call test_tool_with_progress)", progress)
+            await run.check(f"progress over {via} (tools/call test_tool_with_progress)", progress)
 
             if modern:
 
@@ -143,6 +134,21 @@ async def main(url: str, mode: str) -> int:
 
                 await run.check("MRTR round (elicitation) tools/call test_input_required_result_elicitation", mrtr)
 
+                async def defaults() -> str | None:
+                    before = elicited
+                    result = await client.call_tool("test_elicitation_sep1034_defaults", {})
+                    if elicited == before:
+                        return "the elicitation callback was never asked"
+                    text = first_text(result.content) or ""
+                    if result.is_error:
+                        return f"isError: {text}"
+                    ok = '"score":95.5' in text and "action=accept" in text
+                    return None if ok else f"the defaults are not in the answer: {text}"
+
+                await run.check(
+                    "MRTR round accepting the defaults (95.5) tools/call test_elicitation_sep1034_defaults", defaults
+                )
+
                 async def listen() -> str | None:
                     # subscriptions/listen: acknowledged, then a tools list_changed
                     # once a tool call changes the tool list at run time.
@@ -157,11 +163,31 @@ async def main(url: str, mode: str) -> int:
     except Exception as err:  # noqa: BLE001 - a failed connect or close is one more FAIL line
         run.failed += 1
         print(f"FAIL {run.tag} session: {describe(err)}", flush=True)
+
+    # Capabilities are JSON objects whose values may be any JSON value (schema.ts
+    # `JSONValue`): a fraction and a null in an extension's settings, sent in every
+    # 2026 request's _meta (and in a 2025 client's initialize).
+    async def extended() -> str | None:
+        settings = {"ratio": 0.5, "since": None}
+        ext = [advertise("com.example/wymcp-interop", settings)]
+        async with Client(server, mode=mode, extensions=ext, read_timeout_seconds=20) as other:
+            # auto falls back to the 2025 handshake when server/discover is
+            # refused, where these capabilities would prove nothing.
+            version = other.protocol_version
+            if mode != "legacy" and version != "2026-07-28":
+                return f"negotiated {version}, wanted 2026-07-28"
+            result = await other.call_tool("test_simple_text", {})
+            text = first_text(result.content)
+            if result.is_error:
+                return f"isError: {text}"
+            return None if text else f"no text content in {result!r}"
+
+    await run.check("capabilities with a fraction and a null (extensions), tools/call test_simple_text", extended)
     return 0 if run.failed == 0 else 1
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[2] not in MODES:
-        print(f"usage: client.py URL {'|'.join(MODES)}", file=sys.stderr)
+        print(f"usage: client.py URL|stdio:BINARY {'|'.join(MODES)}", file=sys.stderr)
         sys.exit(2)
     sys.exit(asyncio.run(main(sys.argv[1], sys.argv[2])))

@@ -19,6 +19,7 @@ fn alice(scopes: &[&str]) -> Principal {
     Principal {
         subject: "alice".into(),
         scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+        ..Principal::default()
     }
 }
 

@@ -117,7 +117,11 @@ async fn discover_reports_versions_capabilities_and_identity() {
     let answer = dispatch(&server, Req::modern(7, "server/discover")).await;
     let result = answer.ok(&json!(7));
     assert_eq!(result["supportedVersions"], json!(["2026-07-28"]));
-    assert_eq!(result["capabilities"], json!({"tools": {}}));
+    // `listChanged` by default: the catalog can change at run time.
+    assert_eq!(
+        result["capabilities"],
+        json!({"tools": {"listChanged": true}})
+    );
     assert_eq!(result["instructions"], "Use the echo tool.");
     assert_eq!(result["resultType"], "complete");
     assert_eq!(result["ttlMs"], 0);

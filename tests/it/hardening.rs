@@ -52,14 +52,7 @@ fn listen(id: u64) -> RawRequest {
 
 fn server_with(builder: wymcp::ServerBuilder) -> Arc<Server> {
     let echo = Tool::new("echo").raw_handler(|_, _| async { Ok(ToolResult::text("hi")) });
-    Arc::new(
-        builder
-            .tool(echo)
-            .list_changed()
-            .tools_capability()
-            .build()
-            .unwrap(),
-    )
+    Arc::new(builder.tool(echo).tools_capability().build().unwrap())
 }
 
 /// Opens a listen stream on `conn` and waits for its acknowledgement.
@@ -199,10 +192,8 @@ async fn callers_behind_a_trusted_proxy_are_told_apart_by_their_forwarded_addres
 /// request's id, naming the limit.
 #[tokio::test]
 async fn an_oversized_listen_filter_is_invalid_params() {
-    let listening = TestServer::start(wymcp::chain::post::router(server_with(
-        Server::builder().resource_subscriptions(),
-    )))
-    .await;
+    let listening =
+        TestServer::start(wymcp::chain::post::router(server_with(Server::builder()))).await;
     let mut conn = listening.connect().await;
     let many: Vec<String> = (0..300).map(|i| format!("r://{i}")).collect();
     let response = conn
@@ -464,7 +455,7 @@ async fn a_body_of_too_many_values_is_refused_while_parsed() {
         "t",
         wymcp::auth::Principal {
             subject: "s".into(),
-            scopes: vec![],
+            ..wymcp::auth::Principal::default()
         },
     );
     let listening = TestServer::start(wymcp::chain::post::router(server_with(
@@ -672,24 +663,38 @@ async fn integers_beyond_64_bits_are_refused_not_unbound() {
     }
 }
 
-/// Rule (item 14): the sealed state binds the keys its round asked: a retry
-/// answering another key is refused -32602, and a state from round one
-/// with round two's answers is refused too.
+/// Rule (item 14): the sealed state binds the keys its round asked: the
+/// handler sees answers to those keys only. An answer to another key, or
+/// round two's answer with round one's state, is ignored (SEP-2322: unknown
+/// keys are ignored, what is missing asked again), never seen.
 #[tokio::test]
 async fn a_retry_answers_only_what_its_round_asked() {
     use wymcp::mrtr::InputRequest;
     let ask = Tool::new("ask").raw_handler(|_, cx: wymcp::Context| async move {
         let inputs = cx.inputs();
-        match inputs.round() {
-            0 => Err(inputs
+        let seen: Vec<String> = inputs.responses().keys().cloned().collect();
+        // What this round needs answered first: re-asked while missing.
+        let (wanted, next) = match inputs.round() {
+            0 => (None, "first"),
+            1 => (Some("first"), "second"),
+            _ => (Some("second"), ""),
+        };
+        match wanted {
+            Some(key) if inputs.responses().contains_key(key) && next.is_empty() => {
+                Ok(ToolResult::text(format!("done: {seen:?}")))
+            }
+            Some(key) if inputs.responses().contains_key(key) => Err(inputs
                 .input_required()
-                .request("first", InputRequest::list_roots())?
+                .request(next, InputRequest::list_roots())?
                 .into()),
-            1 => Err(inputs
+            Some(key) => Err(inputs
                 .input_required()
-                .request("second", InputRequest::list_roots())?
+                .request(key, InputRequest::list_roots())?
                 .into()),
-            _ => Ok(ToolResult::text("done")),
+            None => Err(inputs
+                .input_required()
+                .request(next, InputRequest::list_roots())?
+                .into()),
         }
     });
     let listening = TestServer::start(wymcp::chain::post::router(Arc::new(
@@ -722,30 +727,31 @@ async fn a_retry_answers_only_what_its_round_asked() {
         .json();
     assert_eq!(two["result"]["resultType"], "input_required");
     let state2 = two["result"]["requestState"].clone();
-    // Round one's state with round two's answer: refused.
-    let response = conn
+    // Round one's state with round two's answer: not seen, so round one's
+    // question is asked again.
+    let three = conn
         .request(&with(
             3,
             json!({"inputResponses": {"second": roots}, "requestState": state1}),
         ))
-        .await;
-    let error = refused(&response, 400, -32602, &json!(3));
-    assert_eq!(error.data["key"], "second");
-    // An answer to a key never asked: refused.
-    let response = conn
-        .request(&with(
-            4,
-            json!({"inputResponses": {"second": roots, "nobody": roots}, "requestState": state2}),
-        ))
-        .await;
-    refused(&response, 400, -32602, &json!(4));
+        .await
+        .json();
+    assert_eq!(three["result"]["resultType"], "input_required", "{three}");
+    assert!(
+        three["result"]["inputRequests"].get("first").is_some(),
+        "{three}"
+    );
+    // An answer to a key never asked beside the right one: ignored.
     // The right answer to the right round finishes the call.
     let done = conn
         .request(&with(
             5,
-            json!({"inputResponses": {"second": roots}, "requestState": state2}),
+            json!({"inputResponses": {"second": roots, "nobody": roots}, "requestState": state2}),
         ))
         .await
         .json();
-    assert_eq!(done["result"]["content"][0]["text"], "done", "{done}");
+    assert_eq!(
+        done["result"]["content"][0]["text"], "done: [\"second\"]",
+        "{done}"
+    );
 }

@@ -23,6 +23,8 @@ const PARTS: &[(&str, &str, u8, Siblings)] = &[
     ("mrtr", "mrtr/", 1, Siblings::Import),
     ("sse", "sse.rs", 1, Siblings::Import),
     ("tasks", "tasks/", 1, Siblings::Import),
+    // The request span's fields and events.
+    ("trace", "trace.rs", 1, Siblings::Import),
     // The surface composes the parts below it.
     ("surface", "surface/", 2, Siblings::Import),
     ("server", "server.rs", 3, Siblings::Import),
@@ -39,6 +41,8 @@ const PARTS: &[(&str, &str, u8, Siblings)] = &[
     ("router", "private.rs", 6, Siblings::Import),
     ("chain", "chain.rs", 7, Siblings::Import),
     ("serve", "serve/", 7, Siblings::Import),
+    // The second transport: lines in, the surface's answers out.
+    ("stdio", "stdio/", 7, Siblings::Import),
     ("memory", "memory.rs", 7, Siblings::Import),
     // The face: re-exports only.
     ("face", "fuzzing.rs", 8, Siblings::Import),

@@ -18,7 +18,6 @@ fn server() -> Server {
                 .handler(|_: NoArgs, _| async { Ok(ToolResult::text("ok")) }),
         )
         .resource(Resource::new("test://r", "r").text("r"))
-        .resource_subscriptions()
         .build()
         .unwrap()
 }
@@ -53,7 +52,9 @@ async fn initialize_negotiates_a_2025_version() {
         assert_eq!(
             result["capabilities"],
             json!({
-                "tools": {}, "resources": {"subscribe": true}, "logging": {}
+                // Never `listChanged` nor `subscribe`: a stateless 2025
+                // exchange has no stream to deliver them on.
+                "tools": {}, "resources": {}, "logging": {}
             })
         );
         assert!(result.get("resultType").is_none());
@@ -123,10 +124,11 @@ async fn initialized_is_accepted() {
     assert!(answer.headers.get("mcp-session-id").is_none());
 }
 
-/// resources/subscribe and unsubscribe are acknowledged when the server
-/// advertises subscriptions, and -32601 otherwise.
+/// resources/subscribe and unsubscribe are acknowledged (`{}`, as a 2025
+/// server answers) whenever the server serves resources, though never
+/// advertised; -32601 on a server without resources.
 #[tokio::test]
-async fn subscriptions_are_acknowledged_only_when_advertised() {
+async fn subscriptions_are_acknowledged_when_resources_are_served() {
     for method in ["resources/subscribe", "resources/unsubscribe"] {
         let message = Req::legacy(4, method).params(json!({"uri": "test://r"}));
         assert_eq!(
@@ -134,7 +136,7 @@ async fn subscriptions_are_acknowledged_only_when_advertised() {
             &json!({})
         );
         let plain = Server::builder()
-            .resource(Resource::new("test://r", "r").text("r"))
+            .tool(Tool::new("t").handler(|_: NoArgs, _| async { Ok(ToolResult::text("ok")) }))
             .build()
             .unwrap();
         dispatch(&plain, message)

@@ -9,7 +9,7 @@ use std::time::Duration;
 use http::StatusCode;
 use serde_json::{Value, json};
 use wymcp::fuzzing::meta::SUBSCRIPTION_ID;
-use wymcp::{Context, Prompt, PromptResult, Resource, Server, Tool, ToolResult};
+use wymcp::{Context, NoArgs, Prompt, PromptResult, Resource, Server, Tool, ToolResult};
 
 use crate::support::{Req, Stream, chain, meta, send};
 
@@ -24,11 +24,9 @@ fn server() -> Arc<Server> {
             .tool(tool("first"))
             .prompt(
                 Prompt::new("p")
-                    .handler(|_args, _cx| async move { Ok(PromptResult::new().user("hi")) }),
+                    .handler(|_: NoArgs, _cx| async move { Ok(PromptResult::new().user("hi")) }),
             )
             .resource(Resource::new("test://watched-resource", "watched").text("v1"))
-            .list_changed()
-            .resource_subscriptions()
             .build()
             .unwrap(),
     )

@@ -6,7 +6,8 @@
 //! The raw-socket tests (`hostile`, `origin`, `parse_step`, `stalled`,
 //! `shutdown`, `memory`, `soak`, part of `streaming` and `listen`) speak to
 //! a real server through `wymcp_tests::wire`; the rest send requests through
-//! a router in-process.
+//! a router in-process (`jwt` and `introspection` with an authorization
+//! server of their own on loopback).
 
 #![allow(clippy::unwrap_used)]
 
@@ -30,11 +31,15 @@ mod support;
 
 mod auth;
 mod classify;
+mod deviations;
 mod dispatch;
 mod fuzz_corpus;
+mod handlers;
 mod hardening;
 mod headers;
 mod hostile;
+mod introspection;
+mod jwt;
 mod layers;
 mod legacy;
 mod listen;
@@ -51,6 +56,7 @@ mod resources;
 mod shutdown;
 mod soak;
 mod stalled;
+mod stdio;
 mod streaming;
 mod tasks;
 mod tools;

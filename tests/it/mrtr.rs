@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 use wymcp::auth::Principal;
 use wymcp::auth::{AuthConfig, AuthError, BearerAuth};
 use wymcp::mrtr::{InputKind, InputRequest, SealingKey};
-use wymcp::{Context, HandlerError, Prompt, PromptResult, Server, ServerBuilder, Tool, ToolResult};
+use wymcp::{
+    Context, HandlerError, NoArgs, Prompt, PromptResult, Server, ServerBuilder, Tool, ToolResult,
+};
 
 use crate::support::{Reply, Req, chain, send};
 
@@ -79,7 +81,7 @@ fn builder() -> ServerBuilder {
         .tool(asks_sampling())
         .prompt(
             Prompt::new("greet")
-                .handler(|_args, _cx| async move { Ok(PromptResult::new().user("hi")) }),
+                .handler(|_: NoArgs, _cx| async move { Ok(PromptResult::new().user("hi")) }),
         )
 }
 
@@ -215,11 +217,11 @@ async fn a_state_from_another_principal_is_refused() {
         match token.as_str() {
             "alice-token" => Ok(Principal {
                 subject: "alice".into(),
-                scopes: vec![],
+                ..Principal::default()
             }),
             "bob-token" => Ok(Principal {
                 subject: "bob".into(),
-                scopes: vec![],
+                ..Principal::default()
             }),
             _ => Err(AuthError::Unauthorized),
         }

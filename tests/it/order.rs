@@ -39,7 +39,7 @@ fn server() -> Arc<Server> {
         TOKEN,
         Principal {
             subject: "tester".to_owned(),
-            scopes: Vec::new(),
+            ..Principal::default()
         },
     );
     let server = Server::builder()

@@ -2,8 +2,8 @@
 
 use http::StatusCode;
 use serde_json::json;
-use wymcp::{CompletionRef, Completions};
-use wymcp::{Content, Prompt, PromptResult, Server};
+use wymcp::{CompletionRef, Completions, PromptArgs};
+use wymcp::{Content, Prompt, PromptResult, ResourceTemplate, Server, TemplateVars};
 
 use crate::support::{Req, assert_schema, dispatch};
 
@@ -14,7 +14,7 @@ fn server() -> Server {
                 .description("Greets")
                 .argument("name", "Who")
                 .optional_argument("tone", "How")
-                .handler(|args, _| async move {
+                .handler(|args: PromptArgs, _| async move {
                     Ok(PromptResult::new()
                         .user(format!(
                             "Hello {} ({})",
@@ -23,6 +23,10 @@ fn server() -> Server {
                         ))
                         .assistant(Content::image("AAAA", "image/png")))
                 }),
+        )
+        .resource_template(
+            ResourceTemplate::new("x://{a}", "x")
+                .handler(|_, _: TemplateVars, _| async { Ok(Vec::new()) }),
         )
         .completion(|request, _| async move {
             Ok(match request.reference {

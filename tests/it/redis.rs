@@ -32,8 +32,6 @@ fn quick() -> RedisConfig {
 /// A replica: listens to changes, serves tasks, both through `redis`.
 fn replica(redis: &RedisServer, limits: TaskLimits) -> Arc<Server> {
     let builder = Server::builder()
-        .list_changed()
-        .resource_subscriptions()
         .resources_capability()
         .change_relay(RedisBus::new(&redis.url(), quick()).unwrap())
         .task_store(RedisTaskStore::new(&redis.url(), quick()).unwrap())

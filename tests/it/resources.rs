@@ -3,7 +3,7 @@
 
 use http::StatusCode;
 use serde_json::{Value, json};
-use wymcp::{Era, Resource, ResourceContents, ResourceTemplate, Server};
+use wymcp::{Era, Resource, ResourceContents, ResourceTemplate, Server, TemplateVars};
 
 use crate::support::{Reply, Req, assert_schema, dispatch};
 
@@ -24,7 +24,7 @@ fn server() -> Server {
         .resource_template(
             ResourceTemplate::new("test://template/{id}/data", "Template")
                 .mime_type("application/json")
-                .handler(|uri, vars, _| async move {
+                .handler(|uri, vars: TemplateVars, _| async move {
                     Ok(vec![ResourceContents::text(
                         uri,
                         json!({"id": vars["id"]}).to_string(),

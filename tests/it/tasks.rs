@@ -61,13 +61,15 @@ pub fn task_tools(builder: ServerBuilder, dropped: Arc<AtomicBool>) -> ServerBui
         .tool(
             Tool::new("only_task")
                 .task_support(TaskSupport::Required)
-                .handler(|_: NoArgs, _| async { Err(HandlerError::execution("the tool failed")) }),
+                .handler(|_: NoArgs, _| async {
+                    Err::<ToolResult, _>(HandlerError::execution("the tool failed"))
+                }),
         )
         .tool(
             Tool::new("broken")
                 .task_support(TaskSupport::Optional)
                 .handler(|_: NoArgs, _| async {
-                    Err(HandlerError::Rpc {
+                    Err::<ToolResult, _>(HandlerError::Rpc {
                         code: wymcp::ErrorCode::new(-32050),
                         message: "broken down".into(),
                         data: Some(json!({"why": "test"})),
@@ -398,10 +400,7 @@ async fn input_required_inside_a_task_resumes_through_update() {
 fn authenticated(dropped: Arc<AtomicBool>) -> Arc<Server> {
     let tokens = BearerAuth::new(|token: String| async move {
         match token.as_str() {
-            "alice" | "bob" => Ok(Principal {
-                subject: token,
-                scopes: vec![],
-            }),
+            "alice" | "bob" => Ok(Principal::new(token, [""; 0])),
             _ => Err(AuthError::Unauthorized),
         }
     });
@@ -459,12 +458,7 @@ async fn running_tasks_and_task_records_are_bounded() {
         .max_running(2)
         .max_running_per_caller(1)
         .max_task_bytes(4096);
-    let tokens = BearerAuth::new(|token: String| async move {
-        Ok(Principal {
-            subject: token,
-            scopes: vec![],
-        })
-    });
+    let tokens = BearerAuth::new(|token: String| async move { Ok(Principal::new(token, [""; 0])) });
     let builder = Server::builder()
         .auth(tokens, AuthConfig::new())
         .task_limits(limits);

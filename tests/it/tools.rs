@@ -56,7 +56,7 @@ fn server() -> Server {
         .tool(
             Tool::new("fails")
                 .description("Fails")
-                .handler(|_: NoArgs, _| async { Err(HandlerError::execution("the disk is full")) }),
+                .handler(|_: NoArgs, _| async { Err::<ToolResult, _>(HandlerError::execution("the disk is full")) }),
         )
         .tool(
             Tool::new("structured")
@@ -147,34 +147,55 @@ async fn typed_call_answers_a_complete_result() {
 async fn missing_arguments_are_an_empty_object() {
     let answer = call(&server(), 3, json!({"name": "none"})).await;
     assert_eq!(answer.ok(&json!(3))["content"][0]["text"], "ok");
-    // ... and so a typed tool that needs arguments refuses it.
+    // ... and so a typed tool that needs arguments answers a tool input
+    // error, which the model sees (SEP-1303).
     let answer = call(&server(), 4, json!({"name": "add"})).await;
-    answer.error(StatusCode::BAD_REQUEST, -32602, &json!(4));
+    assert_eq!(answer.ok(&json!(4))["isError"], true);
 }
 
-/// Arguments that break the schema or the type are 400/-32602.
+/// Arguments that break the schema are a result with `isError: true`
+/// naming the JSON pointer and what was expected (SEP-1303); arguments
+/// that are not an object are the protocol's -32602.
 #[tokio::test]
-async fn bad_arguments_are_invalid_params() {
+async fn bad_arguments_are_tool_input_errors() {
     let server = server();
-    for (id, params) in [
-        (5, json!({"name": "add", "arguments": {"a": "two", "b": 1}})),
-        (6, json!({"name": "add", "arguments": {"a": 1}})),
-        (7, json!({"name": "add", "arguments": [1, 2]})),
-        (8, json!({"name": "verbatim", "arguments": {"n": 0}})),
-        (9, json!({"name": "verbatim", "arguments": {"n": 10}})),
+    for (id, params, pointer) in [
+        (
+            5,
+            json!({"name": "add", "arguments": {"a": "two", "b": 1}}),
+            "`/a`",
+        ),
+        (6, json!({"name": "add", "arguments": {"a": 1}}), "(root)"),
+        (
+            8,
+            json!({"name": "verbatim", "arguments": {"n": 0}}),
+            "`/n`",
+        ),
+        (
+            9,
+            json!({"name": "verbatim", "arguments": {"n": 10}}),
+            "`/n`",
+        ),
         (
             10,
             json!({"name": "verbatim", "arguments": {"other": 1, "n": 2}}),
+            "(root)",
         ),
-        (11, json!({"name": "verbatim", "arguments": {}})),
+        (11, json!({"name": "verbatim", "arguments": {}}), "(root)"),
     ] {
         let answer = call(&server, id, params.clone()).await;
-        let error = answer.error(StatusCode::BAD_REQUEST, -32602, &json!(id));
+        let result = answer.ok(&json!(id));
+        assert_schema("2026-07-28", "CallToolResult", result);
+        assert_eq!(result["isError"], true, "{params}");
+        let text = result["content"][0]["text"].as_str().unwrap();
         assert!(
-            error["message"].as_str().unwrap().contains("arguments"),
-            "{params}: {error}"
+            text.starts_with("invalid arguments for tool `")
+                && text.contains(&format!("at {pointer}")),
+            "{params}: {text}"
         );
     }
+    let answer = call(&server, 7, json!({"name": "add", "arguments": [1, 2]})).await;
+    answer.error(StatusCode::BAD_REQUEST, -32602, &json!(7));
     let answer = call(
         &server,
         12,

@@ -6,10 +6,11 @@ use http::request::Parts;
 use serde_json::Value;
 
 use crate::auth::Principal;
-use crate::protocol::jsonrpc::MessageKind;
+use crate::protocol::jsonrpc::{MessageKind, answer_id};
 use crate::protocol::revision::{Era, Revision};
 use crate::reply::{Flow, Rejection, Rejector, Response};
 use crate::server::{Reservation, Server};
+use crate::trace::SpanSlot;
 
 /// One POST as it passes through the chain: the request, and what each stage
 /// established about it. Each field is set by the stage that owns it and read
@@ -37,13 +38,22 @@ pub struct Exchange<'a> {
     /// when the exchange ends.
     pub(crate) reserved: Option<Reservation>,
     stage: &'static str,
+    /// The request span (see [`trace`](crate::trace)), once classification
+    /// opened it; disabled until then.
+    pub(crate) span: tracing::Span,
+    /// Where the router reads the request span back, when the request came
+    /// through the router.
+    slot: Option<SpanSlot>,
 }
 
 impl<'a> Exchange<'a> {
     /// Starts an exchange for one request.
     pub fn new(server: &'a Server, request: http::Request<Body>) -> Self {
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
+        let slot = parts.extensions.remove::<SpanSlot>();
         Exchange {
+            span: tracing::Span::none(),
+            slot,
             server,
             parts,
             body: Some(body),
@@ -88,6 +98,15 @@ impl<'a> Exchange<'a> {
         self.message.as_ref()?.get("params")
     }
 
+    /// Makes `span` the request span: the stages after this one run in it,
+    /// and the router reads it back.
+    pub(crate) fn set_span(&mut self, span: tracing::Span) {
+        if let Some(slot) = &self.slot {
+            let _ = slot.0.set(span.clone());
+        }
+        self.span = span;
+    }
+
     pub(crate) fn set_stage(&mut self, name: &'static str) {
         self.stage = name;
     }
@@ -97,9 +116,7 @@ impl<'a> Exchange<'a> {
     #[must_use]
     pub fn rejection_id(&self) -> Value {
         match (self.kind, self.message.as_ref()) {
-            (Some(MessageKind::Request), Some(message)) => {
-                message.get("id").cloned().unwrap_or(Value::Null)
-            }
+            (Some(kind), Some(message)) => answer_id(kind, message),
             _ => Value::Null,
         }
     }
@@ -125,6 +142,7 @@ impl<'a> Exchange<'a> {
             id: self.rejection_id(),
             stage: self.stage(),
             http2: self.is_http2(),
+            span: self.span.clone(),
         }
     }
 }

@@ -18,6 +18,7 @@ mod origin;
 mod sse;
 mod surface;
 pub mod tasks;
+mod trace;
 // the server,
 mod server;
 // the contract the macro's generated code calls,
@@ -26,7 +27,7 @@ mod reply;
 mod stage;
 // the stages, one file each,
 pub mod stages;
-// the router, the default chain, and serving it.
+// the router, the default chain, and serving it (over HTTP, over stdio).
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
@@ -36,6 +37,7 @@ pub mod memory;
 pub mod redis;
 mod router;
 pub mod serve;
+pub mod stdio;
 
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -55,10 +57,10 @@ pub use serve::{ServeConfig, serve, serve_with};
 pub use server::{BuildError, Limits, Server, ServerBuilder};
 pub use stage::{Role, Stage, StageInfo, StageKind};
 pub use surface::{
-    BoxFuture, CacheScope, Catalog, Change, ChangeFeed, ChangeRelay, CompletionRef,
+    Annotations, BoxFuture, CacheScope, Catalog, Change, ChangeFeed, ChangeRelay, CompletionRef,
     CompletionRequest, Completions, Content, Context, DEFAULT_PAGE_SIZE, Emitter, HandlerError,
-    LEGACY_LOG_LEVEL, ListenLimits, LogLevel, MAX_COMPLETION_VALUES, NoArgs, Prompt,
-    PromptArgument, PromptMessage, PromptResult, PromptRole, Resource, ResourceContents,
-    ResourceTemplate, ServerInfo, SurfaceError, TaskLimits, TaskSupport, TemplateVars, Tool,
-    ToolResult,
+    Icon, IconTheme, LEGACY_LOG_LEVEL, ListenLimits, LogLevel, MAX_COMPLETION_VALUES, NoArgs,
+    Prompt, PromptArgs, PromptArgument, PromptMessage, PromptResult, PromptRole, Resource,
+    ResourceContents, ResourceTemplate, ServerInfo, Structured, SurfaceError, TaskLimits,
+    TaskSupport, TemplateVars, Tool, ToolOutput, ToolResult,
 };

@@ -20,7 +20,12 @@ use crate::reply::Rejection;
 /// Marks `name` as the running stage and returns its span.
 pub fn enter(ex: &mut Exchange<'_>, name: &'static str) -> tracing::Span {
     ex.set_stage(name);
-    tracing::debug_span!("wymcp.stage", stage = name)
+    // Once classification opened the request span, every stage runs in it.
+    if ex.span.is_none() {
+        tracing::debug_span!("wymcp.stage", stage = name)
+    } else {
+        tracing::debug_span!(parent: &ex.span, "wymcp.stage", stage = name)
+    }
 }
 
 /// The answer when every stage continued: a chain must end in a stage that

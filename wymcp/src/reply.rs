@@ -22,6 +22,7 @@ use serde_json::Value;
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::jsonrpc::error_envelope;
 use crate::protocol::text::Bounded;
+use crate::trace;
 
 /// The HTTP response type every stage and handler answers with.
 pub type Response = http::Response<Body>;
@@ -120,6 +121,8 @@ pub struct Rejector {
     pub(crate) id: Value,
     pub(crate) stage: &'static str,
     pub(crate) http2: bool,
+    /// The request span, which records the error.
+    pub(crate) span: tracing::Span,
 }
 
 impl Rejector {
@@ -133,6 +136,7 @@ impl Rejector {
     }
 
     fn record(&self, status: StatusCode, code: ErrorCode, message: &str) {
+        trace::errored(&self.span, code.get());
         tracing::info!(
             target: "wymcp::rejection",
             stage = self.stage,

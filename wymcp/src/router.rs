@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Instant;
 
 use axum::Router;
 use bytes::Bytes;
@@ -11,6 +12,7 @@ use http::StatusCode;
 
 use crate::reply::{Response, json_response, method_not_allowed};
 use crate::server::Server;
+use crate::trace;
 
 /// The request type a chain's `handle` takes.
 pub(crate) type Request = http::Request<axum::body::Body>;
@@ -22,8 +24,21 @@ where
 {
     let endpoint = server.endpoint().to_owned();
     let metadata = metadata(&server);
-    let post = axum::routing::post(move |request: Request| handle(server.clone(), request))
-        .fallback(|| async { method_not_allowed() });
+    let post = axum::routing::post(move |mut request: Request| {
+        // The slot classification opens the request span in (see `trace`).
+        let slot = trace::SpanSlot::default();
+        request.extensions_mut().insert(slot.clone());
+        let started = Instant::now();
+        let answer = handle(server.clone(), request);
+        async move {
+            let response = answer.await;
+            if let Some(span) = slot.0.get() {
+                trace::finished(span, response.status(), started);
+            }
+            response
+        }
+    })
+    .fallback(|| async { method_not_allowed() });
     Router::new().route(&endpoint, post).merge(metadata)
 }
 

@@ -15,8 +15,8 @@ use crate::protocol::revision::Revision;
 use crate::protocol::schema::{SchemaError, Schemas};
 use crate::surface::{
     CachePolicy, CacheScope, Catalog, Change, ChangeBus, ChangeRelay, CompletionRequest,
-    Completions, Context, HandlerError, ListenLimits, Prompt, Resource, ResourceTemplate, Surface,
-    SurfaceBuilder, SurfaceError, TaskLimits, Tool, boxed_completion,
+    Completions, Context, HandlerError, Icon, ListenLimits, Prompt, Resource, ResourceTemplate,
+    Surface, SurfaceBuilder, SurfaceError, TaskLimits, Tool, boxed_completion,
 };
 use crate::tasks::TaskStore;
 
@@ -446,6 +446,71 @@ impl ServerBuilder {
         self
     }
 
+    /// Shares `value` with every handler: a handler reaches it with
+    /// [`Context::state`] by its type, without cloning it into each
+    /// closure. One value per type; a second of the same type replaces the
+    /// first.
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    /// use std::sync::RwLock;
+    /// use wymcp::{Context, Server, Tool, ToolResult};
+    ///
+    /// struct Store(RwLock<HashMap<u64, String>>);
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Get { id: u64 }
+    ///
+    /// let server = Server::builder()
+    ///     .state(Store(RwLock::new(HashMap::from([(1, "milk".to_owned())]))))
+    ///     .tool(Tool::new("get_note").handler(|args: Get, cx: Context| async move {
+    ///         let store = cx.state::<Store>().0.read().unwrap();
+    ///         Ok(ToolResult::text(store.get(&args.id).cloned().unwrap_or_default()))
+    ///     }))
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = server;
+    /// ```
+    #[must_use]
+    pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.surface.state.insert(Arc::new(value));
+        self
+    }
+
+    /// What the server does, for people (`serverInfo.description`).
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.surface.info.description = Some(description.into());
+        self
+    }
+
+    /// An icon a client may show for the server (`serverInfo.icons`).
+    ///
+    /// ```
+    /// use wymcp::{Icon, Server};
+    ///
+    /// let server = Server::builder()
+    ///     .info("notes", "1.0.0")
+    ///     .title("Notes")
+    ///     .icon(Icon::new("https://example.com/notes.svg").mime_type("image/svg+xml").sizes(["any"]))
+    ///     .website_url("https://example.com/notes")
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = server;
+    /// ```
+    #[must_use]
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.surface.info.icons.push(icon);
+        self
+    }
+
+    /// The server's website (`serverInfo.websiteUrl`).
+    #[must_use]
+    pub fn website_url(mut self, url: impl Into<String>) -> Self {
+        self.surface.info.website_url = Some(url.into());
+        self
+    }
+
     /// Natural-language guidance for the client's model (`instructions`).
     #[must_use]
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
@@ -588,20 +653,49 @@ impl ServerBuilder {
         self
     }
 
-    /// Advertises `listChanged` on tools, prompts and resources: the catalog
-    /// announces its changes on `subscriptions/listen` streams.
+    /// Lists every tool, prompt, resource and template to every caller,
+    /// including the ones it lacks the scopes to use (calling one is still
+    /// answered `403`). By default each caller is listed only what it may
+    /// use, so a read-only token is never offered a write tool.
+    ///
+    /// ```
+    /// use wymcp::auth::{AuthConfig, StaticTokens};
+    ///
+    /// let server = wymcp::Server::builder()
+    ///     .auth(StaticTokens::new(), AuthConfig::new())
+    ///     .list_all()
+    ///     .build()?;
+    /// # let _ = server;
+    /// # Ok::<(), wymcp::BuildError>(())
+    /// ```
     #[must_use]
-    pub fn list_changed(mut self) -> Self {
-        self.surface.list_changed = true;
+    pub fn list_all(mut self) -> Self {
+        self.surface.list_all = true;
         self
     }
 
-    /// Advertises `resources.subscribe`: resource updates are announced on
-    /// `subscriptions/listen` streams (2025 clients' `resources/subscribe`
-    /// is acknowledged, but a stateless server has no stream to deliver on).
+    /// Turns the server's notifications off: it advertises neither
+    /// `listChanged` nor `resources.subscribe`, and `subscriptions/listen`
+    /// is not served (404/-32601).
+    ///
+    /// By default a 2026-07-28 server advertises `listChanged` on each list
+    /// capability it has and `subscribe` on resources, and serves
+    /// `subscriptions/listen`: the catalog can change at run time (a handler
+    /// reaches it through [`Context::catalog`]) and a handler can announce
+    /// an update ([`Context::resource_updated`]), so the server always has
+    /// something to deliver. Turn them off for a server whose catalog and
+    /// resources never change, so clients hold no stream open for nothing.
+    /// (A 2025 client is never offered either: a stateless 2025 exchange
+    /// has no stream to deliver them on.)
+    ///
+    /// ```
+    /// let fixed = wymcp::Server::builder().without_notifications().build()?;
+    /// # let _ = fixed;
+    /// # Ok::<(), wymcp::BuildError>(())
+    /// ```
     #[must_use]
-    pub fn resource_subscriptions(mut self) -> Self {
-        self.surface.subscribe = true;
+    pub fn without_notifications(mut self) -> Self {
+        self.surface.quiet = true;
         self
     }
 
@@ -651,7 +745,10 @@ impl ServerBuilder {
             Some(relay) => ChangeBus::relayed(relay),
             None => ChangeBus::new(),
         };
-        let surface = self.surface.build(self.revisions, sealer, bus)?;
+        let authenticates = self.auth.is_some();
+        let surface = self
+            .surface
+            .build(self.revisions, sealer, bus, authenticates)?;
         let header_params = surface.header_params().collect();
         let origin = OriginPolicy::new(self.allowed_origins, self.allowed_hosts, self.bound_to)?;
         Ok(Server {

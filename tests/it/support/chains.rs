@@ -40,6 +40,12 @@ pub async fn validated(server: &Arc<Server>, req: Req) -> Reply {
     send(&validated::router(server.clone()), req).await
 }
 
+/// The router of [`validated`](fn@validated), for a test that records more
+/// than the rejection events (a part's own log lines) around its answer.
+pub fn validated_router(server: Arc<Server>) -> Router {
+    validated::router(server)
+}
+
 /// Sends `req` to Dispatch as the chain hands it over, Validate left out.
 pub async fn dispatch(server: &Server, req: Req) -> Reply {
     answered(unvalidated::handle(server, req.build())).await

@@ -12,8 +12,8 @@ mod req;
 mod schema;
 
 pub use alone::alone;
-pub use chains::{chain, dispatch, probe, validated};
+pub use chains::{chain, dispatch, probe, validated, validated_router};
 pub use redis::RedisServer;
 pub use reply::{Reply, Stream, answered, send};
-pub use req::{C, MODERN, Req, V, meta};
+pub use req::{C, LEGACY, MODERN, Req, V, meta};
 pub use schema::assert_schema;

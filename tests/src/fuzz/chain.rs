@@ -49,11 +49,11 @@ use axum::body::{Body, HttpBody};
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method, Request, StatusCode, Version, header};
 use serde_json::{Map, Value, json};
-use wymcp::Completions;
 use wymcp::auth::{AuthConfig, Principal, StaticTokens};
 use wymcp::chain::post::{CHAIN, handle};
 use wymcp::fuzzing::{HeaderParamType, encode_value};
 use wymcp::mrtr::{InputKind, InputRequest};
+use wymcp::{Completions, PromptArgs, TemplateVars};
 use wymcp::{
     HandlerError, MessageKind, Prompt, PromptResult, Resource, ResourceContents, ResourceTemplate,
     Server, Tool, ToolResult,
@@ -96,6 +96,7 @@ fn build_server() -> Result<Server, wymcp::BuildError> {
     let principal = |subject: &str, scopes: &[&str]| Principal {
         subject: subject.to_owned(),
         scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+        ..Principal::default()
     };
     let tokens = StaticTokens::new()
         .token(GOOD_TOKEN, principal("alice", &["mcp"]))
@@ -106,8 +107,6 @@ fn build_server() -> Result<Server, wymcp::BuildError> {
         .query_ceiling(QUERY_CEILING)
         .auth(tokens, AuthConfig::new().required_scopes(["mcp"]))
         .allowed_origins([ORIGIN])
-        .list_changed()
-        .resource_subscriptions()
         .logging()
         .completion(|request, _| async move {
             Ok(Completions::matching(&request.value, ["alpha", "beta", "gamma"]))
@@ -165,7 +164,7 @@ fn build_server() -> Result<Server, wymcp::BuildError> {
                 .text("static"),
         )
         .resource_template(
-            ResourceTemplate::new("test://item/{id}", "Item").handler(|uri, vars, _| async move {
+            ResourceTemplate::new("test://item/{id}", "Item").handler(|uri, vars: TemplateVars, _| async move {
                 let id = vars.get("id").cloned().unwrap_or_default();
                 Ok(vec![ResourceContents::text(uri, id)])
             }),
@@ -174,7 +173,7 @@ fn build_server() -> Result<Server, wymcp::BuildError> {
             Prompt::new("greet")
                 .argument("name", "Who to greet")
                 .optional_argument("tone", "How")
-                .handler(|args, _| async move {
+                .handler(|args: PromptArgs, _| async move {
                     Ok(PromptResult::new().user(format!("Hello {:?}", args.get("name"))))
                 }),
         )

@@ -7,6 +7,10 @@ use serde_json::{Value, json};
 /// The well-known path of RFC 9728 protected-resource metadata.
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 
+/// The most characters of an [`AuthError::InvalidToken`](super::AuthError)
+/// description a challenge carries; the rest is cut.
+pub const MAX_ERROR_DESCRIPTION: usize = 200;
+
 /// Why an [`AuthConfig`] cannot be served.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -193,6 +197,30 @@ impl AuthConfig {
         challenge(&params)
     }
 
+    /// The `WWW-Authenticate` value of a `401` for a token that was sent
+    /// and refused: `Bearer error="invalid_token", error_description="…",
+    /// resource_metadata="…", scope="…"` (RFC 6750 §3.1), the last two only
+    /// when configured. The description is cut to
+    /// [`MAX_ERROR_DESCRIPTION`] characters, and each character RFC 6750
+    /// does not allow in it (outside `%x20-21 / %x23-5B / %x5D-7E`: quotes,
+    /// backslashes, control and non-ASCII characters) becomes `?`, so that
+    /// whatever an authenticator says the header stays valid.
+    #[must_use]
+    pub fn invalid_token_challenge(&self, description: &str) -> String {
+        let mut params = vec![format!("error={}", quoted("invalid_token"))];
+        let description = error_description(description);
+        if !description.is_empty() {
+            params.push(format!("error_description={}", quoted(&description)));
+        }
+        if let Some(url) = self.metadata_url() {
+            params.push(format!("resource_metadata={}", quoted(&url)));
+        }
+        if let Some(scope) = scope_list(&self.required_scopes) {
+            params.push(format!("scope={}", quoted(&scope)));
+        }
+        challenge(&params)
+    }
+
     /// The `WWW-Authenticate` value of a `403`:
     /// `Bearer error="insufficient_scope", scope="…", resource_metadata="…"`.
     #[must_use]
@@ -218,6 +246,7 @@ impl AuthConfig {
         }
         for value in [
             self.unauthorized_challenge(),
+            self.invalid_token_challenge("x"),
             self.insufficient_scope_challenge(&[]),
         ] {
             if HeaderValue::try_from(value.as_str()).is_err() {
@@ -249,6 +278,19 @@ fn scope_list(scopes: &[String]) -> Option<String> {
         })
         .collect();
     (!valid.is_empty()).then(|| valid.join(" "))
+}
+
+/// An `error_description` as RFC 6750 §3 allows it: at most
+/// [`MAX_ERROR_DESCRIPTION`] characters of `%x20-21 / %x23-5B / %x5D-7E`,
+/// any other character replaced by `?`.
+pub(crate) fn error_description(text: &str) -> String {
+    text.chars()
+        .take(MAX_ERROR_DESCRIPTION)
+        .map(|c| match c {
+            ' ' | '!' | '\x23'..='\x5B' | '\x5D'..='\x7E' => c,
+            _ => '?',
+        })
+        .collect()
 }
 
 fn quoted(value: &str) -> String {
@@ -308,6 +350,45 @@ mod tests {
             AuthConfig::new().insufficient_scope_challenge(&[]),
             r#"Bearer error="insufficient_scope""#
         );
+    }
+
+    #[test]
+    fn an_invalid_token_challenge_names_the_error_and_its_description() {
+        assert_eq!(
+            AuthConfig::new().invalid_token_challenge("the token has expired"),
+            r#"Bearer error="invalid_token", error_description="the token has expired""#
+        );
+        let full = AuthConfig::new()
+            .resource("https://mcp.example.com/mcp")
+            .authorization_server("https://auth.example.com")
+            .required_scopes(["files:read"]);
+        assert_eq!(
+            full.invalid_token_challenge("bad"),
+            r#"Bearer error="invalid_token", error_description="bad", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp", scope="files:read""#
+        );
+        assert_eq!(
+            AuthConfig::new().invalid_token_challenge(""),
+            r#"Bearer error="invalid_token""#
+        );
+    }
+
+    #[test]
+    fn an_error_description_is_bounded_and_header_safe() {
+        assert_eq!(
+            error_description("say \"hi\"\\ now\r\nX: y é\u{7f}"),
+            "say ?hi?? now??X: y ??"
+        );
+        let long = "a".repeat(10 * MAX_ERROR_DESCRIPTION);
+        assert_eq!(error_description(&long).len(), MAX_ERROR_DESCRIPTION);
+        let challenge = AuthConfig::new().invalid_token_challenge(&format!("\"\u{0}{long}"));
+        assert!(HeaderValue::try_from(challenge.as_str()).is_ok());
+        assert!(challenge.len() < MAX_ERROR_DESCRIPTION + 64);
+        // Every allowed character is kept as it is.
+        let allowed: String = (0x20u8..=0x7e)
+            .filter(|b| *b != b'"' && *b != b'\\')
+            .map(char::from)
+            .collect();
+        assert_eq!(error_description(&allowed), allowed);
     }
 
     #[test]

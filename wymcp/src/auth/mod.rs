@@ -10,7 +10,7 @@
 //!     .auth(
 //!         BearerAuth::new(|token: String| async move {
 //!             if token == "let-me-in" {
-//!                 Ok(Principal { subject: "alice".into(), scopes: vec!["mcp".into()] })
+//!                 Ok(Principal { subject: "alice".into(), scopes: vec!["mcp".into()], ..Principal::default() })
 //!             } else {
 //!                 Err(AuthError::Unauthorized)
 //!             }
@@ -39,11 +39,23 @@ use serde_json::Value;
 
 use crate::protocol::jsonrpc::MessageKind;
 
+mod algorithm;
 mod bearer;
+mod cache;
 mod config;
+mod fetch;
+mod introspection;
+mod jwks;
+mod jwt;
+mod verifier;
 
+pub use algorithm::Algorithm;
 pub use bearer::{BearerAuth, StaticTokens};
-pub use config::{AuthConfig, AuthConfigError, METADATA_PATH};
+pub(crate) use config::error_description;
+pub use config::{AuthConfig, AuthConfigError, MAX_ERROR_DESCRIPTION, METADATA_PATH};
+pub use introspection::{Introspection, IntrospectionBuilder};
+pub use jwt::{JwtVerifier, JwtVerifierBuilder};
+pub use verifier::VerifierConfigError;
 
 /// Who made the request, as the authenticator established it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -52,6 +64,48 @@ pub struct Principal {
     pub subject: String,
     /// The scopes the caller holds.
     pub scopes: Vec<String>,
+    /// The OAuth client the token was issued to (a JWT's `client_id` or
+    /// `azp`, an introspection answer's `client_id`), when known.
+    pub client_id: Option<String>,
+}
+
+impl Principal {
+    /// A caller called `subject` holding `scopes`, its client unknown.
+    ///
+    /// ```
+    /// use wymcp::auth::{Principal, StaticTokens};
+    ///
+    /// let tokens = StaticTokens::new()
+    ///     .token("read-token", Principal::new("reader", ["notes:read"]));
+    /// # let _ = tokens;
+    /// ```
+    pub fn new(
+        subject: impl Into<String>,
+        scopes: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Principal {
+            subject: subject.into(),
+            scopes: scopes.into_iter().map(Into::into).collect(),
+            client_id: None,
+        }
+    }
+}
+
+impl AuthError {
+    /// [`AuthError::InvalidToken`] with this description.
+    ///
+    /// ```
+    /// use wymcp::auth::AuthError;
+    ///
+    /// let refused = AuthError::invalid_token("the token has expired");
+    /// assert_eq!(refused.to_string(), "invalid token: the token has expired");
+    /// ```
+    #[must_use]
+    pub fn invalid_token(description: impl Into<String>) -> Self {
+        AuthError::InvalidToken {
+            description: description.into(),
+        }
+    }
 }
 
 /// The future an [`Authenticator`] answers with.
@@ -63,9 +117,24 @@ pub type AuthFuture<'a> = Pin<Box<dyn Future<Output = Result<Principal, AuthErro
 pub enum AuthError {
     /// No credentials, or credentials that are malformed, invalid, expired or
     /// not meant for this server: answered `401` with a `WWW-Authenticate:
-    /// Bearer` challenge.
+    /// Bearer` challenge that names no error (RFC 6750 §3.1: what a request
+    /// without a token is answered).
     #[error("missing or invalid credentials")]
     Unauthorized,
+    /// A bearer token was sent and is not accepted (malformed, badly signed,
+    /// expired, not yet valid, for another audience or issuer, inactive, or
+    /// not verifiable now): answered `401` with `WWW-Authenticate: Bearer
+    /// error="invalid_token", error_description="…"`.
+    ///
+    /// The description is for the client, so it says what was wrong and
+    /// nothing more: never key material, never the token. The challenge
+    /// keeps at most [`MAX_ERROR_DESCRIPTION`] characters of it, each
+    /// outside RFC 6750's `error_description` set replaced by `?`.
+    #[error("invalid token: {description}")]
+    InvalidToken {
+        /// What was wrong with the token.
+        description: String,
+    },
     /// Valid credentials that lack scopes this request needs: answered `403`
     /// with `WWW-Authenticate: Bearer error="insufficient_scope"` naming
     /// `required`.

@@ -189,9 +189,21 @@ impl InputRequest {
 /// or a mode or option of one, such as URL elicitation or sampling with
 /// tools). Converts to the -32021 error when the handler cannot do without
 /// it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the client did not declare the capability this input needs: {1}")]
+///
+/// Not an [`std::error::Error`]: `?` in a handler turns it into the -32021
+/// error (every `std::error::Error` would become an execution error).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UndeclaredInput(pub InputKind, Value);
+
+impl std::fmt::Display for UndeclaredInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the client did not declare the capability this input needs: {}",
+            self.1
+        )
+    }
+}
 
 impl UndeclaredInput {
     /// The `ClientCapabilities` the refused request needs.

@@ -8,7 +8,6 @@ use super::round::Round;
 use super::seal::{Binding, Sealer, UnsealError};
 use crate::protocol::error::RpcError;
 use crate::protocol::meta;
-use crate::protocol::text::truncated;
 
 /// One request's MRTR view: the declared client capabilities, the
 /// `inputResponses` of a retry, and the unsealed `requestState`.
@@ -24,6 +23,12 @@ impl Inputs {
     /// Reads the MRTR fields of a request by `subject` for `method` with
     /// `params`. A `requestState` that does not unseal, or an
     /// `inputResponses` that is not an object, is a -32602 error.
+    ///
+    /// Only answers to the keys the state's round asked are kept: an answer
+    /// to anything else (a key never asked, one of another round of the
+    /// same call, any answer sent without a state) is ignored, as the spec
+    /// asks of unknown keys (SEP-2322, §Error Handling), so the handler
+    /// never sees it and asks again for what is still missing.
     pub fn from_request(
         sealer: &Sealer,
         subject: &str,
@@ -36,7 +41,7 @@ impl Inputs {
             .filter(|c| c.is_object())
             .cloned()
             .unwrap_or_else(|| json!({}));
-        let responses = match params.and_then(|p| p.get("inputResponses")) {
+        let mut responses = match params.and_then(|p| p.get("inputResponses")) {
             None => Map::new(),
             Some(Value::Object(map)) => map.clone(),
             Some(_) => {
@@ -62,22 +67,17 @@ impl Inputs {
             }
             Some(_) => return Err(UnsealError::Malformed.rpc_error()),
         };
-        // With a state: answers to the keys its round asked, and to no other
-        // (none carried over from another round of the call). Without one
-        // (a first call) nothing was sealed to bind them to: they are the
-        // handler's to read as given, like any argument, and a handler that
-        // finds no answer it can use asks again (SEP-2322: servers SHOULD
-        // re-request missing input and ignore what they do not recognise).
+        // Answers to the keys the round asked, and to no other.
         let asked: &[String] = round.as_ref().map_or(&[], |r| r.asked.as_slice());
-        if let Some(key) = responses
-            .keys()
-            .find(|k| round.is_some() && !asked.contains(k))
-        {
-            return Err(RpcError::invalid_params(format!(
-                "inputResponses answers `{}`, which the round this requestState closes did not ask",
-                truncated(key)
-            ))
-            .data(json!({"key": truncated(key), "asked": asked})));
+        let before = responses.len();
+        responses.retain(|key, _| asked.contains(key));
+        if responses.len() != before {
+            tracing::debug!(
+                target: "wymcp::mrtr",
+                method,
+                ignored = before - responses.len(),
+                "inputResponses answers keys this round did not ask; ignored"
+            );
         }
         Ok(Inputs {
             capabilities,
@@ -152,7 +152,7 @@ impl Inputs {
     }
 
     /// Every input response of the retry, by key: each answers a key the
-    /// round asked (answers to any other are refused before the handler
+    /// round asked (answers to any other are ignored before the handler
     /// runs).
     #[must_use]
     pub fn responses(&self) -> &Map<String, Value> {
@@ -222,11 +222,6 @@ mod tests {
         let first = params(json!({}));
         let inputs = Inputs::from_request(&s, "alice", "tools/call", Some(&first)).unwrap();
         assert!(inputs.state().is_none());
-        // Issue 18: a first call's answers (no state) are read as given.
-        let unbound =
-            params(json!({"inputResponses": {"user_name": {"action": "accept"}, "x": 1}}));
-        let unbound = Inputs::from_request(&s, "alice", "tools/call", Some(&unbound)).unwrap();
-        assert_eq!((unbound.round(), unbound.responses().len()), (0, 2));
         assert!(inputs.declares(InputKind::Elicitation));
         assert!(!inputs.declares(InputKind::Sampling));
         let result = inputs
@@ -258,16 +253,16 @@ mod tests {
         assert_eq!(again.accepted("user_name").unwrap()["name"], "Ada");
         assert_eq!(again.responses().len(), 1);
         // Issue 16, item 14: an answer to a key the round did not ask is
-        // refused (the state binds the keys it asked).
+        // never seen (the state binds the keys it asked); SEP-2322: it is
+        // ignored, not an error.
         let extra = params(json!({
             "inputResponses": {"user_name": {"action": "decline"}, "extra": 1},
             "requestState": result["requestState"],
         }));
-        let refused = Inputs::from_request(&s, "alice", "tools/call", Some(&extra)).unwrap_err();
-        assert_eq!(refused.code, ErrorCode::INVALID_PARAMS);
-        assert_eq!(refused.data.unwrap()["key"], "extra");
+        let kept = Inputs::from_request(&s, "alice", "tools/call", Some(&extra)).unwrap();
+        assert_eq!(kept.responses().keys().collect::<Vec<_>>(), ["user_name"]);
         // The next round is round 2, and its state answers its own keys only:
-        // round 1's key with round 2's state is refused.
+        // round 1's key with round 2's state answers nothing.
         let second = again
             .input_required()
             .request(
@@ -280,7 +275,8 @@ mod tests {
             "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ada"}}},
             "requestState": second["requestState"],
         }));
-        assert!(Inputs::from_request(&s, "alice", "tools/call", Some(&mixed)).is_err());
+        let mixed = Inputs::from_request(&s, "alice", "tools/call", Some(&mixed)).unwrap();
+        assert_eq!((mixed.round(), mixed.responses().len()), (2, 0));
         let answered = params(json!({
             "inputResponses": {"age": {"action": "accept", "content": {"age": 36}}},
             "requestState": second["requestState"],
@@ -320,12 +316,10 @@ mod tests {
         let inputs = Inputs::from_request(&s, "", "tools/call", Some(&p)).unwrap();
         assert!(inputs.response("user_name").is_none());
         assert!(inputs.accepted("user_name").is_none());
-        // Answers without a state bind to nothing sealed: read as given
-        // (issue 18; the suite's SEP-2322 checks), at round 0.
+        // Answers without the state that asked for them answer nothing asked.
         let orphan = params(json!({"inputResponses": {"user_name": {"action": "decline"}}}));
         let orphan = Inputs::from_request(&s, "", "tools/call", Some(&orphan)).unwrap();
-        assert_eq!(orphan.round(), 0);
-        assert!(orphan.state().is_none());
+        assert!(orphan.responses().is_empty());
     }
 
     #[test]

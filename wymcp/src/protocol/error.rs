@@ -69,6 +69,11 @@ impl Serialize for ErrorCode {
 /// A JSON-RPC error object: code, message, optional data. What a part of
 /// wymcp refuses with when it knows nothing of the transport the answer
 /// travels on.
+///
+/// It is not an [`std::error::Error`], so that `?` in a handler keeps its
+/// code (it converts into [`HandlerError::Rpc`](crate::HandlerError::Rpc))
+/// rather than becoming an execution error as every `std::error::Error`
+/// does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RpcError {
     /// The code.
@@ -107,5 +112,3 @@ impl fmt::Display for RpcError {
         write!(f, "{} ({})", self.message, self.code)
     }
 }
-
-impl std::error::Error for RpcError {}

@@ -56,6 +56,18 @@ pub(crate) fn classify_within(message: &Value, max_id_bytes: usize) -> MessageKi
     }
 }
 
+/// The id an answer to `message` of `kind` carries, the **rejection-id
+/// rule**: the message's own id when it is a [`Request`](MessageKind::Request),
+/// `null` otherwise (an id that is not a string or an integer, or a message
+/// that is no request, is never echoed).
+#[must_use]
+pub(crate) fn answer_id(kind: MessageKind, message: &Value) -> Value {
+    match kind {
+        MessageKind::Request => message.get("id").cloned().unwrap_or(Value::Null),
+        _ => Value::Null,
+    }
+}
+
 /// Whether `id` is a request id: a string of at most the default
 /// [`Limits::id_bytes`](crate::Limits::id_bytes), or an integer serde_json
 /// holds exactly (`i64` or `u64`).

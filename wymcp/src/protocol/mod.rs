@@ -6,6 +6,7 @@
 //! these words; nothing here knows who speaks them.
 
 pub(crate) mod error;
+pub(crate) mod fields;
 pub(crate) mod headers;
 pub(crate) mod json;
 pub(crate) mod jsonrpc;
@@ -16,3 +17,4 @@ pub(crate) mod meta;
 pub(crate) mod revision;
 pub(crate) mod schema;
 pub(crate) mod text;
+pub(crate) mod validation;

@@ -81,18 +81,25 @@ pub fn era_of(headers: &HeaderMap, message: &Value) -> Era {
     match headers.get(MCP_PROTOCOL_VERSION) {
         Some(value) if names_2025_revision(trim_ows(value.as_bytes())) => Era::Legacy,
         Some(_) => Era::Modern,
-        None => {
-            let has_version = message
-                .get("params")
-                .and_then(|p| p.get("_meta"))
-                .and_then(|m| m.get(meta::PROTOCOL_VERSION))
-                .is_some();
-            if has_version {
-                Era::Modern
-            } else {
-                Era::Legacy
-            }
-        }
+        None => era_of_message(message),
+    }
+}
+
+/// The era of a message with no header to say it: modern iff it has a
+/// `params._meta["io.modelcontextprotocol/protocolVersion"]`, whatever its
+/// value. How every stdio line is read (stdio has no header layer), and an
+/// HTTP request without `MCP-Protocol-Version`.
+#[must_use]
+pub(crate) fn era_of_message(message: &Value) -> Era {
+    let has_version = message
+        .get("params")
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(meta::PROTOCOL_VERSION))
+        .is_some();
+    if has_version {
+        Era::Modern
+    } else {
+        Era::Legacy
     }
 }
 

@@ -13,8 +13,13 @@
 //! (every request continues, with no principal). Otherwise:
 //!
 //! * `401`, `-32600`, `WWW-Authenticate: Bearer resource_metadata="…",
-//!   scope="…"` (each part only when configured) for missing, malformed or
-//!   refused credentials;
+//!   scope="…"` (each part only when configured) for missing credentials,
+//!   or credentials the authenticator refuses without saying why
+//!   ([`AuthError::Unauthorized`]);
+//! * `401`, `-32600`, `WWW-Authenticate: Bearer error="invalid_token",
+//!   error_description="…", resource_metadata="…", scope="…"` for a token
+//!   the authenticator refused and said why ([`AuthError::InvalidToken`]);
+//!   the JSON-RPC message carries the same description;
 //! * `403`, `-32600`, `WWW-Authenticate: Bearer error="insufficient_scope",
 //!   scope="…", resource_metadata="…"` when the principal lacks a required
 //!   scope (the configuration's, or the ones the authenticator names).
@@ -29,9 +34,11 @@
 //! an authenticator, auth continues and the singleton-header check answers
 //! its `400` naming the header.
 
+use std::borrow::Cow;
+
 use http::{HeaderValue, StatusCode, header};
 
-use crate::auth::AuthError;
+use crate::auth::{AuthError, error_description};
 use crate::exchange::Exchange;
 use crate::protocol::error::ErrorCode;
 use crate::reply::Flow;
@@ -51,20 +58,30 @@ impl Stage for Auth {
             .authenticate(&ex.parts, ex.message.as_ref(), ex.kind)
             .await;
         let config = &setup.config;
-        let (status, message, challenge) = match outcome {
+        let (status, message, challenge): (_, Cow<'static, str>, _) = match outcome {
             Ok(principal) => {
                 ex.principal = Some(principal);
                 return Flow::Continue;
             }
-            Err(AuthError::Unauthorized) => (
+            Err(AuthError::InvalidToken { description }) => (
                 StatusCode::UNAUTHORIZED,
-                "unauthorized: this server needs a valid bearer token in one `Authorization` header",
-                config.unauthorized_challenge(),
+                format!(
+                    "unauthorized: invalid token: {}",
+                    error_description(&description)
+                )
+                .into(),
+                config.invalid_token_challenge(&description),
             ),
             Err(AuthError::InsufficientScope { required }) => (
                 StatusCode::FORBIDDEN,
-                "forbidden: the token lacks a scope this request needs",
+                "forbidden: the token lacks a scope this request needs".into(),
                 config.insufficient_scope_challenge(&required),
+            ),
+            Err(AuthError::Unauthorized) => (
+                StatusCode::UNAUTHORIZED,
+                "unauthorized: this server needs a valid bearer token in one `Authorization` header"
+                    .into(),
+                config.unauthorized_challenge(),
             ),
         };
         // Built from validated configuration and RFC 6749 scope tokens only,

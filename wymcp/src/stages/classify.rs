@@ -33,11 +33,13 @@
 use serde_json::Value;
 
 use crate::exchange::Exchange;
+use crate::origin::ClientAddr;
 use crate::protocol::jsonrpc::MessageKind;
 use crate::protocol::jsonrpc::classify_within;
 use crate::protocol::revision::era_of;
 use crate::reply::Flow;
 use crate::stage::Stage;
+use crate::trace;
 
 /// Tags the message kind and era; answers nothing.
 #[derive(Debug, Clone, Copy, Default)]
@@ -57,6 +59,18 @@ impl Stage for Classify {
         };
         ex.kind = Some(kind);
         ex.era = era;
+        let span = trace::open(trace::Opening {
+            version: ex.parts.version,
+            client: ex.parts.extensions.get::<ClientAddr>().map(|c| c.0),
+            method: ex.method(),
+            id: ex
+                .message
+                .as_ref()
+                .and_then(|m| m.get("id"))
+                .filter(|_| kind == MessageKind::Request),
+            params: ex.params(),
+        });
+        ex.set_span(span);
         Flow::Continue
     }
 }

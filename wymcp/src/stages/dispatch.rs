@@ -33,9 +33,10 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
 
+use crate::auth::AuthConfig;
 use crate::exchange::Exchange;
 use crate::origin::ClientAddr;
-use crate::protocol::error::ErrorCode;
+use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::jsonrpc::{MessageKind, MessageSource};
 use crate::protocol::revision::Era;
 use crate::reply::{self, Flow, Rejection, Rejector, Response};
@@ -43,6 +44,7 @@ use crate::sse;
 use crate::stage::Stage;
 use crate::surface::Over;
 use crate::surface::call::{Answer, Call, Emitted, Outcome, Running, take};
+use crate::trace;
 
 /// Hands the message to the surface; see the module documentation.
 #[derive(Debug, Clone, Copy, Default)]
@@ -50,6 +52,14 @@ pub struct Dispatch;
 
 impl Stage for Dispatch {
     async fn run(ex: &mut Exchange<'_>) -> Flow {
+        if let Some(method) = ex.method() {
+            trace::dispatched(
+                &ex.span,
+                method,
+                ex.revision.map(crate::protocol::revision::Revision::as_str),
+                ex.params(),
+            );
+        }
         let params = take(ex.message.as_mut(), "params");
         let rejector = ex.rejector();
         let era = ex.era;
@@ -63,9 +73,11 @@ impl Stage for Dispatch {
             principal: ex.principal.as_ref(),
             client: ex.parts.extensions.get::<ClientAddr>().map(|c| c.0),
             raw: ex.bytes.clone(),
+            span: ex.span.clone(),
         };
         let answer = ex.server().surface.answer(call);
-        Flow::Answer(respond(answer, rejector, era).await)
+        let auth = ex.server().auth_config();
+        Flow::Answer(respond(answer, rejector, era, auth).await)
     }
 }
 
@@ -82,8 +94,14 @@ fn status_of(era: Era, code: ErrorCode) -> StatusCode {
     }
 }
 
-async fn respond(answer: Answer, rejector: Rejector, era: Era) -> Response {
+async fn respond(
+    answer: Answer,
+    rejector: Rejector,
+    era: Era,
+    auth: Option<&AuthConfig>,
+) -> Response {
     match answer {
+        Answer::Forbidden { what, scopes } => forbidden(&rejector, auth, &what, &scopes),
         Answer::Accepted => reply::accepted(),
         Answer::Done(outcome) => finished(outcome, &rejector, era),
         Answer::Listen(stream) => sse::respond([], stream),
@@ -101,6 +119,42 @@ async fn respond(answer: Answer, rejector: Rejector, era: Era) -> Response {
         }
         Answer::Running(running) => run(running, rejector, era).await,
     }
+}
+
+/// `403` `insufficient_scope` for a call of `what`, whose item requires
+/// `scopes`: the challenge and the message name every scope the call
+/// needs, the server's own first (SEP-2350: one challenge, all scopes), in
+/// both eras (an HTTP answer, as the Auth stage's).
+fn forbidden(
+    rejector: &Rejector,
+    auth: Option<&AuthConfig>,
+    what: &str,
+    scopes: &[String],
+) -> Response {
+    let mut required: Vec<String> = auth.map(|a| a.required().to_vec()).unwrap_or_default();
+    for scope in scopes {
+        if !required.contains(scope) {
+            required.push(scope.clone());
+        }
+    }
+    let challenge = match auth {
+        Some(config) => config.insufficient_scope_challenge(&required),
+        None => AuthConfig::new().insufficient_scope_challenge(&required),
+    };
+    // Scope tokens and validated configuration only: a valid header value.
+    let challenge =
+        HeaderValue::try_from(challenge).unwrap_or_else(|_| HeaderValue::from_static("Bearer"));
+    let error = RpcError::new(
+        ErrorCode::INVALID_REQUEST,
+        format!(
+            "forbidden: {what} needs the scopes {}, which the token does not all hold",
+            required.join(" ")
+        ),
+    )
+    .data(serde_json::json!({"requiredScopes": required}));
+    rejector.response(
+        Rejection::of(StatusCode::FORBIDDEN, error).header(header::WWW_AUTHENTICATE, challenge),
+    )
 }
 
 /// A finished answer as its own JSON response.
@@ -224,6 +278,7 @@ mod tests {
             id: json!(1),
             stage: "Dispatch",
             http2: false,
+            span: tracing::Span::none(),
         };
         run(Running::new(notifications, handler), rejector, Era::Modern).await
     }

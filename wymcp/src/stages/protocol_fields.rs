@@ -27,6 +27,10 @@
 //!   together); a served 2025 revision is reached through `initialize`, so
 //!   a 2026-shaped message naming one is refused too.
 //!
+//! Both rules, and their errors, are `protocol::fields`'s, which the stdio
+//! transport enforces too; what this stage adds is HTTP's: the status, and
+//! which version the header lets it judge.
+//!
 //! **The one refinement of the seed.** When the `MCP-Protocol-Version`
 //! header and the body's version disagree, the request is a header mismatch
 //! (`-32020`, header binding's answer) whatever either names: this stage
@@ -38,19 +42,15 @@
 //! header and body both `v999.0.0` is `400`/`-32022`.
 
 use http::StatusCode;
-use serde_json::{Map, Value, json};
 
 use crate::exchange::Exchange;
-use crate::protocol::error::ErrorCode;
+use crate::protocol::fields::{judge, read_fields};
 use crate::protocol::headers::{MCP_PROTOCOL_VERSION, plain_text};
 use crate::protocol::jsonrpc::MessageKind;
-use crate::protocol::revision::{Era, Revision};
+use crate::protocol::revision::Era;
 use crate::reply::Flow;
 use crate::reply::Rejection;
 use crate::stage::Stage;
-
-use crate::protocol::meta::CLIENT_CAPABILITIES as CLIENT_CAPABILITIES_KEY;
-use crate::protocol::meta::PROTOCOL_VERSION as PROTOCOL_VERSION_KEY;
 
 /// Enforces the per-request protocol fields.
 #[derive(Debug, Clone, Copy, Default)]
@@ -68,142 +68,25 @@ impl Stage for ProtocolFields {
             return Flow::Continue;
         };
         let version = match read_fields(message, kind == MessageKind::Request) {
-            Ok(version) => version,
-            Err(problem) => {
-                return ex.reject(
-                    Rejection::new(StatusCode::BAD_REQUEST, ErrorCode::INVALID_PARAMS, problem)
-                        .data(json!({ "field": "params._meta" })),
-                );
-            }
-        };
-        let Some(version) = version else {
-            return Flow::Continue;
+            Ok(Some(version)) => version,
+            Ok(None) => return Flow::Continue,
+            Err(error) => return ex.reject(Rejection::of(StatusCode::BAD_REQUEST, error)),
         };
         let header = ex.parts.headers.get(MCP_PROTOCOL_VERSION);
-        let judge = match header {
+        let judged = match header {
             Some(value) => plain_text(value) == Ok(version),
             None => kind == MessageKind::Notification,
         };
-        if !judge {
+        if !judged {
             // The header disagrees (or a request lacks it): header binding's.
             return Flow::Continue;
         }
-        let server = ex.server();
-        // The revisions a request may name in `_meta`: the served 2026 ones
-        // (a 2025 revision is reached through `initialize`, never named
-        // there); the same list `server/discover` answers.
-        let supported: Vec<Revision> = server
-            .revisions()
-            .iter()
-            .copied()
-            .filter(|r| r.era() == Era::Modern)
-            .collect();
-        if let Some(revision) = Revision::parse(version).filter(|r| supported.contains(r)) {
-            ex.revision = Some(revision);
-            return Flow::Continue;
-        }
-        let supported: Vec<&str> = supported.iter().map(|r| r.as_str()).collect();
-        let data = json!({ "supported": supported, "requested": version });
-        ex.reject(
-            Rejection::new(
-                StatusCode::BAD_REQUEST,
-                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
-                format!(
-                    "unsupported protocol version: this server serves {}",
-                    supported.join(", ")
-                ),
-            )
-            .data(data),
-        )
-    }
-}
-
-/// Reads `params._meta`: the version string, if any, or what is wrong.
-fn read_fields(message: &Value, required: bool) -> Result<Option<&str>, String> {
-    let meta = match message.get("params") {
-        None | Some(Value::Null) if !required => return Ok(None),
-        None | Some(Value::Null) => {
-            return Err("missing `params._meta`: a request carries its protocol fields".into());
-        }
-        Some(Value::Object(params)) => params.get("_meta"),
-        Some(_) => return Err("malformed `params`: not an object".into()),
-    };
-    let meta: &Map<String, Value> = match meta {
-        None if !required => return Ok(None),
-        None => return Err("missing `params._meta`: a request carries its protocol fields".into()),
-        Some(Value::Object(meta)) => meta,
-        Some(_) => return Err("malformed `params._meta`: not an object".into()),
-    };
-    let version = match meta.get(PROTOCOL_VERSION_KEY) {
-        None if !required => None,
-        None => return Err(format!("missing `_meta[\"{PROTOCOL_VERSION_KEY}\"]`")),
-        Some(Value::String(v)) => Some(v.as_str()),
-        Some(_) => {
-            return Err(format!(
-                "malformed `_meta[\"{PROTOCOL_VERSION_KEY}\"]`: not a string"
-            ));
-        }
-    };
-    match meta.get(CLIENT_CAPABILITIES_KEY) {
-        None if required => return Err(format!("missing `_meta[\"{CLIENT_CAPABILITIES_KEY}\"]`")),
-        None | Some(Value::Object(_)) => {}
-        Some(_) => {
-            return Err(format!(
-                "malformed `_meta[\"{CLIENT_CAPABILITIES_KEY}\"]`: not an object"
-            ));
-        }
-    }
-    Ok(version)
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    const V: &str = PROTOCOL_VERSION_KEY;
-    const C: &str = CLIENT_CAPABILITIES_KEY;
-
-    #[test]
-    fn a_request_needs_both_keys() {
-        let ok = json!({"params":{"_meta":{V:"2026-07-28", C:{}}}});
-        assert_eq!(read_fields(&ok, true), Ok(Some("2026-07-28")));
-        for bad in [
-            json!({}),
-            json!({"params":null}),
-            json!({"params":[]}),
-            json!({"params":{}}),
-            json!({"params":{"_meta":[]}}),
-            json!({"params":{"_meta":{C:{}}}}),
-            json!({"params":{"_meta":{V:1, C:{}}}}),
-            json!({"params":{"_meta":{V:"2026-07-28"}}}),
-            json!({"params":{"_meta":{V:"2026-07-28", C:true}}}),
-        ] {
-            assert!(read_fields(&bad, true).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn a_notification_needs_nothing_but_well_formed_fields() {
-        for ok in [
-            json!({}),
-            json!({"params":{}}),
-            json!({"params":{"_meta":{}}}),
-            json!({"params":{"_meta":{C:{}}}}),
-        ] {
-            assert_eq!(read_fields(&ok, false), Ok(None), "{ok}");
-        }
-        assert_eq!(
-            read_fields(&json!({"params":{"_meta":{V:"x"}}}), false),
-            Ok(Some("x"))
-        );
-        for bad in [
-            json!({"params":5}),
-            json!({"params":{"_meta":"x"}}),
-            json!({"params":{"_meta":{V:null}}}),
-            json!({"params":{"_meta":{C:[]}}}),
-        ] {
-            assert!(read_fields(&bad, false).is_err(), "{bad}");
+        match judge(version, ex.server().revisions()) {
+            Ok(revision) => {
+                ex.revision = Some(revision);
+                Flow::Continue
+            }
+            Err(error) => ex.reject(Rejection::of(StatusCode::BAD_REQUEST, error)),
         }
     }
 }

@@ -9,7 +9,11 @@
 //! exactly `"2.0"`, and the message is held to the JSON Schema definition of
 //! its method in its revision (see [`crate::schema`]): `tools/call` on
 //! 2026-07-28 against `#/$defs/CallToolRequest`, never the whole
-//! `ClientRequest` union. A failure outside `params` is 400/-32600 (invalid
+//! `ClientRequest` union. The schema is the file as the revision's
+//! normative `schema.ts` states it: where the generated `schema.json` is
+//! stricter (an elicitation accepted with `95.5`, a `null` in a
+//! capability), the deviations listed in `protocol::schema::DEVIATIONS` and
+//! docs/schema.md are patched in when the schemas are compiled. A failure outside `params` is 400/-32600 (invalid
 //! request); inside `params`, or `params` itself missing, 400/-32602 (invalid
 //! params). Either way `data` is `{"pointer": <JSON pointer of the failing
 //! value>, "keyword": <the failing schema keyword>}` and the message never
@@ -32,6 +36,11 @@
 //! server, whose schema then judges a header-less `initialize`). See
 //! [`Validate::revision`].
 //!
+//! The rules and their errors are `protocol::validation`'s, which the
+//! stdio transport holds its lines to as well; this stage is their HTTP
+//! adapter: every refusal is `400`, and the revision is read from the
+//! exchange.
+//!
 //! **Why here.** Last before Dispatch: every wire check and body-bound stage
 //! has answered first, so a request wrong on the wire is refused for that,
 //! and what reaches Dispatch is a well-formed message of a known shape. The
@@ -43,19 +52,14 @@
 //! computed only once that said no.
 
 use http::StatusCode;
-use serde_json::{Value, json};
 
 use crate::exchange::Exchange;
 use crate::protocol::error::ErrorCode;
-use crate::protocol::jsonrpc::MessageKind;
-use crate::protocol::revision::{Era, Revision};
-use crate::protocol::schema::DefinitionKind;
-use crate::protocol::text::{Bounded, truncated};
+use crate::protocol::revision::Revision;
+use crate::protocol::validation::{check, revision_for};
 use crate::reply::Flow;
 use crate::reply::Rejection;
 use crate::stage::{Stage, StageKind};
-
-use crate::protocol::meta::PROTOCOL_VERSION as PROTOCOL_VERSION_KEY;
 
 /// Validates the message against its revision's JSON Schema.
 #[derive(Debug, Clone, Copy, Default)]
@@ -81,39 +85,21 @@ impl Validate {
     /// that era, the newest revision of the era wymcp knows.
     #[must_use]
     pub fn revision(ex: &Exchange<'_>) -> Revision {
-        if let Some(revision) = ex.revision {
-            return revision;
-        }
-        let era = ex.era;
-        let of_era = |revision: &Revision| revision.era() == era;
         let header = ex
             .parts
             .headers
             .get("mcp-protocol-version")
             .and_then(|value| value.to_str().ok())
-            .and_then(|value| Revision::parse(value.trim()))
-            .filter(of_era);
-        let body = || {
-            ex.params()?
-                .get("_meta")?
-                .get(PROTOCOL_VERSION_KEY)?
-                .as_str()
-                .and_then(Revision::parse)
-                .filter(of_era)
-        };
-        let served = || ex.server().revisions().iter().rev().copied().find(of_era);
-        let known = || Revision::ALL.into_iter().rev().find(of_era);
-        header
-            .or_else(|| if era == Era::Modern { body() } else { None })
-            .or_else(served)
-            .or_else(known)
-            .unwrap_or(Revision::LATEST)
+            .and_then(|value| Revision::parse(value.trim()));
+        let message = ex.message.as_ref().unwrap_or(&serde_json::Value::Null);
+        revision_for(
+            ex.era,
+            ex.revision,
+            header,
+            message,
+            ex.server().revisions(),
+        )
     }
-}
-
-fn invalid_request(message: impl Into<std::borrow::Cow<'static, str>>, pointer: &str) -> Rejection {
-    Rejection::new(StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, message)
-        .data(json!({ "pointer": pointer }))
 }
 
 fn validate(ex: &Exchange<'_>) -> Flow {
@@ -126,131 +112,8 @@ fn validate(ex: &Exchange<'_>) -> Flow {
             "the chain runs Validate before the parse step and classification",
         ));
     };
-    match kind {
-        MessageKind::Unknown => {
-            let (text, pointer) = unknown_reason(message);
-            return ex.reject(invalid_request(text, pointer));
-        }
-        MessageKind::UnidentifiedRequest => {
-            let text = unidentified_reason(message.get("id"));
-            return ex.reject(invalid_request(text, "/id"));
-        }
-        MessageKind::Request | MessageKind::Notification => {}
-    }
-    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return ex.reject(invalid_request(
-            "invalid request: `jsonrpc` must be \"2.0\"",
-            "/jsonrpc",
-        ));
-    }
-    let Some(method) = message.get("method").and_then(Value::as_str) else {
-        // Classification tags no request or notification without a string
-        // method; answer as for an unknown body should a custom chain do so.
-        return ex.reject(invalid_request(
-            "invalid request: the message has no string `method`",
-            "/method",
-        ));
-    };
-    let revision = Validate::revision(ex);
-    let Some(definition) = ex.server().schemas().definition(revision, method) else {
-        // Not a client method of this revision: Dispatch answers 404/-32601.
-        return Flow::Continue;
-    };
-    match (kind, definition.kind()) {
-        (MessageKind::Request, DefinitionKind::Notification) => {
-            return ex.reject(invalid_request(
-                format!(
-                    "invalid request: `{}` is a notification and must not carry an id",
-                    truncated(method)
-                ),
-                "/id",
-            ));
-        }
-        (MessageKind::Notification, DefinitionKind::Request) => {
-            return ex.reject(invalid_request(
-                format!(
-                    "invalid request: `{}` is a request and needs an id",
-                    truncated(method)
-                ),
-                "/id",
-            ));
-        }
-        _ => {}
-    }
-    if definition.is_valid(message) {
-        return Flow::Continue;
-    }
-    let Err(failure) = definition.validate(message) else {
-        // The detailed pass disagrees with the fast one; trust the schema's
-        // verdict of validity rather than refuse a message nothing faults.
-        tracing::warn!(method = %Bounded(method), %revision, "schema fast path and detailed pass disagree");
-        return Flow::Continue;
-    };
-    let (code, what) = if failure.in_params() {
-        (ErrorCode::INVALID_PARAMS, "invalid params")
-    } else {
-        (ErrorCode::INVALID_REQUEST, "invalid request")
-    };
-    ex.reject(
-        Rejection::new(
-            StatusCode::BAD_REQUEST,
-            code,
-            format!("{what}: {}: {}", failure.pointer, failure.message),
-        )
-        .data(json!({ "pointer": failure.pointer, "keyword": failure.keyword })),
-    )
-}
-
-/// What is wrong with a body classification tagged `unknown`, and where.
-fn unknown_reason(message: &Value) -> (&'static str, &'static str) {
-    match message {
-        Value::Array(_) => (
-            "invalid request: a JSON-RPC batch cannot be sent to a server; send one message per POST",
-            "",
-        ),
-        Value::Object(object) => match object.get("method") {
-            Some(Value::String(_)) => (
-                "invalid request: the message is not a JSON-RPC request or notification",
-                "",
-            ),
-            Some(_) => ("invalid request: the method must be a string", "/method"),
-            None if object.contains_key("result") || object.contains_key("error") => (
-                "invalid request: a JSON-RPC response cannot be sent to a server",
-                "",
-            ),
-            None => (
-                "invalid request: the message has no method; a request or notification needs one",
-                "/method",
-            ),
-        },
-        _ => (
-            "invalid request: the body must be a JSON-RPC request or notification object",
-            "",
-        ),
-    }
-}
-
-/// What is wrong with the id of an `unidentified_request`.
-fn unidentified_reason(id: Option<&Value>) -> &'static str {
-    match id {
-        Some(Value::Null) => {
-            "invalid request: the id must be a string or an integer, not null (a notification carries no id at all)"
-        }
-        Some(Value::Number(_)) => {
-            "invalid request: the id must be a string or an integer that fits in 64 bits, not a fraction or a larger number"
-        }
-        Some(Value::Bool(_)) => {
-            "invalid request: the id must be a string or an integer, not a boolean"
-        }
-        Some(Value::Object(_)) => {
-            "invalid request: the id must be a string or an integer, not an object"
-        }
-        Some(Value::Array(_)) => {
-            "invalid request: the id must be a string or an integer, not an array"
-        }
-        Some(Value::String(_)) => {
-            "invalid request: the id is a string longer than this server echoes (Limits::id_bytes)"
-        }
-        None => "invalid request: the id must be a string or an integer",
+    match check(ex.server().schemas(), Validate::revision(ex), kind, message) {
+        Ok(()) => Flow::Continue,
+        Err(error) => ex.reject(Rejection::of(StatusCode::BAD_REQUEST, error)),
     }
 }

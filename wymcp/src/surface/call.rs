@@ -55,6 +55,9 @@ pub(crate) struct Call<'a> {
     /// in the answer is bound to its params, parsed again from these bytes
     /// only then (rare), so a served call never copies its params.
     pub(crate) raw: Bytes,
+    /// The request span, when the transport keeps one (see
+    /// [`trace`](crate::trace)).
+    pub(crate) span: tracing::Span,
 }
 
 /// What the surface answers a call with.
@@ -69,6 +72,15 @@ pub(crate) enum Answer {
     /// A `subscriptions/listen` stream (boxed: it is far larger than the
     /// other answers).
     Listen(Box<ListenStream>),
+    /// Refused: the item the call names requires scopes the caller does not
+    /// hold (see [`scopes`](super::scopes)). The transport answers `403`
+    /// `insufficient_scope`, naming these and the server's own.
+    Forbidden {
+        /// What the call names (`tool \`add_note\``), for the message.
+        what: String,
+        /// The item's scopes.
+        scopes: Vec<String>,
+    },
     /// Refused for want of capacity: the caller at its own limit, or the
     /// server at its limit for everyone; the client may try again after
     /// `retry_after`.
@@ -325,9 +337,9 @@ impl Finisher {
             Ok(bytes) => Outcome::Result(bytes),
             Err(HandlerError::InputRequired(input)) => match self.input_required(input) {
                 Ok(bytes) => Outcome::Result(bytes),
-                Err(error) => Outcome::Error(error.into_rpc(self.method)),
+                Err(error) => Outcome::Error(error.into_rpc(self.reply.era, self.method)),
             },
-            Err(error) => Outcome::Error(error.into_rpc(self.method)),
+            Err(error) => Outcome::Error(error.into_rpc(self.reply.era, self.method)),
         }
     }
 

@@ -98,6 +98,25 @@ impl Catalog {
         self.announce(Change::ResourceUpdated(uri.into()));
     }
 
+    /// Announces that the tool list changed (what a tool's handler does
+    /// when it changed what [`tools/list`] answers by other means than the
+    /// catalog, which announces its own changes).
+    ///
+    /// [`tools/list`]: https://modelcontextprotocol.io/specification/2026-07-28/server/tools
+    pub fn tools_changed(&self) {
+        self.announce(Change::ToolsListChanged);
+    }
+
+    /// Announces that the prompt list changed.
+    pub fn prompts_changed(&self) {
+        self.announce(Change::PromptsListChanged);
+    }
+
+    /// Announces that the resource list changed.
+    pub fn resources_changed(&self) {
+        self.announce(Change::ResourcesListChanged);
+    }
+
     /// Adds a tool, checking it as the builder does. A tool with
     /// `x-mcp-header` annotations must be registered with the builder, where
     /// `HeaderBinding`'s table is made; added later it is refused.
@@ -146,6 +165,7 @@ impl Catalog {
 
     /// Adds a prompt.
     pub fn add_prompt(&self, prompt: Prompt) -> Result<(), SurfaceError> {
+        prompt.scopes.check(&format!("prompt `{}`", prompt.name))?;
         {
             let mut registries = self.write();
             if registries.prompts.iter().any(|p| p.name == prompt.name) {
@@ -176,6 +196,9 @@ impl Catalog {
 
     /// Adds a resource.
     pub fn add_resource(&self, resource: Resource) -> Result<(), SurfaceError> {
+        resource
+            .scopes
+            .check(&format!("resource `{}`", resource.uri))?;
         {
             let mut registries = self.write();
             if registries.resources.iter().any(|r| r.uri == resource.uri) {
@@ -269,6 +292,15 @@ impl Catalog {
         self.read().resources.iter().find(|r| r.uri == uri).cloned()
     }
 
+    /// The template whose URI template is `uri_template`.
+    pub(crate) fn template(&self, uri_template: &str) -> Option<Arc<RegisteredTemplate>> {
+        self.read()
+            .templates
+            .iter()
+            .find(|t| t.template.uri_template == uri_template)
+            .cloned()
+    }
+
     pub(crate) fn template_for(
         &self,
         uri: &str,
@@ -293,6 +325,53 @@ impl Context {
         // (none is) would see an empty catalog of its own.
         self.shared::<Catalog>()
             .unwrap_or_else(|| NONE.get_or_init(Catalog::default))
+    }
+
+    /// Announces that the tool list changed, to every open
+    /// `subscriptions/listen` stream that asked for it.
+    ///
+    /// ```
+    /// use wymcp::{Context, NoArgs, Tool, ToolResult};
+    ///
+    /// let tool = Tool::new("enable_admin").handler(|_: NoArgs, cx: Context| async move {
+    ///     // …the tools offered depend on a flag this call just set…
+    ///     cx.tools_changed();
+    ///     Ok(ToolResult::text("admin tools enabled"))
+    /// });
+    /// # let _ = tool;
+    /// ```
+    pub fn tools_changed(&self) {
+        self.catalog().tools_changed();
+    }
+
+    /// Announces that the prompt list changed.
+    pub fn prompts_changed(&self) {
+        self.catalog().prompts_changed();
+    }
+
+    /// Announces that the resource list changed.
+    pub fn resources_changed(&self) {
+        self.catalog().resources_changed();
+    }
+
+    /// Announces that the resource at `uri` changed, to every open
+    /// `subscriptions/listen` stream subscribed to it.
+    ///
+    /// ```
+    /// use wymcp::{Context, Tool, ToolResult};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Edit { id: u64, text: String }
+    ///
+    /// let tool = Tool::new("edit_note").handler(|edit: Edit, cx: Context| async move {
+    ///     // …store edit.text…
+    ///     cx.resource_updated(format!("notes://{}", edit.id));
+    ///     Ok(ToolResult::text("saved"))
+    /// });
+    /// # let _ = tool;
+    /// ```
+    pub fn resource_updated(&self, uri: impl Into<String>) {
+        self.catalog().resource_updated(uri);
     }
 
     /// A context for a unit test of a handler: 2026 era, no principal, an

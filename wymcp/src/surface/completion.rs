@@ -5,10 +5,12 @@ use std::future::Future;
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::call::{Answer, Call, Env};
+use super::catalog::Catalog;
 use super::context::{BoxFuture, Context, HandlerError};
+use crate::protocol::text::truncated;
 
 pub(crate) type CompletionFn = dyn Fn(CompletionRequest, Context) -> BoxFuture<Result<Completions, HandlerError>>
     + Send
@@ -132,13 +134,69 @@ impl Completions {
     }
 }
 
-/// `completion/complete` with the server's `handler`: the request read
-/// (-32602 when malformed), the suggestions capped at
-/// [`MAX_COMPLETION_VALUES`].
-pub(crate) fn complete(handler: Arc<CompletionFn>, mut call: Call<'_>, env: Env<'_>) -> Answer {
-    let request = match CompletionRequest::from_params(call.params.as_ref()) {
+/// Whether `request` names something the server has: a prompt of the
+/// catalog and one of its arguments, or a resource template (by its URI
+/// template) and one of its variables. -32602 otherwise: completing what
+/// does not exist is an invalid request, not an empty completion.
+fn check_reference(request: &CompletionRequest, catalog: &Catalog) -> Result<(), HandlerError> {
+    let unknown = |what: String, reference: &str| HandlerError::InvalidParams {
+        message: what,
+        data: Some(json!({"ref": truncated(reference)})),
+    };
+    let argument = request.argument.as_str();
+    match &request.reference {
+        CompletionRef::Prompt(name) => {
+            let prompt = catalog
+                .prompt(name)
+                .ok_or_else(|| unknown(format!("unknown prompt `{}`", truncated(name)), name))?;
+            if !prompt.arguments.iter().any(|a| a.name == argument) {
+                return Err(unknown(
+                    format!(
+                        "prompt `{}` has no argument `{}`",
+                        truncated(name),
+                        truncated(argument)
+                    ),
+                    name,
+                ));
+            }
+        }
+        CompletionRef::Resource(uri) => {
+            let template = catalog.template(uri).ok_or_else(|| {
+                unknown(
+                    format!("unknown resource template `{}`", truncated(uri)),
+                    uri,
+                )
+            })?;
+            if !template.variables().iter().any(|v| v == argument) {
+                return Err(unknown(
+                    format!(
+                        "resource template `{}` has no variable `{}`",
+                        truncated(uri),
+                        truncated(argument)
+                    ),
+                    uri,
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `completion/complete` with the server's `handler`: the request read and
+/// its reference checked against `catalog` (-32602 when malformed, or when
+/// it names a prompt, template, argument or variable the server does not
+/// have), the suggestions capped at [`MAX_COMPLETION_VALUES`].
+pub(crate) fn complete(
+    handler: Arc<CompletionFn>,
+    catalog: &Catalog,
+    mut call: Call<'_>,
+    env: Env<'_>,
+) -> Answer {
+    let request = match CompletionRequest::from_params(call.params.as_ref())
+        .and_then(|request| check_reference(&request, catalog).map(|()| request))
+    {
         Ok(request) => request,
-        Err(error) => return error.into_rpc("completion/complete").into(),
+        Err(error) => return error.into_rpc(call.era, "completion/complete").into(),
     };
     let handling = match call.handling("completion/complete", env) {
         Ok(handling) => handling,
@@ -147,7 +205,7 @@ pub(crate) fn complete(handler: Arc<CompletionFn>, mut call: Call<'_>, env: Env<
     handling.run(move |cx, reply| {
         Box::pin(async move {
             let completions = handler(request, cx).await?.capped();
-            Ok(reply.finished(serde_json::json!({"completion": completions}), false))
+            Ok(reply.finished(json!({"completion": completions}), false))
         })
     })
 }

@@ -26,33 +26,62 @@ use crate::mrtr::{InputRequired, Inputs, UndeclaredInput};
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::meta;
 use crate::protocol::revision::{Era, Revision};
+use crate::protocol::text::truncated;
 
 /// Why a handler did not produce its result.
-#[derive(Debug, Clone, thiserror::Error)]
+///
+/// **`?` works.** Any error type implementing [`std::error::Error`] +
+/// `Send + Sync` converts into [`HandlerError::Execution`], its message
+/// the error's and its sources' (`"reading notes.json: permission
+/// denied"`). A tool answers an execution error as a result with
+/// `isError: true`, which the model reads and can act on; a prompt,
+/// resource or completion handler as a JSON-RPC internal error (-32603).
+/// The protocol errors a handler may mean have their own constructors:
+/// [`resource_not_found`](Self::resource_not_found) (in the code of the
+/// client's era), [`invalid_params`](Self::invalid_params),
+/// [`missing_capability`](Self::missing_capability).
+///
+/// ```
+/// use wymcp::{HandlerError, NoArgs, Tool, ToolResult};
+///
+/// let tool = Tool::new("read_config").handler(|_: NoArgs, _cx| async move {
+///     // An `std::io::Error`, answered `isError: true` with its message.
+///     let text = std::fs::read_to_string("/nonexistent/config.toml")?;
+///     Ok(ToolResult::text(text))
+/// });
+/// # let _ = tool;
+/// let not_found = HandlerError::resource_not_found("notes://42");
+/// assert_eq!(not_found.to_string(), "resource not found: notes://42");
+/// ```
+///
+/// `HandlerError` itself does not implement [`std::error::Error`]: that is
+/// what lets every error type convert into it (as `anyhow::Error` does).
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum HandlerError {
     /// The operation failed. A tool answers it as a result with
-    /// `isError: true` (so the model sees the message); a prompt or resource
-    /// handler as a JSON-RPC internal error.
-    #[error("{0}")]
+    /// `isError: true` (so the model sees the message); a prompt, resource
+    /// or completion handler as a JSON-RPC internal error (-32603).
     Execution(String),
     /// The request's params are wrong: -32602.
-    #[error("{message}")]
     InvalidParams {
         /// What is wrong.
         message: String,
         /// The error's `data`.
         data: Option<Value>,
     },
+    /// The resource the request names does not exist: -32602 on 2026-07-28
+    /// (SEP-2164), -32002 for a 2025 client, with `data.uri` in both.
+    ResourceNotFound {
+        /// The URI asked for.
+        uri: String,
+    },
     /// The handler needs input from the client first (MRTR).
-    #[error("input required")]
     InputRequired(InputRequired),
     /// The request needs client capabilities the client did not declare:
     /// 400/-32021 with `data.requiredCapabilities`.
-    #[error("missing required client capability")]
     MissingCapability(Map<String, Value>),
     /// Any other JSON-RPC error.
-    #[error("{message}")]
     Rpc {
         /// The JSON-RPC code.
         code: ErrorCode,
@@ -61,6 +90,23 @@ pub enum HandlerError {
         /// The error's `data`.
         data: Option<Value>,
     },
+}
+
+impl fmt::Display for HandlerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HandlerError::Execution(message)
+            | HandlerError::InvalidParams { message, .. }
+            | HandlerError::Rpc { message, .. } => f.write_str(message),
+            HandlerError::ResourceNotFound { uri } => write!(f, "resource not found: {uri}"),
+            HandlerError::InputRequired(_) => f.write_str("input required"),
+            HandlerError::MissingCapability(missing) => write!(
+                f,
+                "missing required client capabilities: {}",
+                missing.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
 }
 
 impl HandlerError {
@@ -77,11 +123,32 @@ impl HandlerError {
         }
     }
 
+    /// Resource not found, answered in the code of the client's era
+    /// (-32602 on 2026-07-28, -32002 on 2025) with `data.uri`.
+    pub fn resource_not_found(uri: impl Into<String>) -> Self {
+        HandlerError::ResourceNotFound { uri: uri.into() }
+    }
+
     /// A missing client capability (-32021), e.g. `"sampling"`.
     pub fn missing_capability(capability: &str) -> Self {
         let mut map = Map::new();
         map.insert(capability.to_owned(), json!({}));
         HandlerError::MissingCapability(map)
+    }
+}
+
+/// Every error type: an execution error whose message is the error's,
+/// followed by its sources'.
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for HandlerError {
+    fn from(error: E) -> Self {
+        let mut message = error.to_string();
+        let mut source = error.source();
+        while let Some(cause) = source {
+            message.push_str(": ");
+            message.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        HandlerError::Execution(message)
     }
 }
 
@@ -109,15 +176,25 @@ impl From<RpcError> for HandlerError {
 }
 
 impl HandlerError {
-    /// The JSON-RPC error a request answered with this error carries;
-    /// `method` names the request in the messages that need it.
-    pub(crate) fn into_rpc(self, method: &str) -> RpcError {
+    /// The JSON-RPC error a request of `era` answered with this error
+    /// carries; `method` names the request in the messages that need it.
+    pub(crate) fn into_rpc(self, era: Era, method: &str) -> RpcError {
         match self {
             HandlerError::InvalidParams { message, data } => RpcError {
                 code: ErrorCode::INVALID_PARAMS,
                 message: message.into(),
                 data,
             },
+            HandlerError::ResourceNotFound { uri } => {
+                let code = match era {
+                    Era::Modern => ErrorCode::INVALID_PARAMS,
+                    Era::Legacy => ErrorCode::RESOURCE_NOT_FOUND_2025,
+                };
+                // The message bounded for a log line; `data.uri` is the URI
+                // asked for, as the client matches it.
+                RpcError::new(code, format!("resource not found: {}", truncated(&uri)))
+                    .data(json!({"uri": uri}))
+            }
             HandlerError::MissingCapability(missing) => RpcError::new(
                 ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
                 format!(
@@ -245,6 +322,101 @@ impl Context {
     /// A value the server shares with every handler, by its type.
     pub(crate) fn shared<T: Send + Sync + 'static>(&self) -> Option<&T> {
         self.shared.get::<T>()
+    }
+
+    /// The application's value of type `T`, given to the server with
+    /// [`ServerBuilder::state`](crate::ServerBuilder::state): one value
+    /// shared by every handler, never cloned into each.
+    ///
+    /// # Panics
+    ///
+    /// When the server was given no value of type `T`: a mistake in the
+    /// server's code, which the panic names. (A handler that panics is
+    /// answered -32603 and logged; the server goes on.) Use
+    /// [`try_state`](Self::try_state) where the value is optional.
+    ///
+    /// ```
+    /// use std::sync::Mutex;
+    /// use wymcp::{Context, NoArgs, Server, Tool, ToolResult};
+    ///
+    /// #[derive(Default)]
+    /// struct Notes(Mutex<Vec<String>>);
+    ///
+    /// let server = Server::builder()
+    ///     .state(Notes::default())
+    ///     .tool(Tool::new("count").handler(|_: NoArgs, cx: Context| async move {
+    ///         let count = cx.state::<Notes>().0.lock().unwrap().len();
+    ///         Ok(ToolResult::text(count.to_string()))
+    ///     }))
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = server;
+    /// ```
+    #[must_use]
+    #[track_caller]
+    pub fn state<T: Send + Sync + 'static>(&self) -> &T {
+        match self.try_state::<T>() {
+            Some(state) => state,
+            None => panic!(
+                "the server has no state of type `{}`: give it with `ServerBuilder::state`",
+                std::any::type_name::<T>()
+            ),
+        }
+    }
+
+    /// The application's value of type `T`, if the server was given one.
+    ///
+    /// ```
+    /// use wymcp::{Context, NoArgs, Tool, ToolResult};
+    ///
+    /// struct Greeting(String);
+    ///
+    /// let tool = Tool::new("greet").handler(|_: NoArgs, cx: Context| async move {
+    ///     let text = cx.try_state::<Greeting>().map_or("hello", |g| g.0.as_str());
+    ///     Ok(ToolResult::text(text))
+    /// });
+    /// # let _ = tool;
+    /// ```
+    #[must_use]
+    pub fn try_state<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.shared.get::<Arc<T>>().map(AsRef::as_ref)
+    }
+
+    /// The application's value of type `T` as an `Arc`, for a task that
+    /// outlives the handler's borrow of its context.
+    ///
+    /// ```
+    /// use wymcp::Context;
+    ///
+    /// struct Store;
+    ///
+    /// let cx = Context::for_test(serde_json::json!({})).with_state(Store);
+    /// let store = cx.state_arc::<Store>().unwrap();
+    /// std::thread::spawn(move || drop(store)).join().unwrap();
+    /// ```
+    #[must_use]
+    pub fn state_arc<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.shared.get::<Arc<T>>().cloned()
+    }
+
+    /// The context with `value` as its state of type `T` (for unit tests of
+    /// handlers, with [`Context::for_test`]).
+    ///
+    /// ```
+    /// use wymcp::Context;
+    ///
+    /// struct Limit(u32);
+    ///
+    /// let cx = Context::for_test(serde_json::json!({})).with_state(Limit(3));
+    /// assert_eq!(cx.state::<Limit>().0, 3);
+    /// assert!(cx.try_state::<String>().is_none());
+    /// ```
+    #[must_use]
+    pub fn with_state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        let mut shared = (*self.shared).clone();
+        shared.insert(Arc::new(value));
+        self.shared = Arc::new(shared);
+        self
     }
 
     /// The `progressToken` of the request, if it asked for progress.

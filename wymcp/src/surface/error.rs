@@ -25,6 +25,29 @@ pub enum SurfaceError {
         /// What the schema compiler said.
         reason: String,
     },
+    /// A tool's name breaks the spec's rule: 1 to 128 characters, each an
+    /// ASCII letter, digit, `_`, `-` or `.`.
+    #[error("tool `{name}`: {reason}")]
+    ToolName {
+        /// The name, escaped.
+        name: String,
+        /// The rule broken.
+        reason: String,
+    },
+    /// A scope an item requires is not an RFC 6749 scope token.
+    #[error("{item}: the scope `{scope}` is not an RFC 6749 scope token")]
+    Scope {
+        /// The item (`tool \`name\``, …).
+        item: String,
+        /// The scope, escaped.
+        scope: String,
+    },
+    /// An item requires scopes but the server authenticates no one, so no
+    /// caller could ever use it.
+    #[error(
+        "{0} requires scopes, but the server has no authenticator: give it one with `ServerBuilder::auth`"
+    )]
+    ScopesWithoutAuth(String),
     /// A tool was registered without a handler.
     #[error("tool `{0}` has no handler")]
     NoHandler(String),

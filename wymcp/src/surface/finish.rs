@@ -6,11 +6,13 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::content::Icon;
 use crate::protocol::meta::SERVER_INFO;
 use crate::protocol::revision::Era;
 
 /// Who the server says it is: `Implementation` in the schema.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ServerInfo {
     /// The implementation's name.
     pub name: String,
@@ -19,6 +21,15 @@ pub struct ServerInfo {
     /// A display title.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// What the server does, for people.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Icons a client may show for the server.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub icons: Vec<Icon>,
+    /// The server's website.
+    #[serde(rename = "websiteUrl", skip_serializing_if = "Option::is_none")]
+    pub website_url: Option<String>,
 }
 
 impl Default for ServerInfo {
@@ -27,6 +38,9 @@ impl Default for ServerInfo {
             name: "wymcp".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             title: None,
+            description: None,
+            icons: Vec::new(),
+            website_url: None,
         }
     }
 }

@@ -18,10 +18,25 @@ use super::notify::LogLevel;
 use crate::protocol::revision::{Era, Revision};
 use crate::protocol::text::truncated;
 
-/// The `InitializeResult` for a client asking for `requested`: that
-/// version when served, else the latest 2025 revision served. A server
-/// serving no 2025 revision answers -32602 listing what it serves.
-/// `capabilities` and `instructions` are the server's.
+/// The revision an `initialize` with these `params` negotiates among the
+/// served `revisions`: the `protocolVersion` asked for when it is a served
+/// 2025 revision, else the latest 2025 revision served; `None` when none is
+/// served. What [`initialize`] answers, and what a transport with a
+/// connection to remember it on (stdio) holds the client's later messages to.
+pub(crate) fn negotiate(revisions: &[Revision], params: Option<&Value>) -> Option<Revision> {
+    let requested = params
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(Value::as_str);
+    let mut legacy = revisions.iter().copied().filter(|r| r.era() == Era::Legacy);
+    requested
+        .and_then(|v| legacy.clone().find(|r| r.as_str() == v))
+        .or_else(|| legacy.next_back())
+}
+
+/// The `InitializeResult` for a client asking for `requested`: the
+/// revision [`negotiate`] chooses. A server serving no 2025 revision
+/// answers -32602 listing what it serves. `capabilities` and
+/// `instructions` are the server's.
 pub(crate) fn initialize(
     revisions: &[Revision],
     capabilities: Value,
@@ -32,15 +47,7 @@ pub(crate) fn initialize(
     let requested = params
         .and_then(|p| p.get("protocolVersion"))
         .and_then(Value::as_str);
-    let legacy: Vec<Revision> = revisions
-        .iter()
-        .copied()
-        .filter(|r| r.era() == Era::Legacy)
-        .collect();
-    let chosen = requested
-        .and_then(|v| legacy.iter().copied().find(|r| r.as_str() == v))
-        .or_else(|| legacy.last().copied());
-    let Some(chosen) = chosen else {
+    let Some(chosen) = negotiate(revisions, params) else {
         return Err(HandlerError::InvalidParams {
             message: "this server serves no initialize-based protocol version".into(),
             data: Some(json!({

@@ -29,6 +29,7 @@ use super::finish::{CachePolicy, Finishing, ServerInfo};
 use super::listen::{self, ChangeBus, Filter, Listen, ListenLimits, Support};
 use super::prompt::{self, Prompt};
 use super::resource::{self, Resource, ResourceTemplate, Target};
+use super::scopes::Scopes;
 use super::task::{TaskLimits, Tasks};
 use super::tool::{self, TaskSupport, Tool};
 use super::{discover, legacy, pagination};
@@ -79,6 +80,8 @@ pub(crate) struct Surface {
     pub shared: Arc<http::Extensions>,
     /// The limits of listen streams.
     pub listen_limits: ListenLimits,
+    /// Whether lists show every item to every caller, scopes or not.
+    pub list_all: bool,
     /// The tasks extension's store and running handlers.
     pub tasks: Arc<Tasks>,
 }
@@ -104,7 +107,13 @@ impl Surface {
     pub(crate) fn capabilities(&self, era: Era) -> Value {
         let a = self.advertised;
         let mut caps = Map::new();
-        let list_changed = |on: bool| {
+        // A stateless 2025 exchange has no stream to deliver a notification
+        // on: a 2025 client is offered neither.
+        let (list_changed, subscribe) = match era {
+            Era::Modern => (a.list_changed, a.subscribe),
+            Era::Legacy => (false, false),
+        };
+        let list_changed_of = |on: bool| {
             if on {
                 json!({"listChanged": true})
             } else {
@@ -112,17 +121,17 @@ impl Surface {
             }
         };
         if a.tools {
-            caps.insert("tools".into(), list_changed(a.list_changed));
+            caps.insert("tools".into(), list_changed_of(list_changed));
         }
         if a.prompts {
-            caps.insert("prompts".into(), list_changed(a.list_changed));
+            caps.insert("prompts".into(), list_changed_of(list_changed));
         }
         if a.resources {
             let mut resources = Map::new();
-            if a.list_changed {
+            if list_changed {
                 resources.insert("listChanged".into(), Value::Bool(true));
             }
-            if a.subscribe {
+            if subscribe {
                 resources.insert("subscribe".into(), Value::Bool(true));
             }
             caps.insert("resources".into(), Value::Object(resources));
@@ -165,11 +174,15 @@ pub(crate) struct SurfaceBuilder {
     pub(crate) resources: Vec<Resource>,
     pub(crate) templates: Vec<ResourceTemplate>,
     pub(crate) completion: Option<Arc<CompletionFn>>,
-    pub(crate) list_changed: bool,
-    pub(crate) subscribe: bool,
+    /// No `listChanged`, no `subscribe`, no `subscriptions/listen`.
+    pub(crate) quiet: bool,
     pub(crate) logging: bool,
     pub(crate) force: Advertised,
     pub(crate) listen_limits: ListenLimits,
+    pub(crate) list_all: bool,
+    /// The application's values every handler reaches by type
+    /// ([`Context::state`](super::Context::state)), each as an `Arc`.
+    pub(crate) state: http::Extensions,
     pub(crate) task_store: Option<Arc<dyn TaskStore>>,
     pub(crate) task_limits: TaskLimits,
 }
@@ -190,17 +203,50 @@ impl std::fmt::Debug for SurfaceBuilder {
 pub const DEFAULT_PAGE_SIZE: usize = 100;
 
 impl SurfaceBuilder {
+    /// The first item that requires scopes, named.
+    fn first_scoped(&self) -> Option<String> {
+        let tool = self
+            .tools
+            .iter()
+            .find(|t| t.has_scopes())
+            .map(|t| format!("tool `{}`", t.name()));
+        let prompt = || {
+            self.prompts
+                .iter()
+                .find(|p| !p.scopes.is_empty())
+                .map(|p| format!("prompt `{}`", p.name))
+        };
+        let resource = || {
+            self.resources
+                .iter()
+                .find(|r| !r.scopes.is_empty())
+                .map(|r| format!("resource `{}`", r.uri))
+        };
+        let template = || {
+            self.templates
+                .iter()
+                .find(|t| !t.scopes.is_empty())
+                .map(|t| format!("resource template `{}`", t.uri_template))
+        };
+        tool.or_else(prompt).or_else(resource).or_else(template)
+    }
+
     /// The surface, serving `revisions`, sealing with `sealer`, announcing
-    /// its catalog's changes on `changes`.
+    /// its catalog's changes on `changes`; `authenticates` is whether the
+    /// server has an authenticator (an item with scopes needs one).
     pub(crate) fn build(
         self,
         revisions: Vec<Revision>,
         sealer: Sealer,
         changes: ChangeBus,
+        authenticates: bool,
     ) -> Result<Surface, SurfaceError> {
         let page_size = self.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
         if page_size == 0 {
             return Err(SurfaceError::PageSize);
+        }
+        if !authenticates && let Some(item) = self.first_scoped() {
+            return Err(SurfaceError::ScopesWithoutAuth(item));
         }
         let advertised = Advertised {
             tools: self.force.tools || !self.tools.is_empty(),
@@ -210,8 +256,8 @@ impl SurfaceBuilder {
                 || !self.templates.is_empty(),
             completions: self.completion.is_some(),
             logging: self.logging,
-            list_changed: self.list_changed,
-            subscribe: self.subscribe,
+            list_changed: !self.quiet,
+            subscribe: !self.quiet,
             tasks: self.task_store.is_some() || self.tools.iter().any(Tool::supports_tasks),
         };
         let tasks = Arc::new(Tasks::new(self.task_store, self.task_limits));
@@ -228,7 +274,7 @@ impl SurfaceBuilder {
         for template in self.templates {
             catalog.add_resource_template(template)?;
         }
-        let mut shared = http::Extensions::new();
+        let mut shared = self.state;
         shared.insert(catalog.clone());
         Ok(Surface {
             finishing: Arc::new(Finishing::new(&self.info, self.cache)),
@@ -242,6 +288,7 @@ impl SurfaceBuilder {
             changes,
             shared: Arc::new(shared),
             listen_limits: self.listen_limits,
+            list_all: self.list_all,
             tasks,
         })
     }
@@ -279,9 +326,9 @@ impl Route {
             ("initialize", Era::Legacy) => Route::Initialize,
             ("ping", Era::Legacy) => Route::Empty,
             ("logging/setLevel", Era::Legacy) => Route::SetLevel,
-            ("resources/subscribe" | "resources/unsubscribe", Era::Legacy)
-                if a.resources && a.subscribe =>
-            {
+            // Acknowledged (2025 servers answer `{}`), though never
+            // advertised: nothing can be delivered to a 2025 client.
+            ("resources/subscribe" | "resources/unsubscribe", Era::Legacy) if a.resources => {
                 Route::Empty
             }
             ("tools/list", _) if a.tools => Route::ToolsList,
@@ -311,6 +358,14 @@ impl Advertised {
             resources_list_changed: self.resources && self.list_changed,
             resource_subscriptions: self.resources && self.subscribe,
         }
+    }
+}
+
+/// The answer to a call of an item whose `scopes` the caller lacks.
+fn forbidden(what: String, scopes: &Scopes) -> Answer {
+    Answer::Forbidden {
+        what,
+        scopes: scopes.to_vec(),
     }
 }
 
@@ -375,27 +430,46 @@ impl Surface {
             Route::SetLevel => legacy::set_level(params),
             Route::ToolsList => {
                 let tools = self.catalog.tools();
-                let definitions: Vec<&Value> = tools.iter().map(|t| &t.definition).collect();
+                let definitions: Vec<&Value> = tools
+                    .iter()
+                    .filter(|t| self.shows(&t.scopes, &call))
+                    .map(|t| &t.definition)
+                    .collect();
                 return self.listed(&call, "tools", &definitions);
             }
             Route::ResourcesList => {
                 let resources = self.catalog.resources();
-                let listings: Vec<Value> = resources.iter().map(|r| r.listing()).collect();
+                let listings: Vec<Value> = resources
+                    .iter()
+                    .filter(|r| self.shows(&r.scopes, &call))
+                    .map(|r| r.listing())
+                    .collect();
                 return self.listed(&call, "resources", &listings);
             }
             Route::TemplatesList => {
                 let templates = self.catalog.templates();
-                let listings: Vec<Value> = templates.iter().map(|t| t.listing()).collect();
+                let listings: Vec<Value> = templates
+                    .iter()
+                    .filter(|t| self.shows(&t.template.scopes, &call))
+                    .map(|t| t.listing())
+                    .collect();
                 return self.listed(&call, "resourceTemplates", &listings);
             }
             Route::PromptsList => {
                 let prompts = self.catalog.prompts();
-                let listings: Vec<Value> = prompts.iter().map(|p| p.listing()).collect();
+                let listings: Vec<Value> = prompts
+                    .iter()
+                    .filter(|p| self.shows(&p.scopes, &call))
+                    .map(|p| p.listing())
+                    .collect();
                 return self.listed(&call, "prompts", &listings);
             }
             Route::ToolsCall => {
                 let name = text(params, "name");
                 return match self.catalog.tool(name) {
+                    Some(found) if !found.scopes.permit(call.principal) => {
+                        forbidden(format!("tool `{}`", truncated(name)), &found.scopes)
+                    }
                     Some(found) if found.task_support != TaskSupport::Forbidden => {
                         self.tasks.call(found, call, env)
                     }
@@ -404,7 +478,7 @@ impl Surface {
                         message: format!("unknown tool `{}`", truncated(name)),
                         data: Some(json!({"name": truncated(name)})),
                     }
-                    .into_rpc(method)
+                    .into_rpc(call.era, method)
                     .into(),
                 };
             }
@@ -417,23 +491,36 @@ impl Surface {
                         .template_for(&uri)
                         .map(|(template, vars)| Target::Template(template, vars)),
                 };
+                let scopes = match &target {
+                    Some(Target::Resource(resource)) => Some(&resource.scopes),
+                    Some(Target::Template(template, _)) => Some(&template.template.scopes),
+                    None => None,
+                };
+                if let Some(scopes) = scopes
+                    && !scopes.permit(call.principal)
+                {
+                    return forbidden(format!("resource `{}`", truncated(&uri)), scopes);
+                }
                 return resource::read(target, uri, call, env);
             }
             Route::PromptsGet => {
                 let name = text(params, "name");
                 return match self.catalog.prompt(name) {
+                    Some(found) if !found.scopes.permit(call.principal) => {
+                        forbidden(format!("prompt `{}`", truncated(name)), &found.scopes)
+                    }
                     Some(found) => prompt::get(&found, call, env),
                     None => HandlerError::InvalidParams {
                         message: format!("unknown prompt `{}`", truncated(name)),
                         data: Some(json!({"name": truncated(name)})),
                     }
-                    .into_rpc(method)
+                    .into_rpc(call.era, method)
                     .into(),
                 };
             }
             Route::Complete => {
                 return match self.completion.clone() {
-                    Some(handler) => completion::complete(handler, call, env),
+                    Some(handler) => completion::complete(handler, &self.catalog, call, env),
                     None => method_not_found(method).into(),
                 };
             }
@@ -446,8 +533,15 @@ impl Surface {
             Ok(result) => {
                 Answer::Done(Outcome::Result(call.reply(&self.finishing).result(&result)))
             }
-            Err(error) => error.into_rpc(method).into(),
+            Err(error) => error.into_rpc(call.era, method).into(),
         }
+    }
+
+    /// Whether a list shows an item requiring `scopes` to the caller of
+    /// `call`: when the caller holds them, or when the server lists
+    /// everything.
+    fn shows(&self, scopes: &Scopes, call: &Call<'_>) -> bool {
+        self.list_all || scopes.permit(call.principal)
     }
 
     /// One page of a list, serialised from the catalog's own values straight
@@ -458,7 +552,9 @@ impl Surface {
                 call.reply(&self.finishing)
                     .result(&self.finishing.list(call.era, key, page, next)),
             )),
-            Err(error) => error.into_rpc(call.method.unwrap_or_default()).into(),
+            Err(error) => error
+                .into_rpc(call.era, call.method.unwrap_or_default())
+                .into(),
         }
     }
 

@@ -44,12 +44,14 @@ mod notify;
 mod pagination;
 mod prompt;
 mod resource;
+mod scopes;
+mod strings;
 mod task;
 mod tool;
 
 pub use catalog::Catalog;
 pub use completion::{CompletionRef, CompletionRequest, Completions, MAX_COMPLETION_VALUES};
-pub use content::{Content, ResourceContents};
+pub use content::{Annotations, Content, Icon, IconTheme, PromptRole, ResourceContents};
 pub use context::{BoxFuture, Context, HandlerError};
 pub use error::SurfaceError;
 pub(crate) use finish::CachePolicy;
@@ -61,9 +63,10 @@ pub(crate) use methods::{Surface, SurfaceBuilder};
 #[cfg(test)]
 pub(crate) use notify::Notifications;
 pub use notify::{Emitter, LEGACY_LOG_LEVEL, LogLevel};
-pub use prompt::{Prompt, PromptArgument, PromptMessage, PromptResult, PromptRole};
+pub use prompt::{Prompt, PromptArgs, PromptArgument, PromptMessage, PromptResult};
 pub use resource::{Resource, ResourceTemplate, TemplateVars};
 pub use task::TaskLimits;
-pub use tool::{NoArgs, TaskSupport, Tool, ToolResult};
+pub use tool::{NoArgs, Structured, TaskSupport, Tool, ToolOutput, ToolResult};
 
 pub(crate) use completion::boxed as boxed_completion;
+pub(crate) use legacy::negotiate;

@@ -5,26 +5,36 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::call::{Answer, Call, Env};
-use super::content::Content;
+use super::content::{Content, Icon, PromptRole, insert_icons};
 use super::context::{BoxFuture, Context, HandlerError};
+use super::scopes::Scopes;
+use super::strings;
+use crate::protocol::text::truncated;
 
 pub(crate) type PromptFn = dyn Fn(BTreeMap<String, String>, Context) -> BoxFuture<Result<PromptResult, HandlerError>>
     + Send
     + Sync;
 
-/// Who speaks a prompt message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PromptRole {
-    /// The user.
-    User,
-    /// The assistant.
-    Assistant,
-}
+/// A prompt's arguments as strings by name: what a handler takes when it
+/// wants them untyped.
+///
+/// ```
+/// use wymcp::{Prompt, PromptArgs, PromptResult};
+///
+/// let prompt = Prompt::new("echo")
+///     .argument("text", "What to echo")
+///     .handler(|args: PromptArgs, _cx| async move {
+///         Ok(PromptResult::new().user(args["text"].clone()))
+///     });
+/// # let _ = wymcp::Server::builder().prompt(prompt).build().unwrap();
+/// ```
+pub type PromptArgs = BTreeMap<String, String>;
 
 /// One message of a prompt.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -100,6 +110,8 @@ pub struct Prompt {
     title: Option<String>,
     description: Option<String>,
     pub(crate) arguments: Vec<PromptArgument>,
+    icons: Vec<Icon>,
+    pub(crate) scopes: Scopes,
     pub(crate) handler: Option<Arc<PromptFn>>,
 }
 
@@ -120,6 +132,8 @@ impl Prompt {
             title: None,
             description: None,
             arguments: Vec::new(),
+            icons: Vec::new(),
+            scopes: Scopes::default(),
             handler: None,
         }
     }
@@ -135,6 +149,36 @@ impl Prompt {
     #[must_use]
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = Some(description.into());
+        self
+    }
+
+    /// An icon a client may show for it.
+    #[must_use]
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+
+    /// The scopes a caller's token must hold to get it, on top of the
+    /// server's own ([`AuthConfig::required_scopes`](crate::auth::AuthConfig::required_scopes)).
+    /// A caller without them does not see it listed and is answered `403`
+    /// `insufficient_scope` naming every scope the call needs.
+    ///
+    /// ```
+    /// use wymcp::auth::{AuthConfig, StaticTokens};
+    /// use wymcp::{NoArgs, Server, Prompt, PromptResult};
+    ///
+    /// let item = Prompt::new("purge").handler(|_: NoArgs, _cx| async { Ok(PromptResult::new().user("Purge.")) }).scopes(["notes:write"]);
+    /// let server = Server::builder()
+    ///     .auth(StaticTokens::new(), AuthConfig::new())
+    ///     .prompt(item)
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = server;
+    /// ```
+    #[must_use]
+    pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.scopes = Scopes::new(scopes);
         self
     }
 
@@ -164,16 +208,66 @@ impl Prompt {
         self
     }
 
-    /// Renders the prompt from its arguments. Required arguments are checked
-    /// before the handler runs.
+    /// Renders the prompt from its arguments, taken as `A`: a struct whose
+    /// fields are the arguments (each string read as its field's type:
+    /// `"42"` for a `u64`), or a map of strings
+    /// ([`BTreeMap<String, String>`]). Unless arguments were declared with
+    /// [`argument`](Self::argument), the prompt's argument list (names,
+    /// descriptions from doc comments, which are required) derives from
+    /// `A`. Required arguments are checked before the handler runs; an
+    /// argument that does not read into `A` is -32602 naming it.
+    ///
+    /// ```
+    /// use wymcp::{Prompt, PromptResult};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Summarise {
+    ///     /// The note to summarise.
+    ///     id: u64,
+    ///     /// At most this many words.
+    ///     words: Option<u32>,
+    /// }
+    ///
+    /// let prompt = Prompt::new("summarise").handler(|args: Summarise, _cx| async move {
+    ///     let words = args.words.unwrap_or(50);
+    ///     Ok(PromptResult::new().user(format!("Summarise note {} in {words} words.", args.id)))
+    /// });
+    /// # let _ = wymcp::Server::builder().prompt(prompt).build().unwrap();
+    /// ```
     #[must_use]
-    pub fn handler<F, Fut>(mut self, handler: F) -> Self
+    pub fn handler<A, F, Fut>(mut self, handler: F) -> Self
     where
-        F: Fn(BTreeMap<String, String>, Context) -> Fut + Send + Sync + 'static,
+        A: DeserializeOwned + JsonSchema + 'static,
+        F: Fn(A, Context) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<PromptResult, HandlerError>> + Send + 'static,
     {
+        let fields = strings::fields_of(&schemars::schema_for!(A).to_value());
+        if self.arguments.is_empty() {
+            self.arguments = fields
+                .iter()
+                .map(|f| PromptArgument {
+                    name: f.name.clone(),
+                    description: f.description.clone(),
+                    required: f.required,
+                })
+                .collect();
+        }
+        let name = self.name.clone();
         self.handler = Some(Arc::new(move |args, cx| {
-            Box::pin(handler(args, cx)) as BoxFuture<_>
+            match strings::read::<A>(&fields, &args) {
+                Ok(args) => Box::pin(handler(args, cx)) as BoxFuture<_>,
+                Err(unreadable) => {
+                    let error = HandlerError::InvalidParams {
+                        message: format!(
+                            "prompt `{name}`: argument `{}`: {}",
+                            truncated(&unreadable.field),
+                            truncated(&unreadable.message)
+                        ),
+                        data: Some(serde_json::json!({"argument": truncated(&unreadable.field)})),
+                    };
+                    Box::pin(async move { Err(error) })
+                }
+            }
         }));
         self
     }
@@ -187,6 +281,7 @@ impl Prompt {
         if let Some(description) = &self.description {
             object.insert("description".into(), description.clone().into());
         }
+        insert_icons(&mut object, &self.icons);
         if !self.arguments.is_empty() {
             object.insert(
                 "arguments".into(),
@@ -246,7 +341,7 @@ impl Prompt {
 pub(crate) fn get(prompt: &Prompt, mut call: Call<'_>, env: Env<'_>) -> Answer {
     let args = match prompt.arguments_from(call.params.as_ref()) {
         Ok(args) => args,
-        Err(error) => return error.into_rpc("prompts/get").into(),
+        Err(error) => return error.into_rpc(call.era, "prompts/get").into(),
     };
     let handling = match call.handling("prompts/get", env) {
         Ok(handling) => handling,
@@ -254,7 +349,7 @@ pub(crate) fn get(prompt: &Prompt, mut call: Call<'_>, env: Env<'_>) -> Answer {
     };
     let Some(handler) = prompt.handler.clone() else {
         return HandlerError::Execution(format!("prompt `{}` has no handler", prompt.name))
-            .into_rpc("prompts/get")
+            .into_rpc(call.era, "prompts/get")
             .into();
     };
     handling.run(move |cx, reply| {

@@ -11,14 +11,17 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use super::call::{Answer, Call, Env};
-use super::content::ResourceContents;
+use super::content::{Annotations, Icon, ResourceContents, insert_annotations, insert_icons};
 use super::context::{BoxFuture, Context, HandlerError};
 use super::error::SurfaceError;
-use crate::protocol::error::ErrorCode;
-use crate::protocol::revision::Era;
+use super::scopes::Scopes;
+use super::strings;
+use crate::protocol::text::Bounded;
 
 /// The variables a URI matched a template with, by name.
 pub type TemplateVars = BTreeMap<String, String>;
@@ -44,7 +47,9 @@ pub struct Resource {
     description: Option<String>,
     mime_type: Option<String>,
     size: Option<u64>,
-    annotations: Option<Value>,
+    annotations: Option<Annotations>,
+    icons: Vec<Icon>,
+    pub(crate) scopes: Scopes,
     pub(crate) reader: Reader,
 }
 
@@ -69,6 +74,8 @@ impl Resource {
             mime_type: None,
             size: None,
             annotations: None,
+            icons: Vec::new(),
+            scopes: Scopes::default(),
             reader: Reader::Static(Vec::new()),
         }
     }
@@ -101,10 +108,28 @@ impl Resource {
         self
     }
 
-    /// `annotations`, verbatim.
+    /// Hints for the client: who the resource is for, how important it
+    /// is, when it last changed.
     #[must_use]
-    pub fn annotations(mut self, annotations: Value) -> Self {
+    pub fn annotations(mut self, annotations: Annotations) -> Self {
         self.annotations = Some(annotations);
+        self
+    }
+
+    /// An icon a client may show for it.
+    #[must_use]
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+
+    /// The scopes a caller's token must hold to read it, on top of the
+    /// server's own ([`AuthConfig::required_scopes`](crate::auth::AuthConfig::required_scopes)).
+    /// A caller without them does not see it listed and is answered `403`
+    /// `insufficient_scope` naming every scope the call needs.
+    #[must_use]
+    pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.scopes = Scopes::new(scopes);
         self
     }
 
@@ -145,9 +170,8 @@ impl Resource {
         if let Some(size) = self.size {
             object.insert("size".into(), size.into());
         }
-        if let Some(annotations) = &self.annotations {
-            object.insert("annotations".into(), annotations.clone());
-        }
+        insert_annotations(&mut object, self.annotations.as_ref());
+        insert_icons(&mut object, &self.icons);
         Value::Object(object)
     }
 
@@ -181,6 +205,11 @@ pub struct ResourceTemplate {
     title: Option<String>,
     description: Option<String>,
     mime_type: Option<String>,
+    annotations: Option<Annotations>,
+    icons: Vec<Icon>,
+    pub(crate) scopes: Scopes,
+    /// The fields of the handler's variables type.
+    fields: Vec<strings::Field>,
     handler: Option<Arc<TemplateReadFn>>,
 }
 
@@ -202,6 +231,10 @@ impl ResourceTemplate {
             title: None,
             description: None,
             mime_type: None,
+            annotations: None,
+            icons: Vec::new(),
+            scopes: Scopes::default(),
+            fields: Vec::new(),
             handler: None,
         }
     }
@@ -227,20 +260,81 @@ impl ResourceTemplate {
         self
     }
 
-    /// Reads a URI matching the template, given the matched variables.
+    /// Hints for the client about the template's resources.
     #[must_use]
-    pub fn handler<F, Fut>(mut self, handler: F) -> Self
+    pub fn annotations(mut self, annotations: Annotations) -> Self {
+        self.annotations = Some(annotations);
+        self
+    }
+
+    /// An icon a client may show for it.
+    #[must_use]
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+
+    /// The scopes a caller's token must hold to read its resources, on top of the
+    /// server's own ([`AuthConfig::required_scopes`](crate::auth::AuthConfig::required_scopes)).
+    /// A caller without them does not see it listed and is answered `403`
+    /// `insufficient_scope` naming every scope the call needs.
+    #[must_use]
+    pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.scopes = Scopes::new(scopes);
+        self
+    }
+
+    /// Reads a URI matching the template, given the URI and its variables
+    /// as `V`: a struct whose fields are the template's variables (each
+    /// string read as its field's type: `notes://{id}` gives a `u64` id), or
+    /// [`TemplateVars`] (every variable as a string). A URI whose variables
+    /// do not read into `V` (`notes://abc` for a `u64`) names no resource:
+    /// it is answered resource not found. A required field the template
+    /// has no variable for is refused at registration.
+    ///
+    /// ```
+    /// use wymcp::{ResourceContents, ResourceTemplate};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Note { id: u64 }
+    ///
+    /// let notes = ResourceTemplate::new("notes://{id}", "note").handler(
+    ///     |uri: String, note: Note, _cx| async move {
+    ///         Ok(vec![ResourceContents::text(uri, format!("note {}", note.id))])
+    ///     },
+    /// );
+    /// # let _ = wymcp::Server::builder().resource_template(notes).build().unwrap();
+    /// ```
+    #[must_use]
+    pub fn handler<V, F, Fut>(mut self, handler: F) -> Self
     where
-        F: Fn(String, TemplateVars, Context) -> Fut + Send + Sync + 'static,
+        V: DeserializeOwned + JsonSchema + 'static,
+        F: Fn(String, V, Context) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Vec<ResourceContents>, HandlerError>> + Send + 'static,
     {
-        self.handler = Some(Arc::new(move |uri, vars, cx| {
-            Box::pin(handler(uri, vars, cx)) as BoxFuture<_>
-        }));
+        let fields = strings::fields_of(&schemars::schema_for!(V).to_value());
+        self.fields.clone_from(&fields);
+        self.handler = Some(Arc::new(
+            move |uri: String, vars: TemplateVars, cx| match strings::read::<V>(&fields, &vars) {
+                Ok(vars) => Box::pin(handler(uri, vars, cx)) as BoxFuture<_>,
+                Err(unreadable) => {
+                    tracing::debug!(
+                        target: "wymcp::handler",
+                        uri = %Bounded(&uri),
+                        variable = %Bounded(&unreadable.field),
+                        problem = %Bounded(&unreadable.message),
+                        "a URI's template variables do not read into the handler's type: resource not found"
+                    );
+                    Box::pin(async move { Err(HandlerError::resource_not_found(uri)) })
+                }
+            },
+        ));
         self
     }
 
     pub(crate) fn register(self) -> Result<RegisteredTemplate, SurfaceError> {
+        self.scopes
+            .check(&format!("resource template `{}`", self.uri_template))?;
         let segments = parse(&self.uri_template).map_err(|reason| SurfaceError::UriTemplate {
             template: self.uri_template.clone(),
             reason,
@@ -256,6 +350,19 @@ impl ResourceTemplate {
             template: self.uri_template.clone(),
             reason,
         })?;
+        if let Some(missing) = self
+            .fields
+            .iter()
+            .find(|f| f.required && !names.contains(&f.name))
+        {
+            return Err(SurfaceError::UriTemplate {
+                template: self.uri_template.clone(),
+                reason: format!(
+                    "the handler's variables need `{}`, which the template has no variable for",
+                    missing.name
+                ),
+            });
+        }
         Ok(RegisteredTemplate {
             template: self,
             matcher,
@@ -368,6 +475,11 @@ impl RegisteredTemplate {
         )
     }
 
+    /// The names of the template's variables, in order.
+    pub(crate) fn variables(&self) -> &[String] {
+        &self.names
+    }
+
     pub(crate) fn mime_type(&self) -> Option<&str> {
         self.template.mime_type.as_deref()
     }
@@ -380,6 +492,8 @@ impl RegisteredTemplate {
         insert_opt(&mut object, "title", t.title.clone());
         insert_opt(&mut object, "description", t.description.clone());
         insert_opt(&mut object, "mimeType", t.mime_type.clone());
+        insert_annotations(&mut object, t.annotations.as_ref());
+        insert_icons(&mut object, &t.icons);
         Value::Object(object)
     }
 }
@@ -391,19 +505,6 @@ pub(crate) enum Target {
     Resource(Arc<Resource>),
     /// A template the URI matches.
     Template(Arc<RegisteredTemplate>, TemplateVars),
-}
-
-/// Resource not found, in the code of the request's era: 2026 standardises
-/// on -32602 (SEP-2164); 2025 used -32002.
-pub(crate) fn not_found(era: Era, uri: &str) -> HandlerError {
-    HandlerError::Rpc {
-        code: match era {
-            Era::Modern => ErrorCode::INVALID_PARAMS,
-            Era::Legacy => ErrorCode::RESOURCE_NOT_FOUND_2025,
-        },
-        message: format!("resource not found: {uri}"),
-        data: Some(json!({"uri": uri})),
-    }
 }
 
 /// `resources/read` of `uri`, which names `target` (`None`: nothing; the
@@ -421,7 +522,9 @@ pub(crate) fn read(
         Err(error) => return error.into(),
     };
     let Some(target) = target else {
-        return not_found(era, &uri).into_rpc("resources/read").into();
+        return HandlerError::resource_not_found(uri)
+            .into_rpc(era, "resources/read")
+            .into();
     };
     handling.run(move |cx, reply| {
         let run: BoxFuture<Result<Vec<ResourceContents>, HandlerError>> = match target {
@@ -449,7 +552,7 @@ pub(crate) fn read(
         Box::pin(async move {
             let contents = run.await?;
             if contents.is_empty() {
-                return Err(not_found(era, &uri));
+                return Err(HandlerError::resource_not_found(uri));
             }
             Ok(reply.finished(json!({"contents": contents}), true))
         })
@@ -463,7 +566,7 @@ mod tests {
 
     fn template(t: &str) -> RegisteredTemplate {
         ResourceTemplate::new(t, "t")
-            .handler(|_, _, _| async { Ok(Vec::new()) })
+            .handler(|_, _: TemplateVars, _| async { Ok(Vec::new()) })
             .register()
             .unwrap()
     }
@@ -512,7 +615,7 @@ mod tests {
         for bad in ["x://{?q}", "x://{a}{b}", "x://{a", "x://a}", "x://{}"] {
             assert!(
                 ResourceTemplate::new(bad, "t")
-                    .handler(|_, _, _| async { Ok(Vec::new()) })
+                    .handler(|_, _: TemplateVars, _| async { Ok(Vec::new()) })
                     .register()
                     .is_err(),
                 "{bad}"

@@ -211,6 +211,9 @@ struct Record {
     scopes: Vec<String>,
     #[serde(default)]
     authenticated: bool,
+    /// The principal's OAuth client, when known.
+    #[serde(default)]
+    client_id: Option<String>,
     tool: String,
     arguments: Value,
     /// The call's `_meta` (client capabilities, protocol version, …).
@@ -561,8 +564,9 @@ impl Tasks {
         if let Some(when) = &tool.task_when
             && !when(handling.cx())
         {
+            let span = call.span.clone();
             drop(call);
-            return tool::run(tool, handling, arguments);
+            return tool::run(tool, handling, arguments, span);
         }
         let owner = call.subject().to_owned();
         let counted = call.caller();
@@ -573,6 +577,7 @@ impl Tasks {
         let ttl = u64::try_from(self.limits.ttl.as_millis()).unwrap_or(u64::MAX);
         let record = Record {
             authenticated: principal.is_some(),
+            client_id: principal.as_ref().and_then(|p| p.client_id.clone()),
             scopes: principal.map(|p| p.scopes).unwrap_or_default(),
             owner,
             tool: tool.name().to_owned(),
@@ -702,7 +707,7 @@ impl Tasks {
                 let (requests, state, round) = ask.into_task_parts();
                 Next::Input(requests, state, round)
             }
-            Ok(Err(error)) => Next::Failed(error.into_rpc("tools/call")),
+            Ok(Err(error)) => Next::Failed(error.into_rpc(Era::Modern, "tools/call")),
             Err(_) => {
                 tracing::error!(target: "wymcp::handler", "a task's handler panicked; the task failed");
                 Next::Failed(RpcError::new(
@@ -877,6 +882,7 @@ impl Tasks {
         let principal = record.authenticated.then(|| Principal {
             subject: record.owner.clone(),
             scopes: record.scopes.clone(),
+            client_id: record.client_id.clone(),
         });
         let capabilities = record
             .meta

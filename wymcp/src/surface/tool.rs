@@ -15,6 +15,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::fmt::Write as _;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -23,15 +24,17 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::call::{Answer, Call, Env, Handling, take};
-use super::content::Content;
+use super::call::{Answer, Call, Env, Handling, Outcome, take};
+use super::content::{Content, Icon, insert_icons};
 use super::context::{BoxFuture, Context, HandlerError};
 use super::error::SurfaceError;
 use super::finish::ServerMeta;
+use super::scopes::Scopes;
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::headers::{HeaderParam, HeaderParamType};
 use crate::protocol::revision::Era;
 use crate::protocol::text::{Bounded, truncated};
+use crate::trace;
 
 pub(crate) type ToolFn =
     dyn Fn(Value, Context) -> BoxFuture<Result<ToolResult, HandlerError>> + Send + Sync;
@@ -102,6 +105,82 @@ pub struct ToolResult {
     /// protocol error).
     #[serde(rename = "isError", skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+}
+
+/// A typed structured result: what a handler returns to answer with
+/// `structuredContent`. The tool's `outputSchema` is derived from `T` when
+/// the handler is registered, and the result carries the value as
+/// `structuredContent` and its JSON as a text block for clients that read
+/// only content, so the listing and the result cannot disagree.
+///
+/// `T` must serialise to a JSON object (a struct, or a map): a 2025
+/// client's `outputSchema` is `"type": "object"`. Wrap anything else in a
+/// struct; registering a tool whose `T` is not an object is a
+/// [`SurfaceError::Schema`].
+///
+/// ```
+/// use wymcp::{Structured, Tool};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Add { a: i64, b: i64 }
+///
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct Sum { sum: i64 }
+///
+/// let tool = Tool::new("add").handler(|args: Add, _cx| async move {
+///     Ok(Structured(Sum { sum: args.a + args.b }))
+/// });
+/// # let _ = wymcp::Server::builder().tool(tool).build().unwrap();
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Structured<T>(pub T);
+
+/// What a tool handler may answer with: a [`ToolResult`], or a typed
+/// [`Structured`] value whose type gives the tool its `outputSchema`.
+///
+/// A handler that only ever fails names its output type:
+///
+/// ```
+/// use wymcp::{HandlerError, NoArgs, Tool, ToolResult};
+///
+/// let tool = Tool::new("not_yet").handler(|_: NoArgs, _cx| async {
+///     Err::<ToolResult, _>(HandlerError::execution("not implemented yet"))
+/// });
+/// # let _ = tool;
+/// ```
+pub trait ToolOutput: Send + 'static {
+    /// The `outputSchema` this output gives the tool, if any.
+    #[doc(hidden)]
+    fn output_schema() -> Option<Value>;
+
+    /// The result on the wire.
+    #[doc(hidden)]
+    fn into_result(self) -> Result<ToolResult, HandlerError>;
+}
+
+impl ToolOutput for ToolResult {
+    fn output_schema() -> Option<Value> {
+        None
+    }
+
+    fn into_result(self) -> Result<ToolResult, HandlerError> {
+        Ok(self)
+    }
+}
+
+impl<T: Serialize + JsonSchema + Send + 'static> ToolOutput for Structured<T> {
+    fn output_schema() -> Option<Value> {
+        Some(schemars::schema_for!(T).to_value())
+    }
+
+    fn into_result(self) -> Result<ToolResult, HandlerError> {
+        let value = serde_json::to_value(&self.0).map_err(|e| HandlerError::Rpc {
+            code: ErrorCode::INTERNAL_ERROR,
+            message: format!("the tool's result does not serialise: {e}"),
+            data: None,
+        })?;
+        Ok(ToolResult::structured(value))
+    }
 }
 
 /// A [`ToolResult`] as it goes on the wire, completed (on 2026-07-28) with
@@ -186,6 +265,10 @@ pub struct Tool {
     input_schema: Option<Value>,
     output_schema: Option<Value>,
     annotations: Option<Value>,
+    icons: Vec<Icon>,
+    scopes: Scopes,
+    /// Whether the `outputSchema` was derived from a [`Structured`] type.
+    derived_output: bool,
     meta: Option<Value>,
     handler: Option<Arc<ToolFn>>,
     task_support: TaskSupport,
@@ -212,6 +295,9 @@ impl Tool {
             input_schema: None,
             output_schema: None,
             annotations: None,
+            icons: Vec::new(),
+            scopes: Scopes::default(),
+            derived_output: false,
             meta: None,
             handler: None,
             task_support: TaskSupport::Forbidden,
@@ -300,6 +386,36 @@ impl Tool {
         self
     }
 
+    /// An icon a client may show for it.
+    #[must_use]
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+
+    /// The scopes a caller's token must hold to call it, on top of the
+    /// server's own ([`AuthConfig::required_scopes`](crate::auth::AuthConfig::required_scopes)).
+    /// A caller without them does not see it listed and is answered `403`
+    /// `insufficient_scope` naming every scope the call needs.
+    ///
+    /// ```
+    /// use wymcp::auth::{AuthConfig, StaticTokens};
+    /// use wymcp::{NoArgs, Server, Tool, ToolResult};
+    ///
+    /// let item = Tool::new("delete_note").handler(|_: NoArgs, _cx| async { Ok(ToolResult::text("deleted")) }).scopes(["notes:write"]);
+    /// let server = Server::builder()
+    ///     .auth(StaticTokens::new(), AuthConfig::new())
+    ///     .tool(item)
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = server;
+    /// ```
+    #[must_use]
+    pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.scopes = Scopes::new(scopes);
+        self
+    }
+
     /// The tool's `_meta`, verbatim.
     #[must_use]
     pub fn meta(mut self, meta: Value) -> Self {
@@ -307,32 +423,49 @@ impl Tool {
         self
     }
 
-    /// The handler, taking arguments of type `A`. Unless an `inputSchema`
-    /// was given, it is derived from `A`. Arguments that do not deserialise
-    /// into `A` are answered -32602; a missing `arguments` is `{}`.
+    /// The handler, taking arguments of type `A` and answering a
+    /// [`ToolResult`] or a typed [`Structured`] value. Unless an
+    /// `inputSchema` was given, it is derived from `A`; unless an
+    /// `outputSchema` was given, a [`Structured<O>`] answer derives it from
+    /// `O`. A missing `arguments` is `{}`.
+    /// Arguments that break the `inputSchema`, or do not deserialise into
+    /// `A`, are answered as a tool result with `isError: true` naming the
+    /// JSON pointer and what was expected (SEP-1303): the model reads it and
+    /// can correct its call. A protocol error would be hidden from it.
     #[must_use]
-    pub fn handler<A, F, Fut>(mut self, handler: F) -> Self
+    pub fn handler<A, O, F, Fut>(mut self, handler: F) -> Self
     where
         A: DeserializeOwned + JsonSchema + 'static,
+        O: ToolOutput,
         F: Fn(A, Context) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<ToolResult, HandlerError>> + Send + 'static,
+        Fut: Future<Output = Result<O, HandlerError>> + Send + 'static,
     {
         if self.input_schema.is_none() {
             self.input_schema = Some(schemars::schema_for!(A).to_value());
         }
+        if self.output_schema.is_none()
+            && let Some(schema) = O::output_schema()
+        {
+            self.derived_output = true;
+            self.output_schema = Some(schema);
+        }
         let name = self.name.clone();
-        self.handler =
-            Some(Arc::new(
-                move |arguments: Value, cx: Context| match serde_json::from_value::<A>(arguments) {
-                    Ok(args) => Box::pin(handler(args, cx)) as BoxFuture<_>,
-                    Err(error) => {
-                        let error = HandlerError::invalid_params(format!(
-                            "invalid arguments for tool `{name}`: {error}"
-                        ));
-                        Box::pin(async move { Err(error) })
-                    }
-                },
-            ));
+        self.handler = Some(Arc::new(move |arguments: Value, cx: Context| {
+            match serde_path_to_error::deserialize::<_, A>(arguments) {
+                Ok(args) => {
+                    let run = handler(args, cx);
+                    Box::pin(async move { run.await?.into_result() }) as BoxFuture<_>
+                }
+                Err(error) => {
+                    let problem = Problem {
+                        pointer: pointer_of(error.path()),
+                        message: error.inner().to_string(),
+                    };
+                    let error = HandlerError::Execution(invalid_arguments(&name, &[problem]));
+                    Box::pin(async move { Err(error) })
+                }
+            }
+        }));
         self
     }
 
@@ -358,7 +491,19 @@ impl Tool {
         self.task_support != TaskSupport::Forbidden
     }
 
+    /// The tool's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the tool requires scopes.
+    pub(crate) fn has_scopes(&self) -> bool {
+        !self.scopes.is_empty()
+    }
+
     pub(crate) fn register(self) -> Result<Registered, SurfaceError> {
+        check_name(&self.name)?;
+        self.scopes.check(&format!("tool `{}`", self.name))?;
         let handler = self
             .handler
             .ok_or_else(|| SurfaceError::NoHandler(self.name.clone()))?;
@@ -373,6 +518,16 @@ impl Tool {
                 reason: e.to_string(),
             })
         };
+        if self.derived_output
+            && let Some(schema) = &self.output_schema
+            && schema.get("type").and_then(Value::as_str) != Some("object")
+        {
+            return Err(SurfaceError::Schema {
+                tool: self.name.clone(),
+                which: "outputSchema",
+                reason: "a `Structured<T>` output must be a JSON object (`\"type\": \"object\"`, as a 2025 client requires): wrap the value in a struct".into(),
+            });
+        }
         let input_validator = compile(&input_schema, "inputSchema")?;
         let output_validator = match &self.output_schema {
             Some(schema) => Some(compile(schema, "outputSchema")?),
@@ -393,6 +548,7 @@ impl Tool {
         if let Some(annotations) = self.annotations {
             definition.insert("annotations".into(), annotations);
         }
+        insert_icons(&mut definition, &self.icons);
         if let Some(meta) = self.meta {
             definition.insert("_meta".into(), meta);
         }
@@ -403,6 +559,7 @@ impl Tool {
             );
         }
         Ok(Registered {
+            scopes: self.scopes,
             name: self.name,
             definition: Value::Object(definition),
             handler,
@@ -419,6 +576,8 @@ impl Tool {
 /// compiled schemas.
 pub(crate) struct Registered {
     name: String,
+    /// What a caller must hold to see and call it.
+    pub(crate) scopes: Scopes,
     pub(crate) definition: Value,
     pub(crate) handler: Arc<ToolFn>,
     pub(crate) task_support: TaskSupport,
@@ -442,19 +601,23 @@ impl Registered {
         &self.name
     }
 
-    /// The first way `arguments` break the `inputSchema`, if any.
-    pub(crate) fn check_arguments(&self, arguments: &Value) -> Option<String> {
-        // The served path asks only whether; the error is built when there is one.
+    /// How `arguments` break the `inputSchema` (at most
+    /// [`MAX_PROBLEMS`]), if they do.
+    pub(crate) fn check_arguments(&self, arguments: &Value) -> Option<Vec<Problem>> {
+        // The served path asks only whether; the errors are built when there are some.
         if self.input_validator.is_valid(arguments) {
             return None;
         }
-        self.input_validator.iter_errors(arguments).next().map(|e| {
-            format!(
-                "{} at `{}`",
-                truncated(&e.to_string()),
-                truncated(e.instance_path().as_str())
-            )
-        })
+        let problems: Vec<Problem> = self
+            .input_validator
+            .iter_errors(arguments)
+            .take(MAX_PROBLEMS)
+            .map(|e| Problem {
+                pointer: e.instance_path().as_str().to_owned(),
+                message: e.to_string(),
+            })
+            .collect();
+        (!problems.is_empty()).then_some(problems)
     }
 
     /// How a successful result breaks the `outputSchema`, if it does.
@@ -475,15 +638,90 @@ impl Registered {
     }
 }
 
-/// `tools/call` of `tool`: its arguments checked against its `inputSchema`
-/// (-32602 when they break it), its handler run, its result checked against
-/// its `outputSchema` (a handler that breaks its own schema is -32603). An
-/// execution error is the result `isError: true`, which the model sees.
+/// The longest tool name the spec allows.
+pub(crate) const MAX_TOOL_NAME: usize = 128;
+
+/// The spec's rule for tool names (2025-11-25 on, SEP-986): 1 to 128
+/// characters, each of `A-Z a-z 0-9 _ - .`.
+fn check_name(name: &str) -> Result<(), SurfaceError> {
+    let error = |reason: String| SurfaceError::ToolName {
+        name: name.escape_debug().to_string(),
+        reason,
+    };
+    if name.is_empty() {
+        return Err(error("a tool name must not be empty".into()));
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+    {
+        return Err(error(format!(
+            "{bad:?} is not allowed in a tool name (only A-Z, a-z, 0-9, `_`, `-` and `.`)"
+        )));
+    }
+    if name.len() > MAX_TOOL_NAME {
+        return Err(error(format!(
+            "a tool name is at most {MAX_TOOL_NAME} characters; this one has {}",
+            name.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The most schema violations one tool input error names.
+pub(crate) const MAX_PROBLEMS: usize = 5;
+
+/// One way a tool's arguments are wrong: where (a JSON pointer into the
+/// arguments, `""` for the whole) and what was expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Problem {
+    pub(crate) pointer: String,
+    pub(crate) message: String,
+}
+
+/// The JSON pointer of a `serde_path_to_error` path (`a.b[2]` → `/a/b/2`).
+fn pointer_of(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut pointer = String::new();
+    for segment in path {
+        pointer.push('/');
+        match segment {
+            Segment::Seq { index } => pointer.push_str(&index.to_string()),
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
+            }
+            Segment::Unknown => pointer.push('?'),
+        }
+    }
+    pointer
+}
+
+/// The text of a tool input error: each problem with its pointer, bounded
+/// (the arguments are the client's; a message may quote them).
+fn invalid_arguments(tool: &str, problems: &[Problem]) -> String {
+    let mut text = format!("invalid arguments for tool `{}`:", truncated(tool));
+    for problem in problems {
+        let at = if problem.pointer.is_empty() {
+            "(root)".to_owned()
+        } else {
+            format!("`{}`", truncated(&problem.pointer))
+        };
+        let _ = write!(text, "\n- at {at}: {}", truncated(&problem.message));
+    }
+    text
+}
+
+/// `tools/call` of `tool`: its arguments checked against its `inputSchema`,
+/// its handler run, its result checked against its `outputSchema` (a
+/// handler that breaks its own schema is -32603). Arguments that break the
+/// schema, or that the handler's type refuses, and an execution error are
+/// all the result `isError: true`, which the model sees (SEP-1303).
 pub(crate) fn call(tool: Arc<Registered>, mut call: Call<'_>, env: Env<'_>) -> Answer {
     match prepare(&tool, &mut call, env) {
         Ok((handling, arguments)) => {
+            let span = call.span.clone();
             drop(call);
-            run(tool, handling, arguments)
+            run(tool, handling, arguments, span)
         }
         Err(answer) => answer,
     }
@@ -503,11 +741,13 @@ pub(crate) fn prepare(
         Some(arguments @ Value::Object(_)) => arguments,
         Some(_) => return Err(RpcError::invalid_params("`arguments` must be an object").into()),
     };
-    if let Some(problem) = tool.check_arguments(arguments) {
-        return Err(RpcError::invalid_params(format!(
-            "invalid arguments for tool `{name}`: {problem}"
-        ))
-        .into());
+    if let Some(problems) = tool.check_arguments(arguments) {
+        let reply = call.reply(env.finishing);
+        let result = ToolResult::error(invalid_arguments(name, &problems));
+        trace::tool_failed(&call.span);
+        return Err(Answer::Done(Outcome::Result(
+            reply.result(&result.wire(reply.era(), reply.finishing().info())),
+        )));
     }
     let handling = call.handling("tools/call", env).map_err(Answer::from)?;
     // The handler owns its arguments: moved out of the params, not copied.
@@ -519,10 +759,18 @@ pub(crate) fn prepare(
 }
 
 /// Runs a readied call of `tool` on its request.
-pub(crate) fn run(tool: Arc<Registered>, handling: Handling, arguments: Value) -> Answer {
+pub(crate) fn run(
+    tool: Arc<Registered>,
+    handling: Handling,
+    arguments: Value,
+    span: tracing::Span,
+) -> Answer {
     handling.run(|cx, reply| {
         Box::pin(async move {
             let result = execute(&tool, arguments, cx).await?;
+            if result.is_error {
+                trace::tool_failed(&span);
+            }
             Ok(reply.result(&result.wire(reply.era(), reply.finishing().info())))
         })
     })

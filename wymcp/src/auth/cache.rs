@@ -1,0 +1,190 @@
+//! A bounded cache keyed by a token's SHA-256 digest: the raw token is
+//! never kept. Each entry has its own expiry; a full cache first drops what
+//! has expired, then the oldest entries. A client can send any number of
+//! distinct tokens, so the bound is what keeps memory in check.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Mutex, PoisonError};
+use std::time::Instant;
+
+use sha2::{Digest, Sha256};
+
+/// The digest a token is cached under.
+pub(crate) type TokenDigest = [u8; 32];
+
+/// The digest of `token`.
+pub(crate) fn digest(token: &str) -> TokenDigest {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+#[derive(Debug)]
+pub(crate) struct TokenCache<V> {
+    capacity: usize,
+    inner: Mutex<Entries<V>>,
+}
+
+#[derive(Debug)]
+struct Entries<V> {
+    map: HashMap<TokenDigest, Entry<V>>,
+    /// Insertion order: (sequence, digest). An item whose sequence is not
+    /// its digest's entry's any more is stale and skipped.
+    order: VecDeque<(u64, TokenDigest)>,
+    next: u64,
+}
+
+#[derive(Debug)]
+struct Entry<V> {
+    sequence: u64,
+    expires: Instant,
+    value: V,
+}
+
+impl<V: Clone> TokenCache<V> {
+    /// A cache of at most `capacity` entries (none at all for 0).
+    pub(crate) fn new(capacity: usize) -> Self {
+        TokenCache {
+            capacity,
+            inner: Mutex::new(Entries {
+                map: HashMap::new(),
+                order: VecDeque::new(),
+                next: 0,
+            }),
+        }
+    }
+
+    /// The value cached for `key`, unless it has expired by `now`.
+    pub(crate) fn get(&self, key: &TokenDigest, now: Instant) -> Option<V> {
+        let mut entries = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        match entries.map.get(key) {
+            Some(entry) if now < entry.expires => Some(entry.value.clone()),
+            Some(_) => {
+                entries.map.remove(key);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Caches `value` for `key` until `expires`.
+    pub(crate) fn insert(&self, key: TokenDigest, value: V, expires: Instant, now: Instant) {
+        if self.capacity == 0 || expires <= now {
+            return;
+        }
+        let mut entries = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let entries = &mut *entries;
+        if entries.map.len() >= self.capacity && !entries.map.contains_key(&key) {
+            entries.map.retain(|_, entry| now < entry.expires);
+            while entries.map.len() >= self.capacity {
+                let Some((sequence, oldest)) = entries.order.pop_front() else {
+                    break;
+                };
+                if entries
+                    .map
+                    .get(&oldest)
+                    .is_some_and(|e| e.sequence == sequence)
+                {
+                    entries.map.remove(&oldest);
+                }
+            }
+        }
+        let sequence = entries.next;
+        entries.next += 1;
+        entries.map.insert(
+            key,
+            Entry {
+                sequence,
+                expires,
+                value,
+            },
+        );
+        entries.order.push_back((sequence, key));
+        // Stale order items (replaced or expired entries) are dropped once
+        // they outnumber the live ones, so the queue stays within twice the
+        // capacity.
+        if entries.order.len() > 2 * self.capacity {
+            let map = &entries.map;
+            entries
+                .order
+                .retain(|(sequence, key)| map.get(key).is_some_and(|e| e.sequence == *sequence));
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .map
+            .len()
+    }
+
+    #[cfg(test)]
+    fn order_len(&self) -> usize {
+        self.inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .order
+            .len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn entries_expire_on_their_own_time() {
+        let cache = TokenCache::new(10);
+        let now = Instant::now();
+        cache.insert(digest("a"), 1, now + Duration::from_secs(5), now);
+        cache.insert(digest("b"), 2, now + Duration::from_secs(60), now);
+        cache.insert(digest("c"), 3, now, now);
+        let later = now + Duration::from_secs(10);
+        assert_eq!(cache.get(&digest("a"), now), Some(1));
+        assert_eq!(cache.get(&digest("a"), later), None);
+        assert_eq!(cache.get(&digest("b"), later), Some(2));
+        assert_eq!(cache.get(&digest("c"), now), None);
+    }
+
+    #[test]
+    fn a_full_cache_drops_the_expired_then_the_oldest() {
+        let cache = TokenCache::new(3);
+        let now = Instant::now();
+        let long = now + Duration::from_secs(60);
+        cache.insert(digest("short"), 0, now + Duration::from_secs(1), now);
+        cache.insert(digest("a"), 1, long, now);
+        cache.insert(digest("b"), 2, long, now);
+        let later = now + Duration::from_secs(2);
+        cache.insert(digest("c"), 3, long, later);
+        // The expired entry made room; nothing else was dropped.
+        assert_eq!(cache.len(), 3);
+        assert_eq!(cache.get(&digest("a"), later), Some(1));
+        cache.insert(digest("d"), 4, long, later);
+        assert_eq!(cache.len(), 3);
+        assert_eq!(cache.get(&digest("a"), later), None);
+        assert_eq!(cache.get(&digest("d"), later), Some(4));
+    }
+
+    #[test]
+    fn the_cache_stays_bounded_under_a_flood_of_distinct_tokens() {
+        let cache = TokenCache::new(100);
+        let now = Instant::now();
+        let long = now + Duration::from_secs(60);
+        for i in 0..10_000 {
+            cache.insert(digest(&i.to_string()), i, long, now);
+            // Replacing one entry over and over leaves stale order items.
+            cache.insert(digest("same"), i, long, now);
+        }
+        assert!(cache.len() <= 100);
+        assert!(cache.order_len() <= 200);
+    }
+
+    #[test]
+    fn a_zero_capacity_caches_nothing() {
+        let cache = TokenCache::new(0);
+        let now = Instant::now();
+        cache.insert(digest("a"), 1, now + Duration::from_secs(5), now);
+        assert_eq!(cache.get(&digest("a"), now), None);
+    }
+}
