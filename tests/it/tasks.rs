@@ -760,3 +760,45 @@ async fn anonymous_callers_are_counted_by_their_address() {
         .await
         .ok(&json!(3));
 }
+
+/// Rule (issue 17 with issue 18): a task-capable tool's scopes are checked
+/// before a task is made: a caller without them is 403/-32600 with the
+/// `insufficient_scope` challenge and no task (nothing runs); a caller
+/// holding them gets its task.
+#[tokio::test]
+async fn a_task_capable_tools_scopes_are_checked_before_the_task_is_made() {
+    let tokens = BearerAuth::new(|token: String| async move {
+        let scopes: Vec<String> = if token == "writer" {
+            vec!["jobs:run".to_owned()]
+        } else {
+            vec![]
+        };
+        Ok(Principal::new(token, scopes))
+    });
+    let server = Server::builder()
+        .auth(tokens, AuthConfig::new())
+        .tool(
+            Tool::new("job")
+                .scopes(["jobs:run"])
+                .task_support(TaskSupport::Required)
+                .handler(|_: NoArgs, _| async { Ok(ToolResult::text("ran")) }),
+        )
+        .build()
+        .unwrap();
+    let server = Arc::new(server);
+    let router = chain(server.clone());
+    let refused = send(&router, call(1, "job", json!({})).bearer("reader")).await;
+    let error = refused.error(StatusCode::FORBIDDEN, -32600, &json!(1));
+    assert_eq!(error["data"]["requiredScopes"], json!(["jobs:run"]));
+    assert!(
+        refused
+            .header("www-authenticate")
+            .contains("error=\"insufficient_scope\""),
+        "{refused:?}"
+    );
+    assert_eq!(server.running_tasks(), 0, "no task was made");
+    let created = send(&router, call(2, "job", json!({})).bearer("writer")).await;
+    let task = created.ok(&json!(2))["taskId"].as_str().unwrap().to_owned();
+    let done = send(&router, task_method(3, "tasks/get", &task).bearer("writer")).await;
+    assert_ne!(done.ok(&json!(3))["status"], Value::Null);
+}
