@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use wymcp::auth::{AuthConfig, AuthFuture, Authenticator, Credentials, Introspection, JwtVerifier};
 use wymcp::axum::http::HeaderValue;
 use wymcp::mrtr::{InputKind, InputRequest, SealingKey};
-use wymcp::{CompletionRef, Completions, LogLevel, NoArgs, PromptArgs, TemplateVars};
+use wymcp::{CompletionRef, Completions, LogLevel, NoArgs, PromptArgs, TaskSupport, TemplateVars};
 use wymcp::{
     Content, Context, HandlerError, Prompt, PromptResult, Resource, ResourceContents,
     ResourceTemplate, Server, Tool, ToolResult, chain,
@@ -201,37 +201,170 @@ fn streaming_tools() -> Vec<Tool> {
             .description("Adds or removes test_dynamic_tool (tools/list_changed)")
             .handler(|_: NoArgs, cx| async move {
                 let catalog = cx.catalog();
-                if catalog.remove_tool("test_dynamic_tool") {
-                    return text("test_dynamic_tool removed");
-                }
-                catalog
-                    .add_tool(
-                        Tool::new("test_dynamic_tool")
-                            .description("Added at run time")
-                            .handler(|_: NoArgs, _| async { text("dynamic") }),
-                    )
-                    .map_err(HandlerError::execution)?;
-                text("test_dynamic_tool added")
+                let op = if catalog
+                    .tool_names()
+                    .iter()
+                    .any(|n| n == "test_dynamic_tool")
+                {
+                    Op::RemoveTool
+                } else {
+                    Op::AddTool
+                };
+                // The other replicas first (they apply it without announcing),
+                // then here, announced to every replica's listen streams.
+                op.broadcast(catalog);
+                op.apply(catalog).map_err(HandlerError::execution)?;
+                settle().await;
+                text(op.done())
             }),
         Tool::new("test_trigger_prompt_change")
             .description("Adds or removes test_dynamic_prompt (prompts/list_changed)")
             .handler(|_: NoArgs, cx| async move {
                 let catalog = cx.catalog();
-                if catalog.remove_prompt("test_dynamic_prompt") {
-                    return text("test_dynamic_prompt removed");
-                }
-                catalog
-                    .add_prompt(
-                        Prompt::new("test_dynamic_prompt")
-                            .description("Added at run time")
-                            .handler(|_: NoArgs, _| async {
-                                Ok(PromptResult::new().user("dynamic"))
-                            }),
-                    )
-                    .map_err(HandlerError::execution)?;
-                text("test_dynamic_prompt added")
+                let op = if catalog
+                    .prompt_names()
+                    .iter()
+                    .any(|n| n == "test_dynamic_prompt")
+                {
+                    Op::RemovePrompt
+                } else {
+                    Op::AddPrompt
+                };
+                op.broadcast(catalog);
+                op.apply(catalog).map_err(HandlerError::execution)?;
+                settle().await;
+                text(op.done())
             }),
     ]
+}
+
+/// The topic of the catalog changes replicas apply on each other's word
+/// (docs/deployment.md, "What is shared").
+const CATALOG_TOPIC: &str = "everything/catalog";
+
+/// Whether replicas share a bus (`--redis-url`).
+static REPLICATED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// With replicas, gives the others time to apply a catalog change before
+/// the client hears back: the bus is asynchronous (a millisecond or so),
+/// and the suite reads the list from another replica at once.
+async fn settle() {
+    if REPLICATED.load(std::sync::atomic::Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+}
+
+/// This process's name on the bus, so it ignores its own catalog messages.
+fn replica_id() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        format!("{}-{}", std::process::id(), now.as_nanos())
+    })
+}
+
+/// A run-time catalog change of the conformance fixtures, applied on every
+/// replica: here by the tool that makes it, announced; on the others by
+/// [`mirror_catalog`], unannounced (the announcement reached their streams).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    AddTool,
+    RemoveTool,
+    AddPrompt,
+    RemovePrompt,
+}
+
+impl Op {
+    const ALL: [Op; 4] = [Op::AddTool, Op::RemoveTool, Op::AddPrompt, Op::RemovePrompt];
+
+    fn name(self) -> &'static str {
+        match self {
+            Op::AddTool => "tool:add",
+            Op::RemoveTool => "tool:remove",
+            Op::AddPrompt => "prompt:add",
+            Op::RemovePrompt => "prompt:remove",
+        }
+    }
+
+    fn done(self) -> &'static str {
+        match self {
+            Op::AddTool => "test_dynamic_tool added",
+            Op::RemoveTool => "test_dynamic_tool removed",
+            Op::AddPrompt => "test_dynamic_prompt added",
+            Op::RemovePrompt => "test_dynamic_prompt removed",
+        }
+    }
+
+    fn broadcast(self, catalog: &wymcp::Catalog) {
+        catalog.broadcast(CATALOG_TOPIC, format!("{} {}", replica_id(), self.name()));
+    }
+
+    /// Applies the change to `catalog`; an add of what is there or a removal
+    /// of what is not changes nothing.
+    fn apply(self, catalog: &wymcp::Catalog) -> Result<(), wymcp::SurfaceError> {
+        match self {
+            Op::AddTool
+                if !catalog
+                    .tool_names()
+                    .iter()
+                    .any(|n| n == "test_dynamic_tool") =>
+            {
+                catalog.add_tool(
+                    Tool::new("test_dynamic_tool")
+                        .description("Added at run time")
+                        .handler(|_: NoArgs, _| async { text("dynamic") }),
+                )
+            }
+            Op::AddPrompt
+                if !catalog
+                    .prompt_names()
+                    .iter()
+                    .any(|n| n == "test_dynamic_prompt") =>
+            {
+                catalog.add_prompt(
+                    Prompt::new("test_dynamic_prompt")
+                        .description("Added at run time")
+                        .handler(|_: NoArgs, _| async { Ok(PromptResult::new().user("dynamic")) }),
+                )
+            }
+            Op::RemoveTool => {
+                catalog.remove_tool("test_dynamic_tool");
+                Ok(())
+            }
+            Op::RemovePrompt => {
+                catalog.remove_prompt("test_dynamic_prompt");
+                Ok(())
+            }
+            Op::AddTool | Op::AddPrompt => Ok(()),
+        }
+    }
+}
+
+/// Applies, unannounced, the catalog changes other replicas broadcast.
+async fn mirror_catalog(catalog: wymcp::Catalog) {
+    let mut changes = catalog.subscribe();
+    let quiet = catalog.unannounced();
+    loop {
+        match changes.recv().await {
+            Ok(wymcp::Change::Application { topic, body }) if topic == CATALOG_TOPIC => {
+                let Some((from, name)) = body.rsplit_once(' ') else {
+                    continue;
+                };
+                if from == replica_id() {
+                    continue;
+                }
+                if let Some(op) = Op::ALL.into_iter().find(|op| op.name() == name)
+                    && let Err(error) = op.apply(&quiet)
+                {
+                    tracing::warn!(%error, "a catalog change of another replica did not apply");
+                }
+            }
+            Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
+    }
 }
 
 fn elicitation_tools() -> Vec<Tool> {
@@ -452,6 +585,124 @@ fn mrtr_tools() -> Vec<Tool> {
     ]
 }
 
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct GreetArgs {
+    /// Who to greet.
+    name: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct SlowArgs {
+    /// How long to work, in seconds (at most 600).
+    seconds: f64,
+    /// A label echoed in the result.
+    #[serde(default)]
+    label: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct DeleteArgs {
+    /// The file to delete.
+    filename: String,
+}
+
+/// The fixtures of the suite's `tasks-*` scenarios (the tasks extension).
+fn task_tools() -> Vec<Tool> {
+    let confirm = || json!({"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]});
+    vec![
+        Tool::new("greet")
+            .description("Greets by name (never a task)")
+            .handler(|args: GreetArgs, _| async move { text(format!("Hello, {}!", args.name)) }),
+        Tool::new("slow_compute")
+            .description("Works for `seconds` seconds, as a task when the client allows")
+            .task_support(TaskSupport::Optional)
+            .handler(|args: SlowArgs, _| async move {
+                let seconds = args.seconds.clamp(0.0, 600.0);
+                tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+                text(format!("Computed {} in {seconds} s", args.label))
+            }),
+        Tool::new("failing_job")
+            .description("Always fails with a tool error after a second (a task only)")
+            .task_support(TaskSupport::Required)
+            .handler(|_: NoArgs, _| async {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                Err::<ToolResult, _>(HandlerError::execution("the job failed, as it always does"))
+            }),
+        Tool::new("protocol_error_job")
+            .description("Fails with a protocol error (a failed task)")
+            .task_support(TaskSupport::Optional)
+            .handler(|_: NoArgs, _| async {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                Err::<ToolResult, _>(HandlerError::Rpc {
+                    code: wymcp::ErrorCode::INTERNAL_ERROR,
+                    message: "the job broke down".into(),
+                    data: None,
+                })
+            }),
+        Tool::new("confirm_delete")
+            .description("Asks for a confirmation, then deletes (as a task)")
+            .task_support(TaskSupport::Optional)
+            .handler(move |args: DeleteArgs, cx| async move {
+                if let Some(answer) = cx.inputs().accepted("confirm") {
+                    let yes = answer
+                        .get("confirm")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false);
+                    return text(if yes {
+                        format!("Deleted {}", args.filename)
+                    } else {
+                        format!("Kept {}", args.filename)
+                    });
+                }
+                let ask = cx.input_required().request(
+                    "confirm",
+                    InputRequest::elicit(format!("Delete {}?", args.filename), confirm()),
+                )?;
+                Err(ask.into())
+            }),
+        Tool::new("multi_input")
+            .description("Asks two questions at once (as a task)")
+            .task_support(TaskSupport::Optional)
+            .handler(|_: NoArgs, cx| async move {
+                let inputs = cx.inputs();
+                if inputs.response("first").is_some() && inputs.response("second").is_some() {
+                    return text("Both inputs received");
+                }
+                let ask = cx
+                    .input_required()
+                    .request(
+                        "first",
+                        InputRequest::elicit("First question", name_schema("name")),
+                    )?
+                    .request(
+                        "second",
+                        InputRequest::elicit("Second question", name_schema("name")),
+                    )?;
+                Err(ask.into())
+            }),
+        Tool::new("test_tool_with_task")
+            .description("MRTR for a name on the request, then a task greeting it")
+            .task_support(TaskSupport::Required)
+            .task_when(|cx| cx.inputs().response("user_name").is_some())
+            .handler(|_: NoArgs, cx| async move {
+                if let Some(name) = cx
+                    .inputs()
+                    .accepted("user_name")
+                    .and_then(|c| c.get("name"))
+                {
+                    let name = name.as_str().unwrap_or_default().to_owned();
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    return text(format!("Hello, {name}! (from a task)"));
+                }
+                let ask = cx.input_required().request(
+                    "user_name",
+                    InputRequest::elicit("What is your name?", name_schema("name")),
+                )?;
+                Err(ask.into())
+            }),
+    ]
+}
+
 fn prompts() -> Vec<Prompt> {
     vec![
         Prompt::new("test_simple_prompt")
@@ -525,7 +776,11 @@ fn completion(request: &wymcp::CompletionRequest) -> Completions {
     }
 }
 
-fn server(keys: Keys, auth: Option<AuthSetup>) -> Result<Server, wymcp::BuildError> {
+fn server(
+    keys: Keys,
+    auth: Option<AuthSetup>,
+    redis: Option<&str>,
+) -> Result<Server, Box<dyn std::error::Error>> {
     let mut builder = Server::builder()
         .info("wymcp-everything", env!("CARGO_PKG_VERSION"))
         .instructions("The MCP conformance suite's test server, built with wymcp.")
@@ -564,6 +819,7 @@ fn server(keys: Keys, auth: Option<AuthSetup>) -> Result<Server, wymcp::BuildErr
         .chain(streaming_tools())
         .chain(elicitation_tools())
         .chain(mrtr_tools())
+        .chain(task_tools())
     {
         builder = builder.tool(tool);
     }
@@ -579,7 +835,20 @@ fn server(keys: Keys, auth: Option<AuthSetup>) -> Result<Server, wymcp::BuildErr
     if let Some(auth) = auth {
         builder = builder.auth(auth.authenticator, auth.config);
     }
-    builder.build()
+    if let Ok(ms) = std::env::var("WYMCP_TASK_LEASE_MS") {
+        // A short lease for scripts/replicas' killed replica.
+        let lease = Duration::from_millis(ms.parse()?);
+        builder = builder.task_limits(wymcp::TaskLimits::default().lease(lease, lease / 3));
+    }
+    if let Some(url) = redis {
+        // Replicas share Redis: the change bus and the task store.
+        REPLICATED.store(true, std::sync::atomic::Ordering::Relaxed);
+        let config = wymcp::redis::RedisConfig::default();
+        builder = builder
+            .change_relay(wymcp::redis::RedisBus::new(url, config.clone())?)
+            .task_store(wymcp::redis::RedisTaskStore::new(url, config)?);
+    }
+    Ok(builder.build()?)
 }
 
 /// The sealing keys of the environment: the one that seals, and a retired
@@ -614,8 +883,10 @@ impl Keys {
 const USAGE: &str = "usage: everything [--bind ADDR] [--replica NAME] [--trusted-proxy ADDR[/PREFIX]]… \
     [--jwks-url URL --issuer ISS --audience AUD | \
     --introspection-url URL --client-id ID --client-secret S [--audience AUD] [--issuer ISS]] \
-    [--required-scope S]… | --stdio \
-    (env WYMCP_SEALING_KEY: a shared requestState secret of at least 32 bytes, \
+    [--required-scope S]… [--redis-url URL] | --stdio \
+    (env WYMCP_REDIS_URL: the Redis the replicas share for the change bus and \
+    the task store; WYMCP_TASK_LEASE_MS: a task's lease; \
+    WYMCP_SEALING_KEY: a shared requestState secret of at least 32 bytes, \
     WYMCP_SEALING_KEY_ID: its id, `shared` by default; \
     WYMCP_ACCEPT_SEALING_KEY[_ID]: a retired key that still unseals)";
 
@@ -721,12 +992,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut auth = AuthArgs::default();
     let mut trusted: Vec<wymcp::IpNet> = Vec::new();
     let mut stdio = false;
+    let mut redis = std::env::var("WYMCP_REDIS_URL")
+        .ok()
+        .filter(|u| !u.is_empty());
     while let Some(arg) = args.next() {
         match (arg.as_str(), &mut args) {
             ("--stdio", _) => stdio = true,
             ("--bind", args) => bind = args.next().ok_or(USAGE)?,
             ("--replica", args) => replica = Some(args.next().ok_or(USAGE)?),
             ("--trusted-proxy", args) => trusted.push(args.next().ok_or(USAGE)?.parse()?),
+            ("--redis-url", args) => redis = Some(args.next().ok_or(USAGE)?),
             ("--jwks-url", args) => auth.jwks_url = Some(args.next().ok_or(USAGE)?),
             ("--issuer", args) => auth.issuer = Some(args.next().ok_or(USAGE)?),
             ("--audience", args) => auth.audience = Some(args.next().ok_or(USAGE)?),
@@ -747,7 +1022,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // A stdio client sends no bearer token: auth is HTTP's.
         return Err("--stdio takes no auth flags: over stdio there is no token to check".into());
     }
-    let server = Arc::new(server(Keys::from_env()?, resource_server)?);
+    let server = Arc::new(server(
+        Keys::from_env()?,
+        resource_server,
+        redis.as_deref(),
+    )?);
+    if redis.is_some() {
+        // Not the URL: it may hold a password. On stderr: over stdio,
+        // stdout carries nothing but the protocol.
+        eprintln!("sharing Redis with the other replicas");
+    }
+    tokio::spawn(mirror_catalog(server.catalog().clone()));
     if stdio {
         wymcp::stdio::serve(server).await?;
         return Ok(());

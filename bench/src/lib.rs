@@ -7,6 +7,7 @@
 //! wymcp's public API; the crate is `publish = false`.
 #![forbid(unsafe_code)]
 
+pub mod bus;
 pub mod hostile;
 pub mod payload;
 pub mod procfs;

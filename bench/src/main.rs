@@ -28,6 +28,7 @@ fn allocator_name(tunables: Option<&str>) -> String {
 }
 
 const USAGE: &str = "usage:
+  wymcp-bench bus [--streams N] [--changes N] [--json FILE]
   wymcp-bench hostile --server PATH [--seconds S] [--unloaded S] [--json FILE]
   wymcp-bench serve --server floor|wymcp|rmcp [--addr 127.0.0.1:0]
                     [--release-memory-after BYTES|off]
@@ -47,6 +48,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("serve") => serve(&args[1..]),
         Some("hostile") => hostile(&args[1..]),
+        Some("bus") => bus(&args[1..]),
         Some("run") => run(&args[1..]),
         _ => Err(USAGE.to_owned()),
     };
@@ -124,6 +126,28 @@ fn hostile(args: &[String]) -> Result<(), String> {
         std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     report.verdict()
+}
+
+/// What a change pays to reach listen streams on another replica through
+/// Redis, against the in-process bus (bench/src/bus.rs).
+fn bus(args: &[String]) -> Result<(), String> {
+    check_flags(args, &["--streams", "--changes", "--json"], &[])?;
+    let streams = value(args, "--streams")?.unwrap_or(1000);
+    let changes = value(args, "--changes")?.unwrap_or(200);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    println!(
+        "== the bus: a change reaching {streams} listen streams, {changes} changes one at a time"
+    );
+    let passes = runtime.block_on(wymcp_bench::bus::run(streams, changes))?;
+    println!("{}", wymcp_bench::bus::table(&passes));
+    if let Some(path) = value::<PathBuf>(args, "--json")? {
+        let json = serde_json::to_vec_pretty(&passes).map_err(|e| e.to_string())?;
+        std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
 }
 
 fn serve(args: &[String]) -> Result<(), String> {

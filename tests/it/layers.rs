@@ -22,11 +22,15 @@ const PARTS: &[(&str, &str, u8, Siblings)] = &[
     ("origin", "origin.rs", 1, Siblings::Import),
     ("mrtr", "mrtr/", 1, Siblings::Import),
     ("sse", "sse.rs", 1, Siblings::Import),
+    ("tasks", "tasks/", 1, Siblings::Import),
     // The request span's fields and events.
     ("trace", "trace.rs", 1, Siblings::Import),
     // The surface composes the parts below it.
     ("surface", "surface/", 2, Siblings::Import),
     ("server", "server.rs", 3, Siblings::Import),
+    // The Redis backends (feature `redis`): a relay and a store, beside the
+    // server, which knows neither.
+    ("redis", "redis/", 3, Siblings::Import),
     // The contract the macro's generated code calls.
     ("contract", "reply.rs", 4, Siblings::Import),
     ("contract", "exchange.rs", 4, Siblings::Import),

@@ -17,6 +17,7 @@ pub mod mrtr;
 mod origin;
 mod sse;
 mod surface;
+pub mod tasks;
 mod trace;
 // the server,
 mod server;
@@ -32,6 +33,8 @@ pub mod stages;
 pub mod __private;
 pub mod chain;
 pub mod memory;
+#[cfg(feature = "redis")]
+pub mod redis;
 mod router;
 pub mod serve;
 pub mod stdio;
@@ -54,10 +57,10 @@ pub use serve::{ServeConfig, serve, serve_with};
 pub use server::{BuildError, Limits, Server, ServerBuilder};
 pub use stage::{Role, Stage, StageInfo, StageKind};
 pub use surface::{
-    Annotations, BoxFuture, CacheScope, Catalog, Change, CompletionRef, CompletionRequest,
-    Completions, Content, Context, DEFAULT_PAGE_SIZE, Emitter, HandlerError, Icon, IconTheme,
-    LEGACY_LOG_LEVEL, ListenLimits, LogLevel, MAX_COMPLETION_VALUES, NoArgs, Prompt, PromptArgs,
-    PromptArgument, PromptMessage, PromptResult, PromptRole, Resource, ResourceContents,
-    ResourceTemplate, ServerInfo, Structured, SurfaceError, TemplateVars, Tool, ToolOutput,
-    ToolResult,
+    Annotations, BoxFuture, CacheScope, Catalog, Change, ChangeFeed, ChangeRelay, CompletionRef,
+    CompletionRequest, Completions, Content, Context, DEFAULT_PAGE_SIZE, Emitter, HandlerError,
+    Icon, IconTheme, LEGACY_LOG_LEVEL, ListenLimits, LogLevel, MAX_COMPLETION_VALUES, NoArgs,
+    Prompt, PromptArgs, PromptArgument, PromptMessage, PromptResult, PromptRole, Resource,
+    ResourceContents, ResourceTemplate, ServerInfo, Structured, SurfaceError, TaskLimits,
+    TaskSupport, TemplateVars, Tool, ToolOutput, ToolResult,
 };

@@ -14,10 +14,11 @@ use crate::protocol::headers::HeaderParam;
 use crate::protocol::revision::Revision;
 use crate::protocol::schema::{SchemaError, Schemas};
 use crate::surface::{
-    CachePolicy, CacheScope, Catalog, Change, ChangeBus, CompletionRequest, Completions, Context,
-    HandlerError, Icon, ListenLimits, Prompt, Resource, ResourceTemplate, Surface, SurfaceBuilder,
-    SurfaceError, Tool, boxed_completion,
+    CachePolicy, CacheScope, Catalog, Change, ChangeBus, ChangeRelay, CompletionRequest,
+    Completions, Context, HandlerError, Icon, ListenLimits, Prompt, Resource, ResourceTemplate,
+    Surface, SurfaceBuilder, SurfaceError, TaskLimits, Tool, boxed_completion,
 };
+use crate::tasks::TaskStore;
 
 /// Ceilings and timeouts of the parse step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -229,6 +230,12 @@ impl Server {
         self.changes().close_all()
     }
 
+    /// How many task handlers run on this replica.
+    #[must_use]
+    pub fn running_tasks(&self) -> usize {
+        self.surface.tasks.running()
+    }
+
     /// How many `subscriptions/listen` streams are open.
     #[must_use]
     pub fn listen_streams(&self) -> usize {
@@ -258,6 +265,7 @@ pub struct ServerBuilder {
     allowed_origins: Option<Vec<String>>,
     allowed_hosts: Option<Vec<String>>,
     bound_to: Option<SocketAddr>,
+    relay: Option<Arc<dyn ChangeRelay>>,
 }
 
 impl Default for ServerBuilder {
@@ -274,6 +282,7 @@ impl Default for ServerBuilder {
             allowed_origins: None,
             allowed_hosts: None,
             bound_to: None,
+            relay: None,
         }
     }
 }
@@ -571,6 +580,57 @@ impl ServerBuilder {
         self
     }
 
+    /// The backend of the change bus: what carries this replica's catalog
+    /// changes and resource updates to the other replicas' listen streams,
+    /// and theirs to this one's (default: none, this process alone). Started
+    /// when the server is built, so build inside the Tokio runtime. See
+    /// [`ChangeRelay`]; `wymcp::redis::RedisBus` (feature `redis`) is the
+    /// Redis one.
+    #[must_use]
+    pub fn change_relay(mut self, relay: impl ChangeRelay) -> Self {
+        self.relay = Some(Arc::new(relay));
+        self
+    }
+
+    /// Where tasks of the tasks extension are kept (default: this process's
+    /// memory, [`MemoryTaskStore`](crate::tasks::MemoryTaskStore)); setting
+    /// one also advertises the extension with no task-capable tool
+    /// registered at start-up. Replicas that share a store (the Redis one,
+    /// `wymcp::redis::RedisTaskStore`) serve each other's tasks.
+    ///
+    /// ```
+    /// use wymcp::tasks::MemoryTaskStore;
+    /// let server = wymcp::Server::builder()
+    ///     .task_store(MemoryTaskStore::new(100))
+    ///     .build()?;
+    /// # let _ = server;
+    /// # Ok::<(), wymcp::BuildError>(())
+    /// ```
+    #[must_use]
+    pub fn task_store(mut self, store: impl TaskStore) -> Self {
+        self.surface.task_store = Some(Arc::new(store));
+        self
+    }
+
+    /// The settings of tasks: how long one lives, its lease and heartbeat,
+    /// how many run at once, how large one may be (see [`TaskLimits`] for
+    /// each default).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use wymcp::TaskLimits;
+    /// let server = wymcp::Server::builder()
+    ///     .task_limits(TaskLimits::default().ttl(Duration::from_secs(600)))
+    ///     .build()?;
+    /// # let _ = server;
+    /// # Ok::<(), wymcp::BuildError>(())
+    /// ```
+    #[must_use]
+    pub fn task_limits(mut self, limits: TaskLimits) -> Self {
+        self.surface.task_limits = limits;
+        self
+    }
+
     /// Advertises the tools capability even with no tool registered at
     /// start-up (tools added later through the [`Catalog`]).
     #[must_use]
@@ -681,10 +741,14 @@ impl ServerBuilder {
         if let Some(ttl) = self.request_state_ttl {
             sealer = sealer.ttl(ttl);
         }
+        let bus = match self.relay {
+            Some(relay) => ChangeBus::relayed(relay),
+            None => ChangeBus::new(),
+        };
         let authenticates = self.auth.is_some();
-        let surface =
-            self.surface
-                .build(self.revisions, sealer, ChangeBus::new(), authenticates)?;
+        let surface = self
+            .surface
+            .build(self.revisions, sealer, bus, authenticates)?;
         let header_params = surface.header_params().collect();
         let origin = OriginPolicy::new(self.allowed_origins, self.allowed_hosts, self.bound_to)?;
         Ok(Server {

@@ -42,8 +42,8 @@ enum Edit {
 ///
 /// The 2026 standard headers are `MCP-Protocol-Version: 2026-07-28`,
 /// `Mcp-Method` from the body's `method`, and `Mcp-Name` from
-/// `params.name` (`tools/call`, `prompts/get`) or `params.uri`
-/// (`resources/read`), encoded with `wymcp::fuzzing::encode_value`. A 2025
+/// `params.name` (`tools/call`, `prompts/get`), `params.uri`
+/// (`resources/read`) or `params.taskId` (`tasks/*`), encoded with `wymcp::fuzzing::encode_value`. A 2025
 /// client sends `MCP-Protocol-Version: 2025-11-25` on everything but
 /// `initialize`.
 #[derive(Debug, Clone)]
@@ -295,6 +295,9 @@ fn standard_headers(era: Era, body: &Value) -> Vec<(&'static str, String)> {
                 let name = match method {
                     "tools/call" | "prompts/get" => body["params"]["name"].as_str(),
                     "resources/read" => body["params"]["uri"].as_str(),
+                    "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                        body["params"]["taskId"].as_str()
+                    }
                     _ => None,
                 };
                 if let Some(name) = name {

@@ -309,6 +309,17 @@ impl InputRequired {
         &self.requests
     }
 
+    /// What a task keeps of this answer instead of sealing it (the tasks
+    /// extension): the `inputRequests` object, the handler's state and the
+    /// round the answer opens.
+    pub(crate) fn into_task_parts(self) -> (serde_json::Map<String, Value>, Option<Vec<u8>>, u32) {
+        let requests = match serde_json::to_value(&self.requests) {
+            Ok(Value::Object(map)) => map,
+            _ => serde_json::Map::new(),
+        };
+        (requests, self.state, self.round)
+    }
+
     /// The result object: `resultType: "input_required"`, `inputRequests`
     /// (when any) and, always, `requestState` sealed for `binding`: the
     /// handler's state (empty when it set none), the round this answer

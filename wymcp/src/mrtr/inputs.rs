@@ -98,6 +98,23 @@ impl Inputs {
         }
     }
 
+    /// The view of a task's next round (the tasks extension): the answers
+    /// the client gave through `tasks/update` to the round `round` asked,
+    /// and the handler's state, both kept by the server rather than sealed.
+    pub(crate) fn resumed(
+        capabilities: Value,
+        responses: Map<String, Value>,
+        round: u32,
+        state: Option<Vec<u8>>,
+    ) -> Self {
+        Inputs {
+            capabilities,
+            responses,
+            round,
+            state,
+        }
+    }
+
     /// The declared client capabilities (a `ClientCapabilities` object; `{}`
     /// when none were declared).
     #[must_use]

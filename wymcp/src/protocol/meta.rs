@@ -15,3 +15,6 @@ pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 /// The token progress notifications are sent under.
 pub const PROGRESS_TOKEN: &str = "progressToken";
+/// The tasks extension's identifier (SEP-2663): a key of
+/// `capabilities.extensions` on both sides.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";

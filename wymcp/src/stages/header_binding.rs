@@ -19,7 +19,7 @@
 //! |---|---|---|
 //! | `MCP-Protocol-Version` | `params._meta["io.modelcontextprotocol/protocolVersion"]` | refused on a request; a notification may omit it |
 //! | `Mcp-Method` | `method` | refused on a request; a notification may omit it |
-//! | `Mcp-Name` | `params.name` (`tools/call`, `prompts/get`), `params.uri` (`resources/read`) | refused when the body has the value |
+//! | `Mcp-Name` | `params.name` (`tools/call`, `prompts/get`), `params.uri` (`resources/read`), `params.taskId` (`tasks/get`, `tasks/update`, `tasks/cancel`: SEP-2663 routing headers) | refused when the body has the value |
 //! | `Mcp-Param-{Name}` | the `tools/call` argument annotated `x-mcp-header: {Name}` ([`Server::header_params`](crate::Server::header_params)) | refused when the argument has a value; a header sent for an absent or `null` argument is refused too |
 //!
 //! Values are compared after stripping HTTP optional whitespace, exactly
@@ -180,11 +180,13 @@ fn present_row(
 }
 
 /// The body value `Mcp-Name` mirrors: `params.name` of `tools/call` and
-/// `prompts/get`, `params.uri` of `resources/read`.
+/// `prompts/get`, `params.uri` of `resources/read`, `params.taskId` of the
+/// tasks extension's methods.
 fn name_of<'v>(method: Option<&str>, params: Option<&'v Value>) -> Option<&'v str> {
     let field = match method {
         Some("tools/call" | "prompts/get") => "name",
         Some("resources/read") => "uri",
+        Some("tasks/get" | "tasks/update" | "tasks/cancel") => "taskId",
         _ => return None,
     };
     params?.get(field)?.as_str()

@@ -175,7 +175,7 @@ impl Call<'_> {
 
     /// The subject an MRTR state is bound to: the principal's, `""` when
     /// the server has no auth.
-    fn subject(&self) -> &str {
+    pub(crate) fn subject(&self) -> &str {
         self.principal.map_or("", |p| p.subject.as_str())
     }
 
@@ -237,7 +237,7 @@ fn text_of(params: &Value, key: &str) -> String {
 }
 
 /// A future whose panic is caught and given as an error.
-struct CatchUnwind<F>(F);
+pub(crate) struct CatchUnwind<F>(pub(crate) F);
 
 impl<F: std::future::Future + Unpin> std::future::Future for CatchUnwind<F> {
     type Output = Result<F::Output, Box<dyn std::any::Any + Send>>;
@@ -268,6 +268,18 @@ pub(crate) struct Handling {
 }
 
 impl Handling {
+    /// The handler's context and the rendering of the request's answer, for
+    /// a call that runs as a task rather than on its request: the task's
+    /// handler sends no notification (there is no stream to send it on).
+    /// The handler's context, before it runs.
+    pub(crate) fn cx(&self) -> &Context {
+        &self.cx
+    }
+
+    pub(crate) fn into_task(self) -> (Context, Reply) {
+        (self.cx, self.finisher.reply)
+    }
+
     /// Runs the handler `run` makes of the context (its result rendered
     /// with the [`Reply`] given) as the call's answer. An `input_required`
     /// error becomes the MRTR result, its state sealed for this request.
@@ -409,6 +421,17 @@ impl Running {
     ) -> Self {
         Running {
             rx: notifications.rx,
+            run: Some(Box::pin(run)),
+            queued: VecDeque::new(),
+            last: None,
+        }
+    }
+
+    /// An answer made by `run`, which sends no notification (a task
+    /// method's store round trip).
+    pub(crate) fn future(run: impl std::future::Future<Output = Outcome> + Send + 'static) -> Self {
+        Running {
+            rx: None,
             run: Some(Box::pin(run)),
             queued: VecDeque::new(),
             last: None,

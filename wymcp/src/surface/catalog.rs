@@ -71,6 +71,28 @@ impl Catalog {
         self.changes.subscribe()
     }
 
+    /// Sends an application message (a [`Change::Application`]) on the
+    /// bus: heard by every [`subscribe`](Self::subscribe)r of this replica
+    /// and, through the server's relay, of every other.
+    pub fn broadcast(&self, topic: impl Into<String>, body: impl Into<String>) {
+        self.announce(Change::Application {
+            topic: topic.into(),
+            body: body.into(),
+        });
+    }
+
+    /// This catalog, whose changes through the view returned are not
+    /// announced: for applying here a change another replica already
+    /// announced to everyone (its `list_changed` reached this replica's
+    /// streams through the relay).
+    #[must_use]
+    pub fn unannounced(&self) -> Catalog {
+        Catalog {
+            inner: Arc::clone(&self.inner),
+            changes: ChangeBus::silent(),
+        }
+    }
+
     /// Announces that the content of the resource at `uri` changed.
     pub fn resource_updated(&self, uri: impl Into<String>) {
         self.announce(Change::ResourceUpdated(uri.into()));
@@ -234,6 +256,12 @@ impl Catalog {
             .iter()
             .map(|t| t.name().to_owned())
             .collect()
+    }
+
+    /// The names of the prompts, in listing order.
+    #[must_use]
+    pub fn prompt_names(&self) -> Vec<String> {
+        self.read().prompts.iter().map(|p| p.name.clone()).collect()
     }
 
     pub(crate) fn tool(&self, name: &str) -> Option<Arc<Registered>> {

@@ -144,14 +144,105 @@ pub enum Change {
     ResourcesListChanged,
     /// The resource with this URI changed.
     ResourceUpdated(String),
+    /// A message of the application's own, carried to every replica's bus
+    /// like any change (by its [`ChangeRelay`]) and heard through
+    /// [`Catalog::subscribe`](crate::Catalog::subscribe); never written on
+    /// a listen stream. `examples/everything` applies the catalog changes of
+    /// other replicas with it (docs/deployment.md).
+    Application {
+        /// What the message is about (the application's own namespace).
+        topic: String,
+        /// The message.
+        body: String,
+    },
 }
 
-/// The server's change bus: every open listen stream hears what is published.
+/// Carries a replica's changes to the other replicas and theirs to it: the
+/// backend of the change bus. Without one the bus is this process's alone
+/// (the default); `wymcp::redis::RedisBus` (feature `redis`) carries it
+/// through Redis pub/sub. Set with
+/// [`ServerBuilder::change_relay`](crate::ServerBuilder::change_relay).
+///
+/// ```
+/// use wymcp::{Change, ChangeFeed, ChangeRelay};
+///
+/// /// Prints every change this replica publishes; hears nothing back.
+/// #[derive(Debug)]
+/// struct Print;
+///
+/// impl ChangeRelay for Print {
+///     fn publish(&self, change: &Change) {
+///         println!("{change:?}");
+///     }
+///     fn start(&self, _feed: ChangeFeed) {}
+/// }
+///
+/// let server = wymcp::Server::builder().change_relay(Print).build()?;
+/// server.notify_tools_changed();
+/// # Ok::<(), wymcp::BuildError>(())
+/// ```
+pub trait ChangeRelay: Send + Sync + std::fmt::Debug + 'static {
+    /// Called with every change published on this replica (whose own
+    /// listen streams the bus tells itself). Called on the publishing
+    /// request's thread: it must not block (queue the change, and let a
+    /// task of its own send it).
+    fn publish(&self, change: &Change);
+
+    /// Called once, when the server is built (inside its Tokio runtime):
+    /// `feed` delivers the changes heard from other replicas to this
+    /// replica's listen streams. A relay must not deliver this replica's
+    /// own changes back (they were delivered when published).
+    fn start(&self, feed: ChangeFeed);
+}
+
+/// Where a [`ChangeRelay`] delivers what other replicas published: this
+/// replica's listen streams (and whoever holds a
+/// [`Catalog::subscribe`](crate::Catalog::subscribe) receiver),
+/// never the relay again. It does not keep the bus alive: once the server
+/// is gone, delivering reaches nobody and [`is_closed`](Self::is_closed)
+/// says so.
+#[derive(Debug, Clone)]
+pub struct ChangeFeed {
+    changes: broadcast::WeakSender<Change>,
+    resyncs: broadcast::WeakSender<()>,
+}
+
+impl ChangeFeed {
+    /// Delivers another replica's change; how many subscribers heard it.
+    pub fn deliver(&self, change: Change) -> usize {
+        self.changes
+            .upgrade()
+            .and_then(|changes| changes.send(change).ok())
+            .unwrap_or(0)
+    }
+
+    /// Tells every open listen stream that it may have missed changes (the
+    /// relay lost touch with the other replicas for a while): each is told
+    /// conservatively, as a stream that fell behind is — a list_changed for
+    /// each list it watches, an `updated` for each URI it watches.
+    pub fn resync(&self) -> usize {
+        self.resyncs
+            .upgrade()
+            .and_then(|resyncs| resyncs.send(()).ok())
+            .unwrap_or(0)
+    }
+
+    /// Whether the server this feed delivers to is gone.
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.changes.upgrade().is_none()
+    }
+}
+
+/// The server's change bus: every open listen stream hears what is published,
+/// and the relay, when there is one, carries it to the other replicas.
 /// Clones share one bus.
 #[derive(Debug, Clone)]
 pub(crate) struct ChangeBus {
     changes: broadcast::Sender<Change>,
     closes: broadcast::Sender<()>,
+    resyncs: broadcast::Sender<()>,
+    relay: Option<Arc<dyn ChangeRelay>>,
     streams: Arc<Streams>,
 }
 
@@ -208,14 +299,47 @@ impl ChangeBus {
         ChangeBus {
             changes: broadcast::channel(BUS_CAPACITY).0,
             closes: broadcast::channel(1).0,
+            resyncs: broadcast::channel(1).0,
+            relay: None,
             streams: Arc::default(),
         }
     }
 
-    /// Tells every open listen stream about `change` (each forwards it if its
-    /// filter asked for it). Returns how many subscribers heard it.
+    /// A bus whose changes `relay` carries to the other replicas, started
+    /// with this bus's feed.
+    #[must_use]
+    pub(crate) fn relayed(relay: Arc<dyn ChangeRelay>) -> Self {
+        let mut bus = ChangeBus::new();
+        relay.start(bus.feed());
+        bus.relay = Some(relay);
+        bus
+    }
+
+    /// Where other replicas' changes are delivered on this bus.
+    #[must_use]
+    pub(crate) fn feed(&self) -> ChangeFeed {
+        ChangeFeed {
+            changes: self.changes.downgrade(),
+            resyncs: self.resyncs.downgrade(),
+        }
+    }
+
+    /// Hands `change` to the relay, and tells every open listen stream of
+    /// this replica about it (each forwards it if its filter asked for it).
+    /// Returns how many
+    /// subscribers of this replica heard it.
     pub(crate) fn publish(&self, change: Change) -> usize {
+        if let Some(relay) = &self.relay {
+            relay.publish(&change);
+        }
         self.changes.send(change).unwrap_or(0)
+    }
+
+    /// A bus of its own sharing nothing: what publishing on it reaches is
+    /// nobody (a view of a catalog whose changes are not announced).
+    #[must_use]
+    pub(crate) fn silent() -> Self {
+        ChangeBus::new()
     }
 
     /// Receives every change published from now on.
@@ -439,6 +563,7 @@ impl Filter {
                 .resource_subscriptions
                 .as_ref()
                 .is_some_and(|watched| watched.covers(uri)),
+            Change::Application { .. } => false,
         }
     }
 }
@@ -526,6 +651,7 @@ impl Listen {
     pub(crate) fn open(self, bus: &ChangeBus, slot: Slot) -> ListenStream {
         let changes = bus.changes.subscribe();
         let closes = bus.closes.subscribe();
+        let resyncs = bus.resyncs.subscribe();
         let filter = self.filter.honoured(self.support);
         let ack = json!({
             "jsonrpc": "2.0",
@@ -542,6 +668,7 @@ impl Listen {
             pending: VecDeque::from([message(&ack)]),
             next_change: Some(next(changes)),
             next_close: Some(next(closes)),
+            next_resync: Some(next(resyncs)),
             end_of_life: Box::pin(tokio::time::sleep(self.lifetime)),
             id: self.id,
             filter,
@@ -640,6 +767,8 @@ pub(crate) struct ListenStream {
     pending: VecDeque<Bytes>,
     next_change: Option<Next<Change>>,
     next_close: Option<Next<()>>,
+    /// The relay's word that changes may have been missed.
+    next_resync: Option<Next<()>>,
     end_of_life: Pin<Box<tokio::time::Sleep>>,
     id: Value,
     filter: Filter,
@@ -671,6 +800,7 @@ impl ListenStream {
             Change::PromptsListChanged => self.envelopes.prompts.clone(),
             Change::ResourcesListChanged => self.envelopes.resources.clone(),
             Change::ResourceUpdated(uri) => self.envelopes.updated(uri),
+            Change::Application { .. } => return,
         };
         self.pending.push_back(note);
     }
@@ -712,6 +842,7 @@ impl ListenStream {
         self.pending.push_back(message(&result));
         self.next_change = None;
         self.next_close = None;
+        self.next_resync = None;
         self.slot = None;
         self.done = true;
     }
@@ -751,6 +882,19 @@ impl MessageSource for ListenStream {
             {
                 // Asked to close, or the bus is gone: either way, end cleanly.
                 self.close();
+                continue;
+            }
+            if let Some(next_resync) = &mut self.next_resync
+                && let Poll::Ready((received, rx)) = next_resync.as_mut().poll(cx)
+            {
+                match received {
+                    Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                        tracing::debug!(target: "wymcp::listen", "the relay may have missed changes; the stream is told conservatively");
+                        self.next_resync = Some(next(rx));
+                        self.fell_behind();
+                    }
+                    Err(broadcast::error::RecvError::Closed) => self.next_resync = None,
+                }
                 continue;
             }
             if self.end_of_life.as_mut().poll(cx).is_ready() {

@@ -30,15 +30,17 @@ use super::listen::{self, ChangeBus, Filter, Listen, ListenLimits, Support};
 use super::prompt::{self, Prompt};
 use super::resource::{self, Resource, ResourceTemplate, Target};
 use super::scopes::Scopes;
-use super::tool::{self, Tool};
+use super::task::{TaskLimits, Tasks};
+use super::tool::{self, TaskSupport, Tool};
 use super::{discover, legacy, pagination};
 use crate::mrtr::Sealer;
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::headers::HeaderParam;
 use crate::protocol::jsonrpc::MessageKind;
-use crate::protocol::meta::SERVER_INFO;
+use crate::protocol::meta::{SERVER_INFO, TASKS_EXTENSION};
 use crate::protocol::revision::{Era, Revision};
 use crate::protocol::text::truncated;
+use crate::tasks::TaskStore;
 
 /// Which capabilities the server advertises, decided at build time: a
 /// method gated behind a capability the server does not advertise is
@@ -53,6 +55,8 @@ pub(crate) struct Advertised {
     pub logging: bool,
     pub list_changed: bool,
     pub subscribe: bool,
+    /// The tasks extension (`capabilities.extensions`).
+    pub tasks: bool,
 }
 
 /// Everything of the server's surface, held by [`Server`](crate::Server):
@@ -78,6 +82,8 @@ pub(crate) struct Surface {
     pub listen_limits: ListenLimits,
     /// Whether lists show every item to every caller, scopes or not.
     pub list_all: bool,
+    /// The tasks extension's store and running handlers.
+    pub tasks: Arc<Tasks>,
 }
 
 impl std::fmt::Debug for Surface {
@@ -138,6 +144,9 @@ impl Surface {
         if a.logging || era == Era::Legacy {
             caps.insert("logging".into(), json!({}));
         }
+        if a.tasks && era == Era::Modern {
+            caps.insert("extensions".into(), json!({TASKS_EXTENSION: {}}));
+        }
         Value::Object(caps)
     }
 
@@ -174,6 +183,8 @@ pub(crate) struct SurfaceBuilder {
     /// The application's values every handler reaches by type
     /// ([`Context::state`](super::Context::state)), each as an `Arc`.
     pub(crate) state: http::Extensions,
+    pub(crate) task_store: Option<Arc<dyn TaskStore>>,
+    pub(crate) task_limits: TaskLimits,
 }
 
 impl std::fmt::Debug for SurfaceBuilder {
@@ -247,7 +258,9 @@ impl SurfaceBuilder {
             logging: self.logging,
             list_changed: !self.quiet,
             subscribe: !self.quiet,
+            tasks: self.task_store.is_some() || self.tools.iter().any(Tool::supports_tasks),
         };
+        let tasks = Arc::new(Tasks::new(self.task_store, self.task_limits));
         let catalog = Catalog::new(changes.clone());
         for tool in self.tools {
             catalog.insert_tool(Arc::new(tool.register()?))?;
@@ -276,6 +289,7 @@ impl SurfaceBuilder {
             shared: Arc::new(shared),
             listen_limits: self.listen_limits,
             list_all: self.list_all,
+            tasks,
         })
     }
 }
@@ -296,6 +310,9 @@ enum Route {
     PromptsGet,
     Complete,
     Listen,
+    TasksGet,
+    TasksUpdate,
+    TasksCancel,
 }
 
 impl Route {
@@ -322,6 +339,9 @@ impl Route {
             ("prompts/list", _) if a.prompts => Route::PromptsList,
             ("prompts/get", _) if a.prompts => Route::PromptsGet,
             ("completion/complete", _) if a.completions => Route::Complete,
+            ("tasks/get", Era::Modern) if a.tasks => Route::TasksGet,
+            ("tasks/update", Era::Modern) if a.tasks => Route::TasksUpdate,
+            ("tasks/cancel", Era::Modern) if a.tasks => Route::TasksCancel,
             _ => return None,
         };
         Some(route)
@@ -450,6 +470,9 @@ impl Surface {
                     Some(found) if !found.scopes.permit(call.principal) => {
                         forbidden(format!("tool `{}`", truncated(name)), &found.scopes)
                     }
+                    Some(found) if found.task_support != TaskSupport::Forbidden => {
+                        self.tasks.call(found, call, env)
+                    }
                     Some(found) => tool::call(found, call, env),
                     None => HandlerError::InvalidParams {
                         message: format!("unknown tool `{}`", truncated(name)),
@@ -502,6 +525,9 @@ impl Surface {
                 };
             }
             Route::Listen => return self.listen(&call),
+            Route::TasksGet => return self.tasks.get(&call, &self.finishing),
+            Route::TasksUpdate => return self.tasks.update(&call, env),
+            Route::TasksCancel => return self.tasks.cancel(&call, &self.finishing),
         };
         match immediate {
             Ok(result) => {

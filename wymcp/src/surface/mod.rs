@@ -46,6 +46,7 @@ mod prompt;
 mod resource;
 mod scopes;
 mod strings;
+mod task;
 mod tool;
 
 pub use catalog::Catalog;
@@ -55,7 +56,7 @@ pub use context::{BoxFuture, Context, HandlerError};
 pub use error::SurfaceError;
 pub(crate) use finish::CachePolicy;
 pub use finish::{CacheScope, ServerInfo};
-pub use listen::{Change, ListenLimits};
+pub use listen::{Change, ChangeFeed, ChangeRelay, ListenLimits};
 pub(crate) use listen::{ChangeBus, Over};
 pub use methods::DEFAULT_PAGE_SIZE;
 pub(crate) use methods::{Surface, SurfaceBuilder};
@@ -64,7 +65,8 @@ pub(crate) use notify::Notifications;
 pub use notify::{Emitter, LEGACY_LOG_LEVEL, LogLevel};
 pub use prompt::{Prompt, PromptArgs, PromptArgument, PromptMessage, PromptResult};
 pub use resource::{Resource, ResourceTemplate, TemplateVars};
-pub use tool::{NoArgs, Structured, Tool, ToolOutput, ToolResult};
+pub use task::TaskLimits;
+pub use tool::{NoArgs, Structured, TaskSupport, Tool, ToolOutput, ToolResult};
 
 pub(crate) use completion::boxed as boxed_completion;
 pub(crate) use legacy::negotiate;

@@ -24,7 +24,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::call::{Answer, Call, Env, Outcome, take};
+use super::call::{Answer, Call, Env, Handling, Outcome, take};
 use super::content::{Content, Icon, insert_icons};
 use super::context::{BoxFuture, Context, HandlerError};
 use super::error::SurfaceError;
@@ -38,6 +38,44 @@ use crate::trace;
 
 pub(crate) type ToolFn =
     dyn Fn(Value, Context) -> BoxFuture<Result<ToolResult, HandlerError>> + Send + Sync;
+
+/// Decides, from a call's context, whether a task-capable tool runs this
+/// call as a task (see [`Tool::task_when`]).
+pub(crate) type TaskWhen = dyn Fn(&Context) -> bool + Send + Sync;
+
+/// Whether a tool runs as a task of the tasks extension
+/// (`io.modelcontextprotocol/tasks`, SEP-2663), listed as the tool's
+/// `execution.taskSupport`.
+///
+/// A call by a client that declares the extension (in the request's
+/// `_meta` client capabilities) runs as a task when the tool allows it: the
+/// client gets a `CreateTaskResult` at once and polls `tasks/get`. A client
+/// that does not declare it gets the result on its request (`Optional`),
+/// or -32021 naming the extension (`Required`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskSupport {
+    /// Never a task (the default).
+    #[default]
+    Forbidden,
+    /// A task when the client declares the extension, else a plain call.
+    Optional,
+    /// Only ever a task: a client that does not declare the extension is
+    /// refused -32021 before the handler runs.
+    Required,
+}
+
+impl TaskSupport {
+    /// The `execution.taskSupport` value.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TaskSupport::Forbidden => "forbidden",
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+        }
+    }
+}
 
 /// Arguments of a tool that takes none: its `inputSchema` is
 /// `{"type": "object"}`, and any arguments sent are ignored.
@@ -233,6 +271,8 @@ pub struct Tool {
     derived_output: bool,
     meta: Option<Value>,
     handler: Option<Arc<ToolFn>>,
+    task_support: TaskSupport,
+    task_when: Option<Arc<TaskWhen>>,
 }
 
 impl fmt::Debug for Tool {
@@ -260,7 +300,47 @@ impl Tool {
             derived_output: false,
             meta: None,
             handler: None,
+            task_support: TaskSupport::Forbidden,
+            task_when: None,
         }
+    }
+
+    /// Whether the tool runs as a task of the tasks extension (default
+    /// [`TaskSupport::Forbidden`]). The handler is the same as for a plain
+    /// call; run as a task, what it returns becomes the task's result, an
+    /// `input_required` puts the task in `input_required` until the client
+    /// answers through `tasks/update`, and its progress and log messages
+    /// go nowhere.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use wymcp::{NoArgs, TaskSupport, Tool, ToolResult};
+    ///
+    /// let tool = Tool::new("report")
+    ///     .task_support(TaskSupport::Optional)
+    ///     .handler(|_: NoArgs, _cx| async move {
+    ///         tokio::time::sleep(Duration::from_secs(30)).await;
+    ///         Ok(ToolResult::text("the report"))
+    ///     });
+    /// # let _ = wymcp::Server::builder().tool(tool).build().unwrap();
+    /// ```
+    #[must_use]
+    pub fn task_support(mut self, support: TaskSupport) -> Self {
+        self.task_support = support;
+        self
+    }
+
+    /// Runs a call as a task only when `when` says so of its context (by
+    /// default every call of a task-capable tool by a declaring client is
+    /// one): a tool that first gathers input over MRTR rounds answered on
+    /// the request itself, then works long, escalates on the last round.
+    #[must_use]
+    pub fn task_when<F>(mut self, when: F) -> Self
+    where
+        F: Fn(&Context) -> bool + Send + Sync + 'static,
+    {
+        self.task_when = Some(Arc::new(when));
+        self
     }
 
     /// A display title.
@@ -406,6 +486,11 @@ impl Tool {
         self
     }
 
+    /// Whether the tool may run as a task.
+    pub(crate) fn supports_tasks(&self) -> bool {
+        self.task_support != TaskSupport::Forbidden
+    }
+
     /// The tool's name.
     pub(crate) fn name(&self) -> &str {
         &self.name
@@ -467,11 +552,19 @@ impl Tool {
         if let Some(meta) = self.meta {
             definition.insert("_meta".into(), meta);
         }
+        if self.task_support != TaskSupport::Forbidden {
+            definition.insert(
+                "execution".into(),
+                json!({"taskSupport": self.task_support.as_str()}),
+            );
+        }
         Ok(Registered {
             scopes: self.scopes,
             name: self.name,
             definition: Value::Object(definition),
             handler,
+            task_support: self.task_support,
+            task_when: self.task_when,
             header_params: header_params.into(),
             input_validator,
             output_validator,
@@ -487,6 +580,8 @@ pub(crate) struct Registered {
     pub(crate) scopes: Scopes,
     pub(crate) definition: Value,
     pub(crate) handler: Arc<ToolFn>,
+    pub(crate) task_support: TaskSupport,
+    pub(crate) task_when: Option<Arc<TaskWhen>>,
     pub(crate) header_params: Arc<[HeaderParam]>,
     pub(crate) input_validator: jsonschema::Validator,
     pub(crate) output_validator: Option<jsonschema::Validator>,
@@ -622,53 +717,86 @@ fn invalid_arguments(tool: &str, problems: &[Problem]) -> String {
 /// schema, or that the handler's type refuses, and an execution error are
 /// all the result `isError: true`, which the model sees (SEP-1303).
 pub(crate) fn call(tool: Arc<Registered>, mut call: Call<'_>, env: Env<'_>) -> Answer {
+    match prepare(&tool, &mut call, env) {
+        Ok((handling, arguments)) => {
+            let span = call.span.clone();
+            drop(call);
+            run(tool, handling, arguments, span)
+        }
+        Err(answer) => answer,
+    }
+}
+
+/// A call of `tool` readied: its arguments checked and taken out of the
+/// params, its handler's context made (the MRTR state unsealed).
+pub(crate) fn prepare(
+    tool: &Registered,
+    call: &mut Call<'_>,
+    env: Env<'_>,
+) -> Result<(Handling, Value), Answer> {
     let name = tool.name();
     let empty = Value::Object(Map::new());
-    let span = call.span.clone();
     let arguments = match call.params.as_ref().and_then(|p| p.get("arguments")) {
         None | Some(Value::Null) => &empty,
         Some(arguments @ Value::Object(_)) => arguments,
-        Some(_) => return RpcError::invalid_params("`arguments` must be an object").into(),
+        Some(_) => return Err(RpcError::invalid_params("`arguments` must be an object").into()),
     };
     if let Some(problems) = tool.check_arguments(arguments) {
         let reply = call.reply(env.finishing);
         let result = ToolResult::error(invalid_arguments(name, &problems));
-        trace::tool_failed(&span);
-        return Answer::Done(Outcome::Result(
+        trace::tool_failed(&call.span);
+        return Err(Answer::Done(Outcome::Result(
             reply.result(&result.wire(reply.era(), reply.finishing().info())),
-        ));
+        )));
     }
-    let handling = match call.handling("tools/call", env) {
-        Ok(handling) => handling,
-        Err(error) => return error.into(),
-    };
+    let handling = call.handling("tools/call", env).map_err(Answer::from)?;
     // The handler owns its arguments: moved out of the params, not copied.
     let arguments = match take(call.params.as_mut(), "arguments") {
         Some(arguments @ Value::Object(_)) => arguments,
         _ => empty,
     };
-    drop(call);
+    Ok((handling, arguments))
+}
+
+/// Runs a readied call of `tool` on its request.
+pub(crate) fn run(
+    tool: Arc<Registered>,
+    handling: Handling,
+    arguments: Value,
+    span: tracing::Span,
+) -> Answer {
     handling.run(|cx, reply| {
         Box::pin(async move {
-        let result = match (tool.handler)(arguments, cx).await {
-            Ok(result) => result,
-            Err(HandlerError::Execution(message)) => ToolResult::error(message),
-            Err(other) => return Err(other),
-        };
-        if result.is_error {
-            trace::tool_failed(&span);
-        }
-        if let Some(problem) = tool.check_output(&result) {
-            tracing::error!(tool = %Bounded(tool.name()), problem = %Bounded(&problem), "tool result breaks its outputSchema");
-            return Err(HandlerError::Rpc {
-                code: ErrorCode::INTERNAL_ERROR,
-                message: format!("tool `{}` returned an invalid result", tool.name()),
-                data: None,
-            });
-        }
-        Ok(reply.result(&result.wire(reply.era(), reply.finishing().info())))
+            let result = execute(&tool, arguments, cx).await?;
+            if result.is_error {
+                trace::tool_failed(&span);
+            }
+            Ok(reply.result(&result.wire(reply.era(), reply.finishing().info())))
         })
     })
+}
+
+/// The handler of `tool` run on `arguments`: an execution error made the
+/// `isError` result, a result that breaks the `outputSchema` -32603.
+pub(crate) async fn execute(
+    tool: &Registered,
+    arguments: Value,
+    cx: Context,
+) -> Result<ToolResult, HandlerError> {
+    let result = match (tool.handler)(arguments, cx).await {
+        Ok(result) => result,
+        Err(HandlerError::Execution(message)) => ToolResult::error(message),
+        Err(other) => return Err(other),
+    };
+    if let Some(problem) = tool.check_output(&result) {
+        tracing::error!(tool = %Bounded(tool.name()), problem = %Bounded(&problem), "tool result breaks its outputSchema");
+        return Err(HandlerError::Rpc {
+            code: ErrorCode::INTERNAL_ERROR,
+            message: format!("tool `{}` returned an invalid result", tool.name()),
+            data: None,
+        });
+    }
+    Ok(result)
 }
 
 /// Keywords whose values are data, not schemas: an `x-mcp-header` inside

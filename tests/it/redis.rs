@@ -1,0 +1,318 @@
+//! The Redis backends against a real `redis-server` (one per test, see
+//! `support::RedisServer`): the bus carries changes between servers
+//! ("replicas") and never back to their origin, an outage keeps local
+//! delivery going with one warning and a resync after, and the task store
+//! serves a task through any replica, expires it with its TTL, and fails a
+//! task whose replica died.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use http::StatusCode;
+use serde_json::{Value, json};
+use tracing::Subscriber;
+use tracing_subscriber::layer::{Context as LayerContext, Layer, SubscriberExt as _};
+use wymcp::redis::{RedisBus, RedisConfig, RedisTaskStore};
+use wymcp::{Change, Server, TaskLimits};
+
+use crate::support::{RedisServer, Req, Stream, chain, send};
+use crate::tasks::{call, poll, task_method, task_tools};
+
+const CHANNEL: &str = "wymcp:changes";
+
+/// Settings that notice an outage and come back quickly.
+fn quick() -> RedisConfig {
+    RedisConfig::default()
+        .timeouts(Duration::from_millis(500), Duration::from_millis(500))
+        .backoff(Duration::from_millis(50), Duration::from_millis(200))
+        .ping_interval(Duration::from_millis(200))
+}
+
+/// A replica: listens to changes, serves tasks, both through `redis`.
+fn replica(redis: &RedisServer, limits: TaskLimits) -> Arc<Server> {
+    let builder = Server::builder()
+        .resources_capability()
+        .change_relay(RedisBus::new(&redis.url(), quick()).unwrap())
+        .task_store(RedisTaskStore::new(&redis.url(), quick()).unwrap())
+        .task_limits(limits);
+    Arc::new(task_tools(builder, Arc::default()).build().unwrap())
+}
+
+async fn listen(server: &Arc<Server>, id: u64) -> Stream {
+    let req = Req::modern(id, "subscriptions/listen").params(json!({"notifications": {
+        "toolsListChanged": true, "resourceSubscriptions": ["test://watched"]}}));
+    let mut stream = Stream::open(&chain(server.clone()), req).await;
+    assert_eq!(stream.status, StatusCode::OK);
+    let ack = stream.next().await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    stream
+}
+
+/// The methods of every event that arrives within `wait`.
+async fn heard(stream: &mut Stream, wait: Duration) -> Vec<String> {
+    let mut out = Vec::new();
+    while out.len() < 1000
+        && let Some(event) = stream.next_within(wait).await
+    {
+        let method = event["method"].as_str().unwrap_or_default().to_owned();
+        let uri = event["params"]["uri"]
+            .as_str()
+            .map(|u| format!(" {u}"))
+            .unwrap_or_default();
+        out.push(format!("{method}{uri}"));
+    }
+    out
+}
+
+/// Rule (issue 18, the bus): every replica's listen streams hear every
+/// replica's changes, once; a replica does not deliver its own twice, and
+/// an application message reaches the other replica's subscribers but no
+/// stream.
+#[tokio::test]
+async fn the_bus_carries_changes_to_every_replica_once() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let a = replica(&redis, TaskLimits::default());
+    let b = replica(&redis, TaskLimits::default());
+    redis.await_subscribers(CHANNEL, 2).await;
+    let mut on_a = listen(&a, 1).await;
+    let mut on_b = listen(&b, 2).await;
+    let mut app_on_b = b.catalog().subscribe();
+
+    a.notify_tools_changed();
+    a.notify_resource_updated("test://watched/part");
+    a.catalog().broadcast("everything/catalog", "tool:add");
+    let quiet = Duration::from_millis(400);
+    let on_a = heard(&mut on_a, quiet).await;
+    let on_b = heard(&mut on_b, quiet).await;
+    let want = [
+        "notifications/tools/list_changed",
+        "notifications/resources/updated test://watched/part",
+    ];
+    assert_eq!(on_a, want, "A's own changes, once");
+    assert_eq!(on_b, want, "A's changes on B, once");
+    let mut app = None;
+    while let Ok(change) = app_on_b.try_recv() {
+        if let Change::Application { topic, body } = change {
+            app = Some((topic, body));
+        }
+    }
+    assert_eq!(app, Some(("everything/catalog".into(), "tool:add".into())));
+}
+
+/// Counts the warnings of `wymcp::redis`.
+#[derive(Clone, Default)]
+struct Warnings(Arc<AtomicUsize>);
+
+impl<S: Subscriber> Layer<S> for Warnings {
+    fn on_event(&self, event: &tracing::Event<'_>, _: LayerContext<'_, S>) {
+        let meta = event.metadata();
+        if meta.target() == "wymcp::redis" && *meta.level() == tracing::Level::WARN {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Rule (issue 18, outages): with Redis gone, a replica's own streams still
+/// hear its changes at once and publishing never blocks; the subscriber
+/// and the publisher each warn once for the outage, not once per change or
+/// retry; once Redis is back, the other replica's streams are told
+/// conservatively (what they watch, re-announced) and changes flow again.
+#[tokio::test(flavor = "current_thread")]
+async fn an_outage_keeps_local_delivery_warns_once_and_resyncs_after() {
+    let Some(mut redis) = RedisServer::start() else {
+        return;
+    };
+    let warnings = Warnings::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(warnings.clone()));
+    let a = replica(&redis, TaskLimits::default());
+    let b = replica(&redis, TaskLimits::default());
+    redis.await_subscribers(CHANNEL, 2).await;
+    let mut on_a = listen(&a, 1).await;
+    let mut on_b = listen(&b, 2).await;
+
+    redis.kill();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    for _ in 0..50 {
+        a.notify_tools_changed();
+    }
+    assert!(
+        started.elapsed() < Duration::from_millis(100),
+        "publishing never waits on Redis"
+    );
+    let local = heard(&mut on_a, Duration::from_millis(300)).await;
+    assert_eq!(local.len(), 50, "A's streams heard every change of A's");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Each backend that met the outage warned once (A and B subscribers,
+    // A's publisher): never once per retry or per change.
+    let during = warnings.0.load(Ordering::SeqCst);
+    assert!(
+        (1..=4).contains(&during),
+        "{during} warnings for one outage"
+    );
+
+    redis.restart();
+    redis.await_subscribers(CHANNEL, 2).await;
+    // B, back, is told to re-read what it watches (it may have missed A's).
+    let resync = heard(&mut on_b, Duration::from_millis(600)).await;
+    assert!(
+        resync.contains(&"notifications/tools/list_changed".to_owned()),
+        "{resync:?}"
+    );
+    assert!(
+        resync.contains(&"notifications/resources/updated test://watched".to_owned()),
+        "{resync:?}"
+    );
+    let _ = heard(&mut on_a, Duration::from_millis(100)).await;
+    a.notify_tools_changed();
+    assert_eq!(
+        heard(&mut on_b, Duration::from_millis(400)).await,
+        ["notifications/tools/list_changed"]
+    );
+    assert_eq!(
+        warnings.0.load(Ordering::SeqCst),
+        during,
+        "no warning once Redis is back"
+    );
+}
+
+/// Rule (issue 18, tasks): a task created through one replica is polled,
+/// updated (its next round run where the update landed) and cancelled
+/// through another; its record carries its TTL in Redis.
+#[tokio::test]
+async fn a_task_is_served_by_every_replica_sharing_redis() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let limits = TaskLimits::default()
+        .ttl(Duration::from_secs(120))
+        .lease(Duration::from_secs(2), Duration::from_millis(100));
+    let a = replica(&redis, limits);
+    let b = replica(&redis, limits);
+    let (ra, rb) = (chain(a.clone()), chain(b.clone()));
+    let created = send(&ra, call(1, "two_questions", json!({}))).await;
+    let task = created.ok(&json!(1)).clone();
+    let id = task["taskId"].as_str().unwrap().to_owned();
+    assert_eq!(task["ttlMs"], 120_000);
+    let pttl: i64 = redis
+        .cli(&["PTTL", &format!("wymcp:task:{id}")])
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        (100_000..=120_000).contains(&pttl),
+        "the key expires with the task: {pttl}"
+    );
+
+    let parked = poll(&rb, &id, "input_required").await;
+    assert_eq!(parked["inputRequests"]["a"]["method"], "elicitation/create");
+    let answers = json!({"a": {"action": "accept", "content": {"v": "x"}}, "b": {"action": "accept", "content": {"v": "y"}}});
+    let update = Req::modern(2, "tasks/update")
+        .params(json!({"taskId": id, "inputResponses": answers}))
+        .capabilities(crate::tasks::declaring());
+    send(&rb, update).await.ok(&json!(2));
+    let done = poll(&ra, &id, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "\"x\" and \"y\"");
+
+    let long = send(&ra, call(3, "wait", json!({"ms": 60_000}))).await;
+    let id = long.ok(&json!(3))["taskId"].as_str().unwrap().to_owned();
+    send(&rb, task_method(4, "tasks/cancel", &id))
+        .await
+        .ok(&json!(4));
+    assert_eq!(poll(&ra, &id, "cancelled").await["status"], "cancelled");
+    for _ in 0..100 {
+        if a.running_tasks() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        a.running_tasks(),
+        0,
+        "A dropped the handler at its heartbeat"
+    );
+}
+
+/// Rule (issue 18, lease): a working task whose replica died is seen
+/// failed through another replica once its lease has run out.
+#[test]
+fn a_task_whose_replica_died_fails_through_another() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let limits =
+        TaskLimits::default().lease(Duration::from_millis(500), Duration::from_millis(100));
+    let doomed = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let id = doomed.block_on(async {
+        let a = replica(&redis, limits);
+        let created = send(&chain(a), call(1, "wait", json!({"ms": 60_000}))).await;
+        created.ok(&json!(1))["taskId"].as_str().unwrap().to_owned()
+    });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let rb = chain(replica(&redis, limits));
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let alive = send(&rb, task_method(2, "tasks/get", &id)).await;
+        assert_eq!(
+            alive.ok(&json!(2))["status"],
+            "working",
+            "renewed while A lives"
+        );
+    });
+    doomed.shutdown_timeout(Duration::from_secs(1));
+    runtime.block_on(async {
+        let rb = chain(replica(&redis, limits));
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        let dead = send(&rb, task_method(3, "tasks/get", &id)).await;
+        let dead = dead.ok(&json!(3)).clone();
+        assert_eq!(dead["status"], "failed", "{dead}");
+        assert!(dead["error"]["message"].as_str().unwrap().contains("lease"));
+    });
+}
+
+/// Rule (issue 18): with Redis gone the task methods answer 500/-32603 in
+/// bounded time (the command timeout), and work again once it is back.
+#[tokio::test]
+async fn the_task_store_answers_500_in_time_while_redis_is_away() {
+    let Some(mut redis) = RedisServer::start() else {
+        return;
+    };
+    let a = replica(&redis, TaskLimits::default());
+    let router = chain(a);
+    redis.kill();
+    let started = Instant::now();
+    let created = send(&router, call(1, "wait", json!({"ms": 1}))).await;
+    let error: Value = created
+        .error(StatusCode::INTERNAL_SERVER_ERROR, -32603, &json!(1))
+        .clone();
+    assert_eq!(error["data"]["store"], "unavailable");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    redis.restart();
+    let mut created = None;
+    for attempt in 0..50 {
+        let reply = send(&router, call(10 + attempt, "wait", json!({"ms": 1}))).await;
+        if reply.status == StatusCode::OK {
+            created = Some(reply.body["result"]["taskId"].as_str().unwrap().to_owned());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let id = created.expect("the store works again once Redis is back");
+    assert_eq!(poll(&router, &id, "completed").await["status"], "completed");
+}

@@ -1,0 +1,353 @@
+//! [`RedisBus`]: the change bus carried between replicas by Redis pub/sub.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::config::{Health, RedisConfig, backoff_after};
+use crate::surface::{Change, ChangeFeed, ChangeRelay};
+
+/// [`RedisBus`]: the change bus carried between replicas by Redis pub/sub.
+///
+/// Every change this replica publishes is queued (never awaited on a
+/// request's path) and published on [`RedisConfig::channel`] by a task of
+/// the bus's own, through the `redis` crate's connection manager, tagged
+/// with this process's origin (128 random bits). A second task holds a
+/// subscription to the channel and delivers every change of another origin
+/// to this replica's listen streams; its own come back tagged with its
+/// origin and are dropped, so a replica never delivers its own change twice.
+///
+/// **Outages.** Either task that fails logs one warning per outage and
+/// tries again with a doubling backoff; local delivery is never affected.
+/// What another replica publishes while this one's subscription is down is
+/// lost to it, and what this one publishes while it cannot reach Redis is
+/// lost to the others (the queue is bounded; a full queue drops). So when
+/// the subscription comes back, this replica's streams are told
+/// conservatively (as a stream that fell behind is: a list_changed for each
+/// list it watches, an `updated` for each URI), and when the publisher comes
+/// back it publishes a resync that tells every other replica's streams the
+/// same: a client re-reads what it watches rather than miss a change.
+#[derive(Debug)]
+pub struct RedisBus {
+    client: redis::Client,
+    config: RedisConfig,
+    origin: String,
+    queue: mpsc::Sender<Vec<u8>>,
+    /// Taken by `start`.
+    pending: std::sync::Mutex<Option<mpsc::Receiver<Vec<u8>>>>,
+    health: Arc<Health>,
+}
+
+impl RedisBus {
+    /// A bus through the Redis server at `url` (`redis://host:port/db`);
+    /// only the URL is checked here, nothing is connected until the server
+    /// is built.
+    pub fn new(url: &str, config: RedisConfig) -> Result<Self, redis::RedisError> {
+        let client = redis::Client::open(url)?;
+        let (queue, pending) = mpsc::channel(config.queue.max(1));
+        Ok(RedisBus {
+            client,
+            config,
+            origin: origin(),
+            queue,
+            pending: std::sync::Mutex::new(Some(pending)),
+            health: Arc::default(),
+        })
+    }
+
+    /// This process's origin tag.
+    #[must_use]
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// Whether the bus is in an outage (its last attempt on Redis failed).
+    #[must_use]
+    pub fn is_down(&self) -> bool {
+        self.health.is_down()
+    }
+}
+
+impl ChangeRelay for RedisBus {
+    fn publish(&self, change: &Change) {
+        let Some(message) = encode(&self.origin, change) else {
+            return;
+        };
+        if message.len() > self.config.max_message_bytes {
+            tracing::warn!(target: "wymcp::redis", bytes = message.len(),
+                max = self.config.max_message_bytes, "a change too large to relay was delivered on this replica only");
+            return;
+        }
+        if self.queue.try_send(message).is_err() {
+            tracing::debug!(target: "wymcp::redis", "the publish queue is full; a change was not relayed");
+        }
+    }
+
+    fn start(&self, feed: ChangeFeed) {
+        let Some(pending) = self
+            .pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        else {
+            tracing::warn!(target: "wymcp::redis", "a RedisBus serves one server; started again, it relays nothing more");
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::error!(target: "wymcp::redis", "RedisBus started outside a Tokio runtime: it relays nothing");
+            return;
+        };
+        runtime.spawn(publisher(
+            self.client.clone(),
+            self.config.clone(),
+            self.origin.clone(),
+            pending,
+            Arc::clone(&self.health),
+        ));
+        runtime.spawn(subscriber(
+            self.client.clone(),
+            self.config.clone(),
+            self.origin.clone(),
+            feed,
+            Arc::clone(&self.health),
+        ));
+    }
+}
+
+/// 128 random bits, hex (a process that cannot draw them takes its pid and
+/// the time, which is unique enough among a deployment's replicas).
+fn origin() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        return format!("{}-{}", std::process::id(), crate::tasks::now_ms());
+    }
+    bytes.iter().fold(String::with_capacity(32), |mut out, b| {
+        use std::fmt::Write as _;
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}
+
+/// A change as it travels on the channel: its origin, its kind and its
+/// payload, as JSON.
+fn encode(origin: &str, change: &Change) -> Option<Vec<u8>> {
+    let message = match change {
+        Change::ToolsListChanged => json!({"o": origin, "k": "tools"}),
+        Change::PromptsListChanged => json!({"o": origin, "k": "prompts"}),
+        Change::ResourcesListChanged => json!({"o": origin, "k": "resources"}),
+        Change::ResourceUpdated(uri) => json!({"o": origin, "k": "updated", "u": uri}),
+        Change::Application { topic, body } => {
+            json!({"o": origin, "k": "app", "t": topic, "b": body})
+        }
+        #[allow(unreachable_patterns)]
+        _ => return None,
+    };
+    serde_json::to_vec(&message).ok()
+}
+
+/// What a message from the channel says.
+#[derive(Debug, PartialEq)]
+enum Heard {
+    /// A change of another origin.
+    Change(Change),
+    /// Another replica's publisher came back: changes may have been missed.
+    Resync,
+    /// This replica's own, or nothing this version understands.
+    Ignored,
+}
+
+fn decode(mine: &str, payload: &[u8]) -> Heard {
+    let Ok(message) = serde_json::from_slice::<Value>(payload) else {
+        return Heard::Ignored;
+    };
+    if message["o"].as_str().is_none_or(|origin| origin == mine) {
+        return Heard::Ignored;
+    }
+    let text = |key: &str| message[key].as_str().map(str::to_owned);
+    let change = match message["k"].as_str() {
+        Some("tools") => Change::ToolsListChanged,
+        Some("prompts") => Change::PromptsListChanged,
+        Some("resources") => Change::ResourcesListChanged,
+        Some("updated") => match text("u") {
+            Some(uri) => Change::ResourceUpdated(uri),
+            None => return Heard::Ignored,
+        },
+        Some("app") => match (text("t"), text("b")) {
+            (Some(topic), Some(body)) => Change::Application { topic, body },
+            _ => return Heard::Ignored,
+        },
+        Some("resync") => return Heard::Resync,
+        _ => return Heard::Ignored,
+    };
+    Heard::Change(change)
+}
+
+/// Publishes what this replica queues, in order.
+async fn publisher(
+    client: redis::Client,
+    config: RedisConfig,
+    origin: String,
+    mut pending: mpsc::Receiver<Vec<u8>>,
+    health: Arc<Health>,
+) {
+    let mut manager = match redis::aio::ConnectionManager::new_lazy_with_config(
+        client,
+        config.manager(),
+    ) {
+        Ok(manager) => manager,
+        Err(error) => {
+            tracing::error!(target: "wymcp::redis", %error, "the bus's connection manager could not be made; nothing is relayed");
+            return;
+        }
+    };
+    let resync = serde_json::to_vec(&json!({"o": origin, "k": "resync"})).unwrap_or_default();
+    let mut backoff = Duration::ZERO;
+    while let Some(message) = pending.recv().await {
+        loop {
+            let mut publish = redis::cmd("PUBLISH");
+            publish.arg(&config.channel).arg(&message);
+            let published = publish.query_async::<i64>(&mut manager);
+            match tokio::time::timeout(config.command_timeout, published).await {
+                Ok(Ok(_)) => {
+                    backoff = Duration::ZERO;
+                    if health.succeeded("bus publisher") {
+                        // Whatever was dropped meanwhile: tell the others.
+                        let mut tell = redis::cmd("PUBLISH");
+                        tell.arg(&config.channel).arg(&resync);
+                        let told = tell.query_async::<i64>(&mut manager);
+                        let _ = tokio::time::timeout(config.command_timeout, told).await;
+                    }
+                    break;
+                }
+                Ok(Err(error)) => health.failed("bus publisher", &error),
+                Err(_) => health.failed("bus publisher", &"PUBLISH timed out"),
+            }
+            backoff = backoff_after(backoff, &config);
+            tokio::time::sleep(backoff).await;
+            // What queued up meanwhile is dropped: the queue stays free for
+            // what comes after the outage, and the resync covers the gap.
+            while pending.try_recv().is_ok() {}
+            if pending.is_closed() {
+                return;
+            }
+        }
+    }
+}
+
+/// Holds the subscription, delivering other replicas' changes, until the
+/// server is gone.
+async fn subscriber(
+    client: redis::Client,
+    config: RedisConfig,
+    origin: String,
+    feed: ChangeFeed,
+    health: Arc<Health>,
+) {
+    let mut backoff = Duration::ZERO;
+    let mut subscribed_before = false;
+    while !feed.is_closed() {
+        match subscribe(&client, &config).await {
+            Ok((mut sink, mut stream)) => {
+                backoff = Duration::ZERO;
+                if health.succeeded("bus subscriber") || subscribed_before {
+                    // Back after an outage: what was published meanwhile
+                    // did not reach this replica.
+                    feed.resync();
+                }
+                subscribed_before = true;
+                let mut ping = tokio::time::interval(config.ping_interval);
+                ping.tick().await;
+                loop {
+                    tokio::select! {
+                        message = stream.next() => {
+                            let Some(message) = message else {
+                                health.failed("bus subscriber", &"the subscription ended");
+                                break;
+                            };
+                            match decode(&origin, message.get_payload_bytes()) {
+                                Heard::Change(change) => {
+                                    feed.deliver(change);
+                                }
+                                Heard::Resync => {
+                                    feed.resync();
+                                }
+                                Heard::Ignored => {}
+                            }
+                        }
+                        _ = ping.tick() => {
+                            if feed.is_closed() {
+                                return;
+                            }
+                            match tokio::time::timeout(config.command_timeout, sink.ping::<redis::Value>()).await {
+                                Ok(Ok(_)) => {}
+                                Ok(Err(error)) => { health.failed("bus subscriber", &error); break; }
+                                Err(_) => { health.failed("bus subscriber", &"PING timed out"); break; }
+                            }
+                        }
+                    }
+                }
+            }
+            Err(error) => health.failed("bus subscriber", &error),
+        }
+        backoff = backoff_after(backoff, &config);
+        tokio::time::sleep(backoff).await;
+    }
+}
+
+/// A subscription to the channel, within the connect and command timeouts.
+async fn subscribe(
+    client: &redis::Client,
+    config: &RedisConfig,
+) -> Result<(redis::aio::PubSubSink, redis::aio::PubSubStream), String> {
+    let connect = tokio::time::timeout(config.connect_timeout, client.get_async_pubsub());
+    let pubsub = match connect.await {
+        Ok(Ok(pubsub)) => pubsub,
+        Ok(Err(error)) => return Err(error.to_string()),
+        Err(_) => return Err("connecting timed out".to_owned()),
+    };
+    let (mut sink, stream) = pubsub.split();
+    match tokio::time::timeout(config.command_timeout, sink.subscribe(&config.channel)).await {
+        Ok(Ok(())) => Ok((sink, stream)),
+        Ok(Err(error)) => Err(error.to_string()),
+        Err(_) => Err("SUBSCRIBE timed out".to_owned()),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// Rule: a change travels tagged with its origin; the origin's own
+    /// comes back ignored, another's is the same change.
+    #[test]
+    fn changes_round_trip_and_a_replica_ignores_its_own() {
+        let changes = [
+            Change::ToolsListChanged,
+            Change::PromptsListChanged,
+            Change::ResourcesListChanged,
+            Change::ResourceUpdated("test://a \"b\"\n".into()),
+            Change::Application {
+                topic: "t".into(),
+                body: "{\"x\":1}".into(),
+            },
+        ];
+        for change in changes {
+            let bytes = encode("a", &change).unwrap();
+            assert_eq!(decode("a", &bytes), Heard::Ignored, "{change:?}");
+            assert_eq!(decode("b", &bytes), Heard::Change(change));
+        }
+        assert_eq!(decode("b", br#"{"o":"a","k":"resync"}"#), Heard::Resync);
+        for junk in [
+            &b"nope"[..],
+            br#"{"k":"tools"}"#,
+            br#"{"o":"a","k":"updated"}"#,
+            br#"{"o":"a","k":"?"}"#,
+        ] {
+            assert_eq!(decode("b", junk), Heard::Ignored);
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! [`RedisConfig`]: the settings of both Redis backends, and the outage
+//! log they share.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// The settings of the Redis backends, each with a safe default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RedisConfig {
+    /// The pub/sub channel the bus publishes on and listens to: replicas of
+    /// one deployment share it. Default `wymcp:changes`.
+    pub channel: String,
+    /// The prefix of the task store's keys. Default `wymcp:task:`.
+    pub key_prefix: String,
+    /// How long one connection attempt may take. Default 2 s.
+    pub connect_timeout: Duration,
+    /// How long one command may wait for its answer (a publish, a task
+    /// read or write, a ping). Default 2 s.
+    pub command_timeout: Duration,
+    /// The first wait before reconnecting after a failure; doubled each
+    /// failure up to [`backoff_max`](Self::backoff_max). Default 100 ms.
+    pub backoff_min: Duration,
+    /// The longest wait between reconnection attempts. Default 5 s.
+    pub backoff_max: Duration,
+    /// How often the bus's subscription is pinged, so that a connection
+    /// that died silently is noticed. Default 5 s.
+    pub ping_interval: Duration,
+    /// The largest change the bus publishes or accepts, in bytes (an
+    /// application message, a long URI); a larger one is not relayed (this
+    /// replica's streams still hear it). Default 64 KiB.
+    pub max_message_bytes: usize,
+    /// Changes waiting to be published; one more while the queue is full
+    /// (Redis slow or away) is dropped for the other replicas. Default 1,024.
+    pub queue: usize,
+}
+
+impl Default for RedisConfig {
+    fn default() -> Self {
+        RedisConfig {
+            channel: "wymcp:changes".to_owned(),
+            key_prefix: "wymcp:task:".to_owned(),
+            connect_timeout: Duration::from_secs(2),
+            command_timeout: Duration::from_secs(2),
+            backoff_min: Duration::from_millis(100),
+            backoff_max: Duration::from_secs(5),
+            ping_interval: Duration::from_secs(5),
+            max_message_bytes: 64 * 1024,
+            queue: 1024,
+        }
+    }
+}
+
+impl RedisConfig {
+    /// Sets [`channel`](Self::channel).
+    #[must_use]
+    pub fn channel(mut self, channel: impl Into<String>) -> Self {
+        self.channel = channel.into();
+        self
+    }
+
+    /// Sets [`key_prefix`](Self::key_prefix).
+    #[must_use]
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.key_prefix = prefix.into();
+        self
+    }
+
+    /// Sets [`connect_timeout`](Self::connect_timeout) and
+    /// [`command_timeout`](Self::command_timeout).
+    #[must_use]
+    pub fn timeouts(mut self, connect: Duration, command: Duration) -> Self {
+        self.connect_timeout = connect;
+        self.command_timeout = command;
+        self
+    }
+
+    /// Sets [`backoff_min`](Self::backoff_min) and
+    /// [`backoff_max`](Self::backoff_max).
+    #[must_use]
+    pub fn backoff(mut self, min: Duration, max: Duration) -> Self {
+        self.backoff_min = min;
+        self.backoff_max = max;
+        self
+    }
+
+    /// Sets [`ping_interval`](Self::ping_interval).
+    #[must_use]
+    pub fn ping_interval(mut self, interval: Duration) -> Self {
+        self.ping_interval = interval;
+        self
+    }
+
+    /// Sets [`max_message_bytes`](Self::max_message_bytes).
+    #[must_use]
+    pub fn max_message_bytes(mut self, max: usize) -> Self {
+        self.max_message_bytes = max;
+        self
+    }
+
+    /// Sets [`queue`](Self::queue).
+    #[must_use]
+    pub fn queue(mut self, queue: usize) -> Self {
+        self.queue = queue;
+        self
+    }
+
+    /// The connection manager's settings: these timeouts, no retry of its
+    /// own (the backends retry with their backoff).
+    pub(crate) fn manager(&self) -> redis::aio::ConnectionManagerConfig {
+        redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(self.connect_timeout))
+            .set_response_timeout(Some(self.command_timeout))
+            .set_number_of_retries(1)
+            .set_min_delay(self.backoff_min)
+            .set_max_delay(self.backoff_max)
+    }
+}
+
+/// One backend's view of Redis: up or in an outage. A warning is logged
+/// when an outage begins, once, and a line when it ends.
+#[derive(Debug, Default)]
+pub(crate) struct Health {
+    down: AtomicBool,
+}
+
+impl Health {
+    /// A failure of `what`: the start of an outage unless one is under way.
+    pub(crate) fn failed(&self, what: &'static str, error: &dyn std::fmt::Display) {
+        if self.down.swap(true, Ordering::SeqCst) {
+            tracing::debug!(target: "wymcp::redis", backend = what, %error, "Redis still unavailable");
+        } else {
+            tracing::warn!(target: "wymcp::redis", backend = what, %error,
+                "Redis is unavailable; local delivery goes on, reconnecting with backoff");
+        }
+    }
+
+    /// A success: whether it ends an outage.
+    pub(crate) fn succeeded(&self, what: &'static str) -> bool {
+        let ended = self.down.swap(false, Ordering::SeqCst);
+        if ended {
+            tracing::info!(target: "wymcp::redis", backend = what, "Redis is reachable again");
+        }
+        ended
+    }
+
+    /// Whether an outage is under way.
+    pub(crate) fn is_down(&self) -> bool {
+        self.down.load(Ordering::SeqCst)
+    }
+}
+
+/// The next backoff after `now`, within the configured bounds.
+pub(crate) fn backoff_after(now: Duration, config: &RedisConfig) -> Duration {
+    (now * 2).clamp(config.backoff_min, config.backoff_max)
+}
