@@ -41,7 +41,7 @@ pub mod stdio;
 pub mod fuzzing;
 
 pub use axum;
-pub use wymcp_macros::{body_bound, pipeline, wire_check};
+pub use wymcp_macros::{body_bound, pipeline, tool, tools, wire_check};
 
 pub use exchange::Exchange;
 pub use origin::{BoundTo, ClientAddr, IpNet, IpNetError, OriginError};
