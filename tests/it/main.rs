@@ -57,6 +57,7 @@ mod soak;
 mod stalled;
 mod stdio;
 mod streaming;
+mod testing;
 mod tool_macro;
 mod tools;
 mod ui;

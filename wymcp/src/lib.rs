@@ -35,6 +35,8 @@ pub mod memory;
 mod router;
 pub mod serve;
 pub mod stdio;
+// What an application's tests drive a server with.
+pub mod testing;
 
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
