@@ -43,7 +43,10 @@ async fn look_up(#[args] search: Search, cx: &Context) -> Result<ToolResult, Han
         return Err(HandlerError::execution("nothing to look for"));
     }
     let who = cx.principal().map_or("nobody", |p| p.subject.as_str());
-    Ok(ToolResult::text(format!("{who} looked for {}", search.query)))
+    Ok(ToolResult::text(format!(
+        "{who} looked for {}",
+        search.query
+    )))
 }
 
 /// Takes nothing.
@@ -91,7 +94,10 @@ impl Notes {
 fn server() -> Arc<Server> {
     let tokens = StaticTokens::new()
         .token("reader", Principal::new("reader", ["notes:read"]))
-        .token("writer", Principal::new("writer", ["notes:read", "notes:write"]));
+        .token(
+            "writer",
+            Principal::new("writer", ["notes:read", "notes:write"]),
+        );
     Arc::new(
         Server::builder()
             .auth(tokens, AuthConfig::new())
@@ -106,7 +112,11 @@ fn server() -> Arc<Server> {
 }
 
 async fn list(server: &Arc<Server>, token: &str) -> Vec<Value> {
-    let reply = send(&chain(server.clone()), Req::modern(1, "tools/list").bearer(token)).await;
+    let reply = send(
+        &chain(server.clone()),
+        Req::modern(1, "tools/list").bearer(token),
+    )
+    .await;
     let result = reply.ok(&json!(1));
     assert_schema("2026-07-28", "ListToolsResult", result);
     result["tools"].as_array().unwrap().clone()
@@ -140,7 +150,10 @@ async fn the_listing_is_read_off_the_function() {
     assert_eq!(names, ["add", "look.up", "ping", "add_note", "count_notes"]);
 
     let add = named(&tools, "add");
-    assert_eq!(add["description"], "Adds two integers.\n\nBoth are required.");
+    assert_eq!(
+        add["description"],
+        "Adds two integers.\n\nBoth are required."
+    );
     assert_eq!(add["title"], "Add");
     assert_eq!(
         add["annotations"],
@@ -152,18 +165,33 @@ async fn the_listing_is_read_off_the_function() {
     assert_eq!(input["required"], json!(["a", "b"]));
     assert!(input["properties"]["scale"].is_object());
     assert_eq!(add["outputSchema"]["properties"]["sum"]["type"], "integer");
-    assert_eq!(add["outputSchema"]["properties"]["sum"]["description"], "The sum.");
+    assert_eq!(
+        add["outputSchema"]["properties"]["sum"]["description"],
+        "The sum."
+    );
 
     let look = named(&tools, "look.up");
     assert_eq!(look["description"], "Looks for something.");
-    assert_eq!(look["icons"], json!([{"src": "https://example.com/look.png"}]));
-    assert_eq!(look["inputSchema"]["properties"]["query"]["description"], "What to look for.");
-    assert!(look.get("outputSchema").is_none(), "a ToolResult has no schema");
+    assert_eq!(
+        look["icons"],
+        json!([{"src": "https://example.com/look.png"}])
+    );
+    assert_eq!(
+        look["inputSchema"]["properties"]["query"]["description"],
+        "What to look for."
+    );
+    assert!(
+        look.get("outputSchema").is_none(),
+        "a ToolResult has no schema"
+    );
     assert!(look.get("annotations").is_none(), "no hint, no annotations");
 
     let ping = &named(&tools, "ping")["inputSchema"];
     assert_eq!(ping["type"], "object");
-    assert!(ping.get("properties").is_none(), "no parameter, no property");
+    assert!(
+        ping.get("properties").is_none(),
+        "no parameter, no property"
+    );
     assert_eq!(
         named(&tools, "add_note")["annotations"],
         json!({"destructiveHint": false})
@@ -175,7 +203,13 @@ async fn the_listing_is_read_off_the_function() {
 #[tokio::test]
 async fn a_call_reaches_the_function_with_its_arguments() {
     let server = server();
-    let result = call(&server, "reader", "add", json!({"a": 2, "b": 3, "scale": 10})).await;
+    let result = call(
+        &server,
+        "reader",
+        "add",
+        json!({"a": 2, "b": 3, "scale": 10}),
+    )
+    .await;
     assert_eq!(result["structuredContent"], json!({"sum": 50}));
     let result = call(&server, "reader", "add", json!({"a": 2, "b": 3})).await;
     assert_eq!(result["structuredContent"], json!({"sum": 5}));

@@ -19,6 +19,7 @@ pub use crate::stage::{Role, Stage, StageInfo, StageKind};
 
 use crate::protocol::error::ErrorCode;
 use crate::reply::Rejection;
+use crate::surface::{Context, HandlerError, ToolOutput};
 
 /// Marks `name` as the running stage and returns its span.
 pub fn enter(ex: &mut Exchange<'_>, name: &'static str) -> tracing::Span {
@@ -77,7 +78,7 @@ pub fn tool_annotations(hints: &[(&str, bool)]) -> serde_json::Value {
 /// When the server was given no `T` (as [`Context::state`](crate::Context::state)).
 #[must_use]
 #[track_caller]
-pub fn state_of<T: Send + Sync + 'static>(cx: &crate::Context) -> Arc<T> {
+pub fn state_of<T: Send + Sync + 'static>(cx: &Context) -> Arc<T> {
     match cx.state_arc::<T>() {
         Some(state) => state,
         None => panic!(
@@ -89,16 +90,16 @@ pub fn state_of<T: Send + Sync + 'static>(cx: &crate::Context) -> Arc<T> {
 }
 
 /// What a `#[tool]` answering `Result<O, E>` answers.
-pub fn tool_fallible<O, E>(result: Result<O, E>) -> Result<O, crate::HandlerError>
+pub fn tool_fallible<O, E>(result: Result<O, E>) -> Result<O, HandlerError>
 where
-    O: crate::ToolOutput,
-    E: Into<crate::HandlerError>,
+    O: ToolOutput,
+    E: Into<HandlerError>,
 {
     result.map_err(Into::into)
 }
 
 /// What a `#[tool]` answering `O` answers.
 #[allow(clippy::unnecessary_wraps)] // the handler's shape
-pub fn tool_infallible<O: crate::ToolOutput>(output: O) -> Result<O, crate::HandlerError> {
+pub fn tool_infallible<O: ToolOutput>(output: O) -> Result<O, HandlerError> {
     Ok(output)
 }
