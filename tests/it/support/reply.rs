@@ -232,3 +232,55 @@ impl Stream {
                 .is_ok_and(|frame| frame.is_none())
     }
 }
+
+/// The assertions of [`Reply::ok`] and [`Reply::error`] on an exchange of
+/// `wymcp::testing` (whose client picks the id, and which the assertions
+/// hold it to echo).
+pub trait Answered {
+    /// Asserts a `200` JSON-RPC result answered as JSON with no session id,
+    /// the request's id echoed; returns the result.
+    fn answered(&self) -> &Value;
+    /// Asserts a JSON-RPC error of this status and code answered as JSON
+    /// with no session id, the request's id echoed; returns the error object.
+    fn refused(&self, status: StatusCode, code: i64) -> &Value;
+}
+
+impl Answered for wymcp::testing::Exchange {
+    #[track_caller]
+    fn answered(&self) -> &Value {
+        let body = one_json(self, StatusCode::OK);
+        assert!(body.get("error").is_none(), "{body}");
+        body.get("result")
+            .unwrap_or_else(|| panic!("expected a result, got {body}"))
+    }
+
+    #[track_caller]
+    fn refused(&self, status: StatusCode, code: i64) -> &Value {
+        let body = one_json(self, status);
+        assert!(body.get("result").is_none(), "{body}");
+        assert_eq!(body["error"]["code"], code, "code of {body}");
+        assert!(body["error"]["message"].is_string(), "{body}");
+        &body["error"]
+    }
+}
+
+/// The one JSON-RPC message of a JSON answer of `status`, with the
+/// request's id and no session id.
+#[track_caller]
+fn one_json(exchange: &wymcp::testing::Exchange, status: StatusCode) -> &Value {
+    let body = exchange.response().unwrap_or(&Value::Null);
+    assert_eq!(exchange.status, status, "status of {body}");
+    assert_eq!(
+        exchange.header("content-type"),
+        "application/json",
+        "{body}"
+    );
+    assert!(
+        exchange.headers.get("mcp-session-id").is_none(),
+        "{exchange:?}"
+    );
+    assert_eq!(exchange.messages.len(), 1, "{:?}", exchange.messages);
+    assert_eq!(body["jsonrpc"], "2.0", "{body}");
+    assert_eq!(body["id"], exchange.request["id"], "id of {body}");
+    body
+}
