@@ -7,7 +7,10 @@
 //! `shutdown`, `memory`, `soak`, part of `streaming` and `listen`) speak to
 //! a real server through `wymcp_tests::wire`; the rest send requests through
 //! a router in-process (`jwt` and `introspection` with an authorization
-//! server of their own on loopback).
+//! server of their own on loopback). The tests of what the surface answers
+//! (`handlers`, `tools`, `resources`, `prompts`, `tool_macro`) go through
+//! `wymcp::testing`, as an application's tests do; the tests of the chain's
+//! stages keep the request builder, whose headers they take apart.
 
 #![allow(clippy::unwrap_used)]
 

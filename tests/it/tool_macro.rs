@@ -1,5 +1,5 @@
 //! `#[wymcp::tool]` and `#[wymcp::tools]`: the tools they generate, listed
-//! and called through the default chain. Each test names the rule it pins:
+//! and called through the default chain with `wymcp::testing`. Each test names the rule it pins:
 //! what the listing says (name, description, schemas, annotations, title,
 //! icons), how a call reaches the function (gathered arguments, `#[args]`,
 //! the context, a method of the state), what it answers (structured output,
@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 use wymcp::auth::{AuthConfig, Principal, StaticTokens};
 use wymcp::{Context, HandlerError, Server, Structured, ToolResult};
 
-use crate::support::{Req, assert_schema, chain, send};
+use wymcp::testing::Client;
+
+use crate::support::assert_schema;
 
 #[derive(serde::Serialize, schemars::JsonSchema)]
 struct Sum {
@@ -112,24 +114,18 @@ fn server() -> Arc<Server> {
 }
 
 async fn list(server: &Arc<Server>, token: &str) -> Vec<Value> {
-    let reply = send(
-        &chain(server.clone()),
-        Req::modern(1, "tools/list").bearer(token),
-    )
-    .await;
-    let result = reply.ok(&json!(1));
+    let client = Client::new(server.clone()).bearer(token);
+    let exchange = client.send("tools/list", json!({})).await;
+    let result = exchange.result().unwrap();
     assert_schema("2026-07-28", "ListToolsResult", result);
     result["tools"].as_array().unwrap().clone()
 }
 
 async fn call(server: &Arc<Server>, token: &str, name: &str, arguments: Value) -> Value {
-    let req = Req::modern(2, "tools/call")
-        .params(json!({"name": name, "arguments": arguments}))
-        .bearer(token);
-    let reply = send(&chain(server.clone()), req).await;
-    let result = reply.ok(&json!(2)).clone();
-    assert_schema("2026-07-28", "CallToolResult", &result);
-    result
+    let client = Client::new(server.clone()).bearer(token);
+    let called = client.call_tool(name, arguments).await.unwrap();
+    assert_schema("2026-07-28", "CallToolResult", &called.result);
+    called.result
 }
 
 fn named<'a>(tools: &'a [Value], name: &str) -> &'a Value {
@@ -255,10 +251,11 @@ async fn methods_share_the_state_and_scopes_guard_them() {
     let result = call(&server, "reader", "count_notes", json!({})).await;
     assert_eq!(result["structuredContent"], json!({"count": 2}));
 
-    let req = Req::modern(3, "tools/call")
-        .params(json!({"name": "add_note", "arguments": {"text": "three"}}))
-        .bearer("reader");
-    let reply = send(&chain(server.clone()), req).await;
-    assert_eq!(reply.status, StatusCode::FORBIDDEN);
+    let reader = Client::new(server.clone()).bearer("reader");
+    let failure = reader
+        .call_tool("add_note", json!({"text": "three"}))
+        .await
+        .unwrap_err();
+    assert_eq!(failure.status, StatusCode::FORBIDDEN);
     assert_eq!(Notes::default().helper(), 0);
 }
