@@ -26,7 +26,12 @@ struct Sum {
 ///
 /// Both are required.
 #[wymcp::tool(read_only, idempotent, open_world = false, title = "Add")]
-async fn add(a: i64, b: i64, scale: Option<i64>) -> Structured<Sum> {
+async fn add(
+    /// The first term.
+    a: i64,
+    b: i64,
+    scale: Option<i64>,
+) -> Structured<Sum> {
     Structured(Sum {
         sum: (a + b) * scale.unwrap_or(1),
     })
@@ -158,6 +163,7 @@ async fn the_listing_is_read_off_the_function() {
     let input = &add["inputSchema"];
     assert_eq!(input["type"], "object");
     assert_eq!(input["properties"]["a"]["type"], "integer");
+    assert_eq!(input["properties"]["a"]["description"], "The first term.");
     assert_eq!(input["required"], json!(["a", "b"]));
     assert!(input["properties"]["scale"].is_object());
     assert_eq!(add["outputSchema"]["properties"]["sum"]["type"], "integer");

@@ -149,7 +149,8 @@ fn outside_pipeline(tag: &str, input: TokenStream) -> TokenStream {
 /// * **The description**: the doc comment, unless `description = "…"`.
 /// * **The arguments**: each parameter `name: Type` is a property of the
 ///   `inputSchema`, gathered into a generated struct deriving `Deserialize`
-///   and `JsonSchema` (an `Option` is optional); or one parameter marked
+///   and `JsonSchema` (an `Option` is optional; a parameter's doc comment is
+///   its description); or one parameter marked
 ///   `#[args]` (`#[args] search: Search`) is the whole arguments object, its
 ///   type's schema the tool's. No parameter: `wymcp::NoArgs`.
 /// * **The context**: a parameter of type `Context` (or `&Context`), anywhere.

@@ -32,8 +32,13 @@ pub struct ToolFn {
 /// A parameter of a tool function, in the order written.
 #[derive(Debug, Clone)]
 pub enum Param {
-    /// A named argument: a property of the generated arguments struct.
-    Arg { ident: Ident, ty: Type },
+    /// A named argument: a property of the generated arguments struct,
+    /// with its doc comment (its description in the schema).
+    Arg {
+        ident: Ident,
+        ty: Type,
+        docs: Vec<syn::Attribute>,
+    },
     /// `#[args] search: Search`: the whole arguments object.
     Whole { ty: Type },
     /// The request's `Context`, by value or by reference.
@@ -115,11 +120,29 @@ impl ToolFn {
                     }
                 }
                 FnArg::Typed(typed) => {
-                    let marks: Vec<_> = typed.attrs.iter().filter(|a| attr::is_args(a)).cloned().collect();
-                    typed.attrs.retain(|a| !attr::is_args(a));
+                    let marks: Vec<_> = typed
+                        .attrs
+                        .iter()
+                        .filter(|a| attr::is_args(a))
+                        .cloned()
+                        .collect();
+                    // A parameter's doc comment is its property's description: it
+                    // moves to the generated struct (Rust allows none on a parameter).
+                    let docs: Vec<_> = typed
+                        .attrs
+                        .iter()
+                        .filter(|a| a.path().is_ident("doc"))
+                        .cloned()
+                        .collect();
+                    typed
+                        .attrs
+                        .retain(|a| !attr::is_args(a) && !a.path().is_ident("doc"));
                     if let Some(by_ref) = context_type(&typed.ty) {
                         if let Some(mark) = marks.first() {
-                            cx.error_spanned_by(mark, "`#[args]` marks the arguments, not the context: remove it");
+                            cx.error_spanned_by(
+                                mark,
+                                "`#[args]` marks the arguments, not the context: remove it",
+                            );
                         }
                         if context_seen {
                             cx.error_spanned_by(
@@ -141,7 +164,10 @@ impl ToolFn {
                     }
                     if let Some(mark) = marks.first() {
                         if marks.len() > 1 {
-                            cx.error_spanned_by(&marks[1], "`#[args]` is repeated: remove this one");
+                            cx.error_spanned_by(
+                                &marks[1],
+                                "`#[args]` is repeated: remove this one",
+                            );
                         }
                         if whole || any_arg {
                             cx.error_spanned_by(
@@ -169,6 +195,7 @@ impl ToolFn {
                             params.push(Param::Arg {
                                 ident: pat.ident.clone(),
                                 ty: (*typed.ty).clone(),
+                                docs,
                             });
                         }
                         other => cx.error_spanned_by(
@@ -245,7 +272,12 @@ fn docs(attrs: &[syn::Attribute]) -> Option<String> {
             },
             _ => None,
         })
-        .map(|line| line.strip_prefix(' ').unwrap_or(&line).trim_end().to_owned())
+        .map(|line| {
+            line.strip_prefix(' ')
+                .unwrap_or(&line)
+                .trim_end()
+                .to_owned()
+        })
         .collect();
     let text = lines.join("\n").trim().to_owned();
     (!text.is_empty()).then_some(text)

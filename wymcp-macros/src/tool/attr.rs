@@ -177,9 +177,8 @@ fn string(meta: &ParseNestedMeta<'_>, key: &str) -> syn::Result<LitStr> {
 
 /// `key = "one"` or `key = ["one", "two"]`.
 fn strings(meta: &ParseNestedMeta<'_>, key: &str) -> syn::Result<Vec<LitStr>> {
-    let message = || {
-        format!("`{key}` in `#[tool]` is a list of string literals: `{key} = [\"…\", \"…\"]`")
-    };
+    let message =
+        || format!("`{key}` in `#[tool]` is a list of string literals: `{key} = [\"…\", \"…\"]`");
     let value = meta
         .value()
         .map_err(|e| syn::Error::new(e.span(), message()))?;

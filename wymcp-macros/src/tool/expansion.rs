@@ -43,7 +43,11 @@ fn a_tool_with_named_arguments_and_keys() {
         quote!(read_only, title = "Add", scopes = ["math"]),
         quote! {
             /// Adds two integers.
-            pub async fn add(a: i64, b: Option<i64>) -> Structured<Sum> {
+            pub async fn add(
+                /// The first term.
+                a: i64,
+                b: Option<i64>,
+            ) -> Structured<Sum> {
                 Structured(Sum { sum: a + b.unwrap_or(0) })
             }
         }
