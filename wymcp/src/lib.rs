@@ -42,6 +42,11 @@ pub mod testing;
 #[doc(hidden)]
 pub mod fuzzing;
 
+/// The guide (`docs/guide.md`), whose code blocks are compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guide.md")]
+pub struct Guide;
+
 pub use axum;
 pub use wymcp_macros::{body_bound, pipeline, tool, tools, wire_check};
 
