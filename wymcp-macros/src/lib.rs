@@ -189,10 +189,12 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
 /// impl Notes {
 ///     /// Adds a note.
 ///     #[tool(scopes = ["notes:write"])]
-///     async fn add_note(&self, text: String) -> Structured<Added> { … }
+///     async fn add_note(&self, text: String) -> Structured<Added> {
+///         todo!()
+///     }
 /// }
 ///
-/// Server::builder().state(Notes::default()).tools(Notes::tools())
+/// let server = Server::builder().state(Notes::default()).tools(Notes::tools());
 /// ```
 ///
 /// Inside the impl, `#[tool]` needs no import. Besides `#[tool]`'s own
