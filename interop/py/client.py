@@ -16,8 +16,8 @@ import asyncio
 import sys
 
 import anyio
-from collections.abc import Awaitable, Callable
 
+from checks import Checks, describe
 from mcp import Client, StdioServerParameters, types
 from mcp.client import advertise
 from mcp.shared.subscriptions import ToolsListChanged
@@ -25,29 +25,9 @@ from mcp.shared.subscriptions import ToolsListChanged
 MODES = ("2026-07-28", "legacy", "auto")
 
 
-def describe(err: BaseException) -> str:
-    """The innermost cause of an exception, unwrapping anyio's task groups."""
-    while isinstance(err, BaseExceptionGroup) and len(err.exceptions) == 1:
-        err = err.exceptions[0]
-    code = getattr(getattr(err, "error", None), "code", None)
-    return f"{type(err).__name__}: {err}" + (f" (code {code})" if code is not None else "")
-
-
-class Run:
+class Run(Checks):
     def __init__(self, mode: str, stdio: bool) -> None:
-        self.tag = f"py-stdio[{mode}]" if stdio else f"py[{mode}]"
-        self.failed = 0
-
-    async def check(self, name: str, body: Callable[[], Awaitable[str | None]]) -> None:
-        try:
-            why = await body()
-        except Exception as err:  # noqa: BLE001 - every failure is reported, none raised
-            why = describe(err)
-        if why:
-            self.failed += 1
-            print(f"FAIL {self.tag} {name}: {why}", flush=True)
-        else:
-            print(f"PASS {self.tag} {name}", flush=True)
+        super().__init__(f"py-stdio[{mode}]" if stdio else f"py[{mode}]")
 
 
 def first_text(content: list[types.ContentBlock] | None) -> str | None:

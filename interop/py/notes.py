@@ -22,10 +22,11 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import httpx2
+from checks import Checks, describe
 from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
 
@@ -33,35 +34,15 @@ MODES = ("2026-07-28", "legacy", "auto")
 WRITE_TOOLS = ["add_note", "delete_note"]
 
 
-def describe(err: BaseException) -> str:
-    """The innermost cause of an exception, unwrapping anyio's task groups."""
-    while isinstance(err, BaseExceptionGroup) and len(err.exceptions) == 1:
-        err = err.exceptions[0]
-    code = getattr(getattr(err, "error", None), "code", None)
-    return f"{type(err).__name__}: {err}" + (f" (code {code})" if code is not None else "")
-
-
 def texts(result: types.CallToolResult) -> list[str]:
     return [block.text for block in result.content if isinstance(block, types.TextContent)]
 
 
-class Run:
+class Run(Checks):
     def __init__(self, url: str, mode: str) -> None:
+        super().__init__(f"py-notes[{mode}]")
         self.url = url
         self.mode = mode
-        self.tag = f"py-notes[{mode}]"
-        self.failed = 0
-
-    async def check(self, name: str, body: Callable[[], Awaitable[str | None]]) -> None:
-        try:
-            why = await body()
-        except Exception as err:  # noqa: BLE001 - every failure is reported, none raised
-            why = describe(err)
-        if why:
-            self.failed += 1
-            print(f"FAIL {self.tag} {name}: {why}", flush=True)
-        else:
-            print(f"PASS {self.tag} {name}", flush=True)
 
     @asynccontextmanager
     async def connect(self, token: str) -> AsyncIterator[Client]:

@@ -9,9 +9,7 @@
 //
 // Prints one `PASS ts[MODE] check` (over stdio `ts-stdio[MODE]`) or
 // `FAIL … check: reason` line per check and exits non-zero if any failed.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { Checks, sdk } from './checks.mjs';
 
 const [target, mode] = process.argv.slice(2);
 if (!target || !['2026-07-28', 'legacy'].includes(mode)) {
@@ -20,16 +18,8 @@ if (!target || !['2026-07-28', 'legacy'].includes(mode)) {
 }
 const stdioBinary = target.startsWith('stdio:') ? target.slice('stdio:'.length) : undefined;
 
-// The script lives in the repository, the package in target/tools: import it
-// by the path its package.json exports, since ESM has no NODE_PATH.
-const pkgDir = join(process.env.WYMCP_TOOLS_NPM ?? '', 'node_modules/@modelcontextprotocol/client');
-const pkg = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'));
-const { Client, StreamableHTTPClientTransport } = await import(
-    pathToFileURL(join(pkgDir, pkg.exports['.'].import.default)).href
-);
-const { StdioClientTransport } = await import(
-    pathToFileURL(join(pkgDir, pkg.exports['./stdio'].import.default)).href
-);
+const { Client, StreamableHTTPClientTransport } = await sdk('.');
+const { StdioClientTransport } = await sdk('./stdio');
 
 const tag = stdioBinary === undefined ? `ts[${mode}]` : `ts-stdio[${mode}]`;
 const via = stdioBinary === undefined ? 'SSE' : 'stdio';
@@ -64,23 +54,8 @@ function wireProgress(text) {
     const before = wire.slice(0, answer).filter((m) => m.method === 'notifications/progress');
     return { values: before.map((m) => m.params.progress), after: progress.length - before.length };
 }
-let failed = 0;
-
-async function check(name, body) {
-    try {
-        const why = await body();
-        if (why) {
-            failed += 1;
-            console.log(`FAIL ${tag} ${name}: ${why}`);
-        } else {
-            console.log(`PASS ${tag} ${name}`);
-        }
-    } catch (err) {
-        failed += 1;
-        const code = err?.code === undefined ? '' : ` (code ${err.code})`;
-        console.log(`FAIL ${tag} ${name}: ${err?.message ?? String(err)}${code}`);
-    }
-}
+const checks = new Checks(tag);
+const check = (name, body) => checks.check(name, body);
 
 function firstText(content) {
     const block = (content ?? []).find((c) => c.type === 'text');
@@ -252,4 +227,4 @@ await check('capabilities with a fraction and a null (extensions), tools/call te
     }
 });
 
-process.exit(failed === 0 ? 0 : 1);
+process.exit(checks.failed === 0 ? 0 : 1);

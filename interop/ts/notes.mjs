@@ -14,9 +14,7 @@
 //
 // Prints one `PASS ts-notes[MODE] check` or `FAIL … check: reason` line per
 // check and exits non-zero if any failed.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { Checks, sdk } from './checks.mjs';
 import { isDeepStrictEqual } from 'node:util';
 
 const [url, mode, readerToken, writerToken] = process.argv.slice(2);
@@ -25,31 +23,12 @@ if (!url || !['2026-07-28', 'legacy'].includes(mode) || !readerToken || !writerT
     process.exit(2);
 }
 
-const pkgDir = join(process.env.WYMCP_TOOLS_NPM ?? '', 'node_modules/@modelcontextprotocol/client');
-const pkg = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'));
-const { Client, StreamableHTTPClientTransport } = await import(
-    pathToFileURL(join(pkgDir, pkg.exports['.'].import.default)).href
-);
+const { Client, StreamableHTTPClientTransport } = await sdk('.');
 
 const tag = `ts-notes[${mode}]`;
 const modern = mode !== 'legacy';
-let failed = 0;
-
-async function check(name, body) {
-    try {
-        const why = await body();
-        if (why) {
-            failed += 1;
-            console.log(`FAIL ${tag} ${name}: ${why}`);
-        } else {
-            console.log(`PASS ${tag} ${name}`);
-        }
-    } catch (err) {
-        failed += 1;
-        const code = err?.code === undefined ? '' : ` (code ${err.code})`;
-        console.log(`FAIL ${tag} ${name}: ${err?.message ?? String(err)}${code}`);
-    }
-}
+const checks = new Checks(tag);
+const check = (name, body) => checks.check(name, body);
 
 // A client of MODE's era holding `token`, connected, or the reason it is not.
 async function connect(token) {
@@ -118,4 +97,4 @@ if (writer !== undefined) {
     await writer.close().catch(() => {});
 }
 
-process.exit(failed === 0 ? 0 : 1);
+process.exit(checks.failed === 0 ? 0 : 1);
