@@ -26,7 +26,7 @@ use wymcp::{
     ResourceTemplate, Server, Structured, SurfaceError, Tool, ToolResult,
 };
 
-use wymcp::testing::{Client, Exchange};
+use wymcp::testing::{Client, Transcript};
 
 use crate::support::{Answered, LEGACY, MODERN, Req, assert_schema, chain, send};
 
@@ -234,19 +234,25 @@ const ERAS: [Era; 2] = [Era::Modern, Era::Legacy];
 
 /// A request of `era` as `token`'s holder sends it, through the default
 /// chain with `wymcp::testing`.
-async fn ask(server: &Arc<Server>, era: Era, method: &str, params: Value, token: &str) -> Exchange {
+async fn ask(
+    server: &Arc<Server>,
+    era: Era,
+    method: &str,
+    params: Value,
+    token: &str,
+) -> Transcript {
     let client = Client::new(server.clone()).era(era).bearer(token);
     client.send(method, params).await
 }
 
-async fn call(server: &Arc<Server>, era: Era, params: Value, token: &str) -> Exchange {
+async fn call(server: &Arc<Server>, era: Era, params: Value, token: &str) -> Transcript {
     ask(server, era, "tools/call", params, token).await
 }
 
 /// The text of a tool result's first block, asserting the result is a
 /// valid `CallToolResult` of the era with `isError` as `is_error`.
 #[track_caller]
-fn tool_text(reply: &Exchange, era: Era, is_error: bool) -> String {
+fn tool_text(reply: &Transcript, era: Era, is_error: bool) -> String {
     let result = reply.answered();
     assert_schema(revision(era), "CallToolResult", result);
     assert_eq!(

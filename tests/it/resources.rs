@@ -7,7 +7,7 @@ use http::StatusCode;
 use serde_json::{Value, json};
 use wymcp::{Era, Resource, ResourceContents, ResourceTemplate, Server, TemplateVars};
 
-use wymcp::testing::Exchange;
+use wymcp::testing::Transcript;
 
 use crate::support::{assert_failure, assert_schema, surface};
 
@@ -40,7 +40,7 @@ fn server() -> Arc<Server> {
     Arc::new(server)
 }
 
-async fn read(server: &Arc<Server>, era: Era, uri: &str) -> Exchange {
+async fn read(server: &Arc<Server>, era: Era, uri: &str) -> Transcript {
     let client = surface(server.clone()).era(era);
     client.send("resources/read", json!({"uri": uri})).await
 }

@@ -12,7 +12,7 @@ use wymcp::mrtr::InputRequest;
 use wymcp::{BuildError, HandlerError, Server, Tool, ToolResult};
 use wymcp::{NoArgs, SurfaceError};
 
-use wymcp::testing::Exchange;
+use wymcp::testing::Transcript;
 
 use crate::support::{assert_failure, assert_schema, meta, surface};
 
@@ -92,7 +92,7 @@ fn server() -> Arc<Server> {
 }
 
 /// A `tools/call` of `params` as the surface answers it.
-async fn call(server: &Arc<Server>, params: Value) -> Exchange {
+async fn call(server: &Arc<Server>, params: Value) -> Transcript {
     surface(server.clone()).send("tools/call", params).await
 }
 
@@ -251,7 +251,11 @@ async fn structured_content_is_checked_against_the_output_schema() {
 }
 
 /// A `tools/call` from a client declaring `capabilities`.
-async fn with_capabilities(server: &Arc<Server>, params: &Value, capabilities: &Value) -> Exchange {
+async fn with_capabilities(
+    server: &Arc<Server>,
+    params: &Value,
+    capabilities: &Value,
+) -> Transcript {
     let client = surface(server.clone()).capabilities(capabilities.clone());
     client.send("tools/call", params.clone()).await
 }

@@ -145,7 +145,7 @@ impl Client {
 
     /// Sends a request of `method` with `params` (an object; `_meta` is
     /// added on 2026) and reads the whole answer.
-    pub async fn send(&self, method: &str, params: Value) -> Exchange {
+    pub async fn send(&self, method: &str, params: Value) -> Transcript {
         self.send_with(method, params, &[]).await
     }
 
@@ -155,7 +155,7 @@ impl Client {
         method: &str,
         params: Value,
         headers: &[(&str, &str)],
-    ) -> Exchange {
+    ) -> Transcript {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let message = self.message(Some(id), method, params);
         let request = self.request(&message, headers);
@@ -163,7 +163,7 @@ impl Client {
     }
 
     /// Sends a notification of `method` (answered `202` with no body).
-    pub async fn notify(&self, method: &str, params: Value) -> Exchange {
+    pub async fn notify(&self, method: &str, params: Value) -> Transcript {
         let message = self.message(None, method, params);
         let request = self.request(&message, &[]);
         read(self.oneshot(request).await, message).await
@@ -435,7 +435,7 @@ fn content_type(headers: &HeaderMap) -> &str {
 }
 
 /// Reads an answer whole.
-async fn read(response: http::Response<Body>, request: Value) -> Exchange {
+async fn read(response: http::Response<Body>, request: Value) -> Transcript {
     let (parts, body) = response.into_parts();
     let body = match tokio::time::timeout(PATIENCE, body.collect()).await {
         Ok(Ok(collected)) => collected.to_bytes(),
@@ -448,7 +448,7 @@ async fn read(response: http::Response<Body>, request: Value) -> Exchange {
             .map(|m| vec![m])
             .unwrap_or_default()
     };
-    Exchange {
+    Transcript {
         request,
         status: parts.status,
         headers: parts.headers,
@@ -474,9 +474,9 @@ fn events(raw: &[u8]) -> Vec<Value> {
         .collect()
 }
 
-/// One request and its whole answer, raw.
+/// One request and its whole answer, raw: the transcript of an exchange.
 #[derive(Debug, Clone)]
-pub struct Exchange {
+pub struct Transcript {
     /// The JSON-RPC message sent.
     pub request: Value,
     /// The answer's status.
@@ -491,7 +491,7 @@ pub struct Exchange {
     pub messages: Vec<Value>,
 }
 
-impl Exchange {
+impl Transcript {
     /// The response: the last message.
     pub fn response(&self) -> Option<&Value> {
         self.messages.last()
@@ -548,7 +548,7 @@ pub struct Failure {
     /// The error's `data`.
     pub data: Option<Value>,
     /// The whole exchange.
-    pub exchange: Box<Exchange>,
+    pub exchange: Box<Transcript>,
 }
 
 impl fmt::Display for Failure {
@@ -569,7 +569,7 @@ pub struct Called {
     /// The result, as sent.
     pub result: Value,
     /// The exchange it came in.
-    pub exchange: Exchange,
+    pub exchange: Transcript,
 }
 
 impl Called {

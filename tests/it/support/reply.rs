@@ -245,7 +245,7 @@ pub trait Answered {
     fn refused(&self, status: StatusCode, code: i64) -> &Value;
 }
 
-impl Answered for wymcp::testing::Exchange {
+impl Answered for wymcp::testing::Transcript {
     #[track_caller]
     fn answered(&self) -> &Value {
         let body = one_json(self, StatusCode::OK);
@@ -267,7 +267,7 @@ impl Answered for wymcp::testing::Exchange {
 /// The one JSON-RPC message of a JSON answer of `status`, with the
 /// request's id and no session id.
 #[track_caller]
-fn one_json(exchange: &wymcp::testing::Exchange, status: StatusCode) -> &Value {
+fn one_json(exchange: &wymcp::testing::Transcript, status: StatusCode) -> &Value {
     let body = exchange.response().unwrap_or(&Value::Null);
     assert_eq!(exchange.status, status, "status of {body}");
     assert_eq!(
