@@ -280,11 +280,21 @@ impl Client {
     /// true, …}`) and keeps the stream open; its first event is the
     /// acknowledgement.
     pub async fn listen(&self, notifications: Value) -> Result<Listen, Failure> {
+        self.listen_with_meta(notifications, json!({})).await
+    }
+
+    /// [`listen`](Self::listen) with `_meta` members of the request's own
+    /// (`{"io.modelcontextprotocol/logLevel": "debug"}`, …).
+    pub async fn listen_with_meta(
+        &self,
+        notifications: Value,
+        meta: Value,
+    ) -> Result<Listen, Failure> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let message = self.message(
             Some(id),
             "subscriptions/listen",
-            json!({"notifications": notifications}),
+            json!({"notifications": notifications, "_meta": meta}),
         );
         let response = self.oneshot(self.request(&message, &[])).await;
         let (parts, body) = response.into_parts();
@@ -295,6 +305,7 @@ impl Client {
             return Err(exchange.failure());
         }
         Ok(Listen {
+            request: message,
             status: parts.status,
             headers: parts.headers,
             body,
@@ -615,6 +626,8 @@ impl Called {
 /// An open `subscriptions/listen` stream, read event by event.
 #[derive(Debug)]
 pub struct Listen {
+    /// The `subscriptions/listen` request sent (its `id` tags every message).
+    pub request: Value,
     /// The answer's status.
     pub status: StatusCode,
     /// The answer's headers.
