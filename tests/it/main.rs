@@ -8,7 +8,8 @@
 //! a real server through `wymcp_tests::wire`; the rest send requests through
 //! a router in-process (`jwt` and `introspection` with an authorization
 //! server of their own on loopback). The tests of what the surface answers
-//! (`handlers`, `tools`, `resources`, `prompts`, `listen`, `tool_macro`, `notes`) go through
+//! (`handlers`, `tools`, `resources`, `prompts`, `listen`, `mrtr`, `tool_macro`,
+//! `notes`) go through
 //! `wymcp::testing`, as an application's tests do; the tests of the chain's
 //! stages keep the request builder, whose headers they take apart.
 
