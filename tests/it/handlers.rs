@@ -26,7 +26,9 @@ use wymcp::{
     ResourceTemplate, Server, Structured, SurfaceError, Tool, ToolResult,
 };
 
-use crate::support::{LEGACY, MODERN, Reply, Req, Stream, assert_schema, chain, send};
+use wymcp::testing::{Client, Transcript};
+
+use crate::support::{Answered, LEGACY, MODERN, Req, assert_schema, chain, send};
 
 /// The notes every handler shares, by type.
 #[derive(Default)]
@@ -230,19 +232,28 @@ fn bad_request(era: Era) -> StatusCode {
 
 const ERAS: [Era; 2] = [Era::Modern, Era::Legacy];
 
-async fn call(server: &Arc<Server>, era: Era, id: i64, params: Value, token: &str) -> Reply {
-    send(
-        &chain(server.clone()),
-        req(era, id, "tools/call", params, token),
-    )
-    .await
+/// A request of `era` as `token`'s holder sends it, through the default
+/// chain with `wymcp::testing`.
+async fn ask(
+    server: &Arc<Server>,
+    era: Era,
+    method: &str,
+    params: Value,
+    token: &str,
+) -> Transcript {
+    let client = Client::new(server.clone()).era(era).bearer(token);
+    client.send(method, params).await
+}
+
+async fn call(server: &Arc<Server>, era: Era, params: Value, token: &str) -> Transcript {
+    ask(server, era, "tools/call", params, token).await
 }
 
 /// The text of a tool result's first block, asserting the result is a
 /// valid `CallToolResult` of the era with `isError` as `is_error`.
 #[track_caller]
-fn tool_text(reply: &Reply, era: Era, id: i64, is_error: bool) -> String {
-    let result = reply.ok(&json!(id));
+fn tool_text(reply: &Transcript, era: Era, is_error: bool) -> String {
+    let result = reply.answered();
     assert_schema(revision(era), "CallToolResult", result);
     assert_eq!(
         result.get("isError") == Some(&json!(true)),
@@ -262,12 +273,11 @@ async fn arguments_that_break_the_schema_are_a_result_the_model_reads() {
         let reply = call(
             &server,
             era,
-            1,
             json!({"name": "add_note", "arguments": {"text": 5}}),
             "writer",
         )
         .await;
-        let text = tool_text(&reply, era, 1, true);
+        let text = tool_text(&reply, era, true);
         assert!(
             text.starts_with("invalid arguments for tool `add_note`:")
                 && text.contains("at `/text`")
@@ -277,12 +287,11 @@ async fn arguments_that_break_the_schema_are_a_result_the_model_reads() {
         let reply = call(
             &server,
             era,
-            2,
             json!({"name": "add_note", "arguments": {}}),
             "writer",
         )
         .await;
-        let text = tool_text(&reply, era, 2, true);
+        let text = tool_text(&reply, era, true);
         assert!(
             text.contains("at (root)") && text.contains("text"),
             "{text}"
@@ -299,12 +308,11 @@ async fn arguments_the_type_refuses_are_a_result_the_model_reads() {
         let reply = call(
             &server,
             era,
-            3,
             json!({"name": "strict", "arguments": {"id": "seven"}}),
             "guest",
         )
         .await;
-        let text = tool_text(&reply, era, 3, true);
+        let text = tool_text(&reply, era, true);
         assert!(
             text.starts_with("invalid arguments for tool `strict`:") && text.contains("at `/id`"),
             "{era:?}: {text}"
@@ -320,12 +328,11 @@ async fn an_unknown_tool_stays_invalid_params() {
         let reply = call(
             &server,
             era,
-            4,
             json!({"name": "nope", "arguments": {}}),
             "writer",
         )
         .await;
-        let error = reply.error(bad_request(era), -32602, &json!(4));
+        let error = reply.refused(bad_request(era), -32602);
         assert_eq!(error["data"]["name"], "nope");
     }
 }
@@ -336,8 +343,8 @@ async fn an_unknown_tool_stays_invalid_params() {
 async fn question_mark_makes_any_error_a_tool_error() {
     let server = notes(|b| b);
     for era in ERAS {
-        let reply = call(&server, era, 5, json!({"name": "read_file"}), "guest").await;
-        let text = tool_text(&reply, era, 5, true);
+        let reply = call(&server, era, json!({"name": "read_file"}), "guest").await;
+        let text = tool_text(&reply, era, true);
         let expected = std::fs::read_to_string("/nonexistent/wymcp/notes.txt").unwrap_err();
         assert_eq!(text, expected.to_string());
     }
@@ -350,13 +357,16 @@ async fn question_mark_makes_any_error_a_tool_error() {
 async fn resource_not_found_is_in_the_code_of_the_era() {
     let server = notes(|b| b);
     for (era, code) in [(Era::Modern, -32602), (Era::Legacy, -32002)] {
-        for (id, uri) in [(6, "notes://99"), (7, "notes://abc")] {
-            let reply = send(
-                &chain(server.clone()),
-                req(era, id, "resources/read", json!({"uri": uri}), "reader"),
+        for uri in ["notes://99", "notes://abc"] {
+            let reply = ask(
+                &server,
+                era,
+                "resources/read",
+                json!({"uri": uri}),
+                "reader",
             )
             .await;
-            let error = reply.error(bad_request(era), code, &json!(id));
+            let error = reply.refused(bad_request(era), code);
             assert_eq!(error["data"]["uri"], uri);
         }
     }
@@ -370,25 +380,21 @@ async fn template_variables_are_typed() {
     call(
         &server,
         Era::Modern,
-        8,
         json!({"name": "add_note", "arguments": {"text": "milk"}}),
         "writer",
     )
     .await
-    .ok(&json!(8));
+    .answered();
     for era in ERAS {
-        let reply = send(
-            &chain(server.clone()),
-            req(
-                era,
-                9,
-                "resources/read",
-                json!({"uri": "notes://1"}),
-                "reader",
-            ),
+        let reply = ask(
+            &server,
+            era,
+            "resources/read",
+            json!({"uri": "notes://1"}),
+            "reader",
         )
         .await;
-        let result = reply.ok(&json!(9));
+        let result = reply.answered();
         assert_schema(revision(era), "ReadResourceResult", result);
         assert_eq!(
             result["contents"],
@@ -421,12 +427,8 @@ fn a_typed_variable_the_template_lacks_is_refused() {
 async fn prompt_arguments_are_typed() {
     let server = notes(|b| b);
     for era in ERAS {
-        let reply = send(
-            &chain(server.clone()),
-            req(era, 10, "prompts/list", json!({}), "reader"),
-        )
-        .await;
-        let result = reply.ok(&json!(10));
+        let reply = ask(&server, era, "prompts/list", json!({}), "reader").await;
+        let result = reply.answered();
         assert_schema(revision(era), "ListPromptsResult", result);
         let summarise = &result["prompts"][0];
         assert_eq!(summarise["name"], "summarise");
@@ -437,27 +439,24 @@ async fn prompt_arguments_are_typed() {
                 {"name": "words", "description": "At most this many words."}
             ])
         );
-        let get = |id: i64, arguments: Value| {
-            send_owned(
-                server.clone(),
-                req(
-                    era,
-                    id,
-                    "prompts/get",
-                    json!({"name": "summarise", "arguments": arguments}),
-                    "reader",
-                ),
+        let get = |arguments: Value| {
+            ask(
+                &server,
+                era,
+                "prompts/get",
+                json!({"name": "summarise", "arguments": arguments}),
+                "reader",
             )
         };
-        let result = get(11, json!({"id": "3", "words": "10"})).await;
-        let result = result.ok(&json!(11));
+        let result = get(json!({"id": "3", "words": "10"})).await;
+        let result = result.answered();
         assert_schema(revision(era), "GetPromptResult", result);
         assert_eq!(
             result["messages"][0]["content"]["text"],
             "Summarise note 3 in 10 words."
         );
-        let error = get(12, json!({"id": "three"})).await;
-        let error = error.error(bad_request(era), -32602, &json!(12));
+        let error = get(json!({"id": "three"})).await;
+        let error = error.refused(bad_request(era), -32602);
         assert_eq!(error["data"]["argument"], "id");
         assert!(
             error["message"]
@@ -466,14 +465,10 @@ async fn prompt_arguments_are_typed() {
                 .contains("expected an integer"),
             "{error}"
         );
-        get(13, json!({"words": "10"}))
+        get(json!({"words": "10"}))
             .await
-            .error(bad_request(era), -32602, &json!(13));
+            .refused(bad_request(era), -32602);
     }
-}
-
-async fn send_owned(server: Arc<Server>, req: Req) -> Reply {
-    send(&chain(server), req).await
 }
 
 /// Rule: `completion/complete` naming a prompt, template, argument or
@@ -482,57 +477,45 @@ async fn send_owned(server: Arc<Server>, req: Req) -> Reply {
 async fn completion_of_something_the_server_lacks_is_invalid_params() {
     let server = notes(|b| b);
     for era in ERAS {
-        let complete = |id: i64, reference: Value, argument: &str| {
-            send_owned(
-                server.clone(),
-                req(
-                    era,
-                    id,
-                    "completion/complete",
-                    json!({"ref": reference, "argument": {"name": argument, "value": "1"}}),
-                    "reader",
-                ),
+        let complete = |reference: Value, argument: &'static str| {
+            ask(
+                &server,
+                era,
+                "completion/complete",
+                json!({"ref": reference, "argument": {"name": argument, "value": "1"}}),
+                "reader",
             )
         };
-        let reply = complete(20, json!({"type": "ref/prompt", "name": "summarise"}), "id").await;
-        let result = reply.ok(&json!(20));
+        let reply = complete(json!({"type": "ref/prompt", "name": "summarise"}), "id").await;
+        let result = reply.answered();
         assert_schema(revision(era), "CompleteResult", result);
         assert_eq!(result["completion"]["values"], json!(["1", "12"]));
-        let reply = complete(
-            21,
-            json!({"type": "ref/resource", "uri": "notes://{id}"}),
-            "id",
-        )
-        .await;
-        assert_eq!(reply.ok(&json!(21))["completion"]["values"], json!([]));
-        for (id, reference, argument, names) in [
+        let reply = complete(json!({"type": "ref/resource", "uri": "notes://{id}"}), "id").await;
+        assert_eq!(reply.answered()["completion"]["values"], json!([]));
+        for (reference, argument, names) in [
             (
-                22,
                 json!({"type": "ref/prompt", "name": "nope"}),
                 "id",
                 "unknown prompt `nope`",
             ),
             (
-                23,
                 json!({"type": "ref/prompt", "name": "summarise"}),
                 "nope",
                 "has no argument `nope`",
             ),
             (
-                24,
                 json!({"type": "ref/resource", "uri": "notes://{x}"}),
                 "x",
                 "unknown resource template",
             ),
             (
-                25,
                 json!({"type": "ref/resource", "uri": "notes://{id}"}),
                 "nope",
                 "has no variable `nope`",
             ),
         ] {
-            let reply = complete(id, reference, argument).await;
-            let error = reply.error(bad_request(era), -32602, &json!(id));
+            let reply = complete(reference, argument).await;
+            let error = reply.refused(bad_request(era), -32602);
             assert!(
                 error["message"].as_str().unwrap().contains(names),
                 "{error}"
@@ -579,31 +562,28 @@ async fn icons_titles_and_annotations_are_listed_in_both_eras() {
     call(
         &server,
         Era::Modern,
-        30,
         json!({"name": "add_note", "arguments": {"text": "eggs"}}),
         "writer",
     )
     .await
-    .ok(&json!(30));
+    .answered();
     for era in ERAS {
-        let list = |id: i64, method: &str| {
-            send_owned(server.clone(), req(era, id, method, json!({}), "writer"))
-        };
-        let tools = list(31, "tools/list").await;
-        let tools = tools.ok(&json!(31));
+        let list = |method: &'static str| ask(&server, era, method, json!({}), "writer");
+        let tools = list("tools/list").await;
+        let tools = tools.answered();
         assert_schema(revision(era), "ListToolsResult", tools);
         assert_eq!(tools["tools"][0]["title"], "Add a note");
         assert_eq!(tools["tools"][0]["icons"], expected_icon("add"));
-        let resources = list(32, "resources/list").await;
-        let resources = resources.ok(&json!(32));
+        let resources = list("resources/list").await;
+        let resources = resources.answered();
         assert_schema(revision(era), "ListResourcesResult", resources);
         assert_eq!(resources["resources"][0]["icons"], expected_icon("about"));
         assert_eq!(
             resources["resources"][0]["annotations"],
             json!({"audience": ["assistant"], "priority": 1.0})
         );
-        let templates = list(33, "resources/templates/list").await;
-        let templates = templates.ok(&json!(33));
+        let templates = list("resources/templates/list").await;
+        let templates = templates.answered();
         assert_schema(revision(era), "ListResourceTemplatesResult", templates);
         let note = &templates["resourceTemplates"][0];
         assert_eq!(
@@ -611,19 +591,18 @@ async fn icons_titles_and_annotations_are_listed_in_both_eras() {
             (json!("A note"), expected_icon("note"))
         );
         assert_eq!(note["annotations"], json!({"priority": 0.8}));
-        let prompts = list(34, "prompts/list").await;
-        let prompts = prompts.ok(&json!(34));
+        let prompts = list("prompts/list").await;
+        let prompts = prompts.answered();
         assert_eq!(prompts["prompts"][0]["icons"], expected_icon("summarise"));
         let read = call(
             &server,
             era,
-            35,
             json!({"name": "read_note", "arguments": {"id": 1}}),
             "reader",
         )
         .await;
-        let content = &read.ok(&json!(35))["content"][0];
-        tool_text(&read, era, 35, false);
+        let content = &read.answered()["content"][0];
+        tool_text(&read, era, false);
         assert_eq!(
             content["annotations"],
             json!({"audience": ["user", "assistant"], "priority": 0.5, "lastModified": "2026-12-01T09:00:00Z"})
@@ -633,28 +612,25 @@ async fn icons_titles_and_annotations_are_listed_in_both_eras() {
         "name": "notes", "version": "1.0.0", "title": "Notes", "description": "Keeps notes",
         "icons": expected_icon("server"), "websiteUrl": "https://example.com/notes"
     });
-    let discover = send(
-        &chain(server.clone()),
-        req(Era::Modern, 36, "server/discover", json!({}), "guest"),
-    )
-    .await;
-    let discover = discover.ok(&json!(36));
+    let discover = ask(&server, Era::Modern, "server/discover", json!({}), "guest").await;
+    let discover = discover.answered();
     assert_schema(MODERN, "DiscoverResult", discover);
     assert_eq!(
         discover["_meta"]["io.modelcontextprotocol/serverInfo"],
         identity
     );
     assert_schema(MODERN, "Implementation", &identity);
-    let initialize = send(&chain(server.clone()), initialize(37).bearer("guest")).await;
-    let initialize = initialize.ok(&json!(37));
+    let initialize = ask(&server, Era::Legacy, "initialize", initialize(), "guest").await;
+    let initialize = initialize.answered();
     assert_schema(LEGACY, "InitializeResult", initialize);
     assert_eq!(initialize["serverInfo"], identity);
 }
 
-fn initialize(id: i64) -> Req {
-    Req::legacy(id, "initialize").params(json!({
+/// The params of a 2025 `initialize`.
+fn initialize() -> Value {
+    json!({
         "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}
-    }))
+    })
 }
 
 /// Rule: a 2026 client is offered `listChanged` and `subscribe` by default
@@ -664,46 +640,43 @@ fn initialize(id: i64) -> Req {
 #[tokio::test]
 async fn each_era_is_offered_what_it_can_be_delivered() {
     let server = notes(|b| b);
-    let discover = send(
-        &chain(server.clone()),
-        req(Era::Modern, 40, "server/discover", json!({}), "guest"),
-    )
-    .await;
+    let discover = ask(&server, Era::Modern, "server/discover", json!({}), "guest").await;
     assert_eq!(
-        discover.ok(&json!(40))["capabilities"],
+        discover.answered()["capabilities"],
         json!({
             "tools": {"listChanged": true}, "prompts": {"listChanged": true},
             "resources": {"listChanged": true, "subscribe": true}, "completions": {}
         })
     );
-    let initialize = send(&chain(server.clone()), initialize(41).bearer("guest")).await;
+    let initialize = ask(&server, Era::Legacy, "initialize", initialize(), "guest").await;
     assert_eq!(
-        initialize.ok(&json!(41))["capabilities"],
+        initialize.answered()["capabilities"],
         json!({"tools": {}, "prompts": {}, "resources": {}, "completions": {}, "logging": {}})
     );
-    let listen = Req::modern(42, "subscriptions/listen")
-        .params(json!({"notifications": {"toolsListChanged": true}}))
-        .bearer("guest");
-    let mut stream = Stream::open(&chain(server.clone()), listen.clone()).await;
+    let tools_changed = json!({"toolsListChanged": true});
+    let guest = Client::new(server.clone()).bearer("guest");
+    let mut stream = guest.listen(tools_changed.clone()).await.unwrap();
     assert_eq!(stream.status, StatusCode::OK);
     assert_eq!(
-        stream.next().await["method"],
+        stream.next().await.unwrap()["method"],
         "notifications/subscriptions/acknowledged"
     );
 
     let quiet = notes(wymcp::ServerBuilder::without_notifications);
-    let discover = send(
-        &chain(quiet.clone()),
-        req(Era::Modern, 43, "server/discover", json!({}), "guest"),
-    )
-    .await;
+    let discover = ask(&quiet, Era::Modern, "server/discover", json!({}), "guest").await;
     assert_eq!(
-        discover.ok(&json!(43))["capabilities"],
+        discover.answered()["capabilities"],
         json!({"tools": {}, "prompts": {}, "resources": {}, "completions": {}})
     );
-    send(&chain(quiet), listen)
+    let failure = Client::new(quiet)
+        .bearer("guest")
+        .listen(tools_changed)
         .await
-        .error(StatusCode::NOT_FOUND, -32601, &json!(42));
+        .unwrap_err();
+    assert_eq!(
+        (failure.status, failure.code),
+        (StatusCode::NOT_FOUND, Some(-32601))
+    );
 }
 
 /// Rule: the application's state is one value every handler reaches by
@@ -717,42 +690,38 @@ async fn handlers_share_the_servers_state() {
         let added = call(
             &server,
             era,
-            50,
             json!({"name": "add_note", "arguments": {"text": "bread"}}),
             "writer",
         )
         .await;
-        let id = added.ok(&json!(50))["structuredContent"]["id"]
+        let id = added.answered()["structuredContent"]["id"]
             .as_u64()
             .unwrap();
         let read = call(
             &server,
             era,
-            51,
             json!({"name": "read_note", "arguments": {"id": id}}),
             "reader",
         )
         .await;
-        assert_eq!(tool_text(&read, era, 51, false), "bread");
+        assert_eq!(tool_text(&read, era, false), "bread");
     }
     let reply = call(
         &server,
         Era::Modern,
-        52,
         json!({"name": "unset_state"}),
         "guest",
     )
     .await;
-    reply.error(StatusCode::INTERNAL_SERVER_ERROR, -32603, &json!(52));
+    reply.refused(StatusCode::INTERNAL_SERVER_ERROR, -32603);
     let reply = call(
         &server,
         Era::Legacy,
-        53,
         json!({"name": "unset_state"}),
         "guest",
     )
     .await;
-    reply.error(StatusCode::OK, -32603, &json!(53));
+    reply.refused(StatusCode::OK, -32603);
 }
 
 /// Rule: one call on a handler's context announces a change: the lists to
@@ -761,50 +730,44 @@ async fn handlers_share_the_servers_state() {
 #[tokio::test]
 async fn a_handler_announces_changes_in_one_call() {
     let server = notes(|b| b);
-    let listen = Req::modern("l", "subscriptions/listen")
-        .params(json!({"notifications": {
+    let reader = Client::new(server.clone()).bearer("reader");
+    let mut stream = reader
+        .listen(json!({
             "toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true,
             "resourceSubscriptions": ["notes://1"]
-        }}))
-        .bearer("reader");
-    let mut stream = Stream::open(&chain(server.clone()), listen).await;
+        }))
+        .await
+        .unwrap();
     assert_eq!(
-        stream.next().await["method"],
+        stream.next().await.unwrap()["method"],
         "notifications/subscriptions/acknowledged"
     );
     call(
         &server,
         Era::Modern,
-        60,
         json!({"name": "add_note", "arguments": {"text": "tea"}}),
         "writer",
     )
     .await
-    .ok(&json!(60));
+    .answered();
     assert_eq!(
-        stream.next().await["method"],
+        stream.next().await.unwrap()["method"],
         "notifications/resources/list_changed"
     );
-    let updated = stream.next().await;
+    let updated = stream.next().await.unwrap();
     assert_eq!(
         (updated["method"].clone(), updated["params"]["uri"].clone()),
         (json!("notifications/resources/updated"), json!("notes://1"))
     );
-    call(
-        &server,
-        Era::Modern,
-        61,
-        json!({"name": "announce"}),
-        "guest",
-    )
-    .await
-    .ok(&json!(61));
+    call(&server, Era::Modern, json!({"name": "announce"}), "guest")
+        .await
+        .answered();
     assert_eq!(
-        stream.next().await["method"],
+        stream.next().await.unwrap()["method"],
         "notifications/tools/list_changed"
     );
     assert_eq!(
-        stream.next().await["method"],
+        stream.next().await.unwrap()["method"],
         "notifications/prompts/list_changed"
     );
 }
@@ -817,12 +780,8 @@ async fn listed(
     key: &str,
     token: &str,
 ) -> Vec<String> {
-    let reply = send(
-        &chain(server.clone()),
-        req(era, 70, method, json!({}), token),
-    )
-    .await;
-    let result = reply.ok(&json!(70));
+    let reply = ask(server, era, method, json!({}), token).await;
+    let result = reply.answered();
     result[key]
         .as_array()
         .unwrap()
@@ -925,6 +884,7 @@ async fn a_call_without_the_items_scopes_is_403_naming_all_of_them() {
                 "mcp notes:read",
             ),
         ] {
+            // Raw: the rejection event is part of the rule.
             let reply = send(&chain(server.clone()), req(era, id, method, params, token)).await;
             let error = reply.error(StatusCode::FORBIDDEN, -32600, &json!(id));
             assert_eq!(
@@ -984,25 +944,20 @@ fn scopes_without_an_authenticator_are_refused_at_build() {
 async fn a_typed_output_is_structured_content_of_a_derived_schema() {
     let server = notes(|b| b);
     for era in ERAS {
-        let tools = send(
-            &chain(server.clone()),
-            req(era, 90, "tools/list", json!({}), "writer"),
-        )
-        .await;
-        let add = tools.ok(&json!(90))["tools"][0].clone();
+        let tools = ask(&server, era, "tools/list", json!({}), "writer").await;
+        let add = tools.answered()["tools"][0].clone();
         assert_eq!(add["outputSchema"]["type"], "object");
         assert_eq!(add["outputSchema"]["properties"]["id"]["type"], "integer");
         assert_eq!(add["outputSchema"]["required"], json!(["id"]));
         let reply = call(
             &server,
             era,
-            91,
             json!({"name": "add_note", "arguments": {"text": "jam"}}),
             "writer",
         )
         .await;
-        let text = tool_text(&reply, era, 91, false);
-        let result = reply.ok(&json!(91));
+        let text = tool_text(&reply, era, false);
+        let result = reply.answered();
         let id = &result["structuredContent"]["id"];
         assert!(id.is_u64(), "{result}");
         assert_eq!(text, format!("{{\"id\":{id}}}"));

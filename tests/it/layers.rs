@@ -44,9 +44,11 @@ const PARTS: &[(&str, &str, u8, Siblings)] = &[
     // The second transport: lines in, the surface's answers out.
     ("stdio", "stdio/", 7, Siblings::Import),
     ("memory", "memory.rs", 7, Siblings::Import),
+    // The in-process client of a server's own tests, over the default chain.
+    ("testing", "testing.rs", 8, Siblings::Import),
     // The face: re-exports only.
-    ("face", "fuzzing.rs", 8, Siblings::Import),
-    ("face", "lib.rs", 8, Siblings::Import),
+    ("face", "fuzzing.rs", 9, Siblings::Import),
+    ("face", "lib.rs", 9, Siblings::Import),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,8 @@
 //! `subscriptions/listen` end to end, through the default chain: the
 //! acknowledgement first, every message tagged with the subscription id, the
 //! filter honoured, list_changed on a catalog change at run time,
-//! resources/updated for a watched resource, and a clean close.
+//! resources/updated for a watched resource, and a clean close; in-process
+//! through `wymcp::testing`, and over a socket through a graceful shutdown.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +12,9 @@ use serde_json::{Value, json};
 use wymcp::fuzzing::meta::SUBSCRIPTION_ID;
 use wymcp::{Context, NoArgs, Prompt, PromptResult, Resource, Server, Tool, ToolResult};
 
-use crate::support::{Req, Stream, chain, meta, send};
+use wymcp::testing::{Client, Listen};
+
+use crate::support::{assert_failure, chain, meta};
 
 fn tool(name: &str) -> Tool {
     Tool::new(name)
@@ -32,19 +35,23 @@ fn server() -> Arc<Server> {
     )
 }
 
-/// A `subscriptions/listen` asking for `notifications`.
-fn listen_request(id: &Value, notifications: &Value) -> Req {
-    Req::modern(id.clone(), "subscriptions/listen").params(json!({"notifications": notifications}))
-}
-
-async fn listen(server: &Arc<Server>, id: &Value, notifications: &Value) -> Stream {
-    let app = chain(server.clone());
-    let stream = Stream::open(&app, listen_request(id, notifications)).await;
+/// A listen stream of `server` asking for `notifications`, through the
+/// default chain with `wymcp::testing`, with the headers a stream needs.
+async fn listen(server: &Arc<Server>, notifications: Value) -> Listen {
+    let stream = Client::new(server.clone())
+        .listen(notifications)
+        .await
+        .unwrap();
     assert_eq!(stream.status, StatusCode::OK);
     assert_eq!(stream.headers["content-type"], "text/event-stream");
     assert_eq!(stream.headers["x-accel-buffering"], "no");
     assert!(stream.headers.get("mcp-session-id").is_none());
     stream
+}
+
+/// The next message, within 5 s.
+async fn next(stream: &mut Listen) -> Value {
+    stream.next().await.expect("a message within 5 s")
 }
 
 fn tag(message: &Value) -> &Value {
@@ -54,14 +61,8 @@ fn tag(message: &Value) -> &Value {
 #[tokio::test]
 async fn the_acknowledgement_comes_first_tagged_with_the_listen_id() {
     let server = server();
-    let id = json!("listen-1");
-    let mut stream = listen(
-        &server,
-        &id,
-        &json!({"toolsListChanged": true, "bogus": true}),
-    )
-    .await;
-    let ack = stream.next().await;
+    let mut stream = listen(&server, json!({"toolsListChanged": true, "bogus": true})).await;
+    let ack = next(&mut stream).await;
     assert_eq!(ack["jsonrpc"], "2.0");
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     assert!(ack.get("id").is_none());
@@ -69,22 +70,22 @@ async fn the_acknowledgement_comes_first_tagged_with_the_listen_id() {
         ack["params"]["notifications"],
         json!({"toolsListChanged": true})
     );
-    assert_eq!(tag(&ack), &id);
+    assert_eq!(tag(&ack), &stream.request["id"]);
 }
 
 #[tokio::test]
 async fn a_tool_added_at_run_time_is_announced_to_streams_that_asked() {
     let server = server();
-    let mut tools = listen(&server, &json!(1), &json!({"toolsListChanged": true})).await;
-    let mut prompts = listen(&server, &json!(2), &json!({"promptsListChanged": true})).await;
-    let _ = tools.next().await;
-    let _ = prompts.next().await;
+    let mut tools = listen(&server, json!({"toolsListChanged": true})).await;
+    let mut prompts = listen(&server, json!({"promptsListChanged": true})).await;
+    let _ = next(&mut tools).await;
+    let _ = next(&mut prompts).await;
     server.catalog().add_tool(tool("second")).unwrap();
-    let change = tools.next().await;
+    let change = next(&mut tools).await;
     assert_eq!(
         change,
         json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
-               "params": {"_meta": {SUBSCRIPTION_ID: 1}}})
+               "params": {"_meta": {SUBSCRIPTION_ID: tools.request["id"]}}})
     );
     // Filtered to prompts: the tool change never arrives.
     assert!(
@@ -94,9 +95,9 @@ async fn a_tool_added_at_run_time_is_announced_to_streams_that_asked() {
             .is_none()
     );
     server.catalog().remove_prompt("p");
-    let change = prompts.next().await;
+    let change = next(&mut prompts).await;
     assert_eq!(change["method"], "notifications/prompts/list_changed");
-    assert_eq!(tag(&change), &json!(2));
+    assert_eq!(tag(&change), &prompts.request["id"]);
     assert!(
         tools
             .next_within(Duration::from_millis(200))
@@ -110,58 +111,60 @@ async fn a_watched_resource_gets_updated_notifications() {
     let server = server();
     let mut stream = listen(
         &server,
-        &json!("w"),
-        &json!({"resourceSubscriptions": ["test://watched-resource"]}),
+        json!({"resourceSubscriptions": ["test://watched-resource"]}),
     )
     .await;
-    let ack = stream.next().await;
+    let ack = next(&mut stream).await;
     assert_eq!(
         ack["params"]["notifications"],
         json!({"resourceSubscriptions": ["test://watched-resource"]})
     );
     server.notify_resource_updated("test://other");
     server.notify_resource_updated("test://watched-resource");
-    let updated = stream.next().await;
+    let updated = next(&mut stream).await;
     assert_eq!(
         updated,
         json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
-               "params": {"uri": "test://watched-resource", "_meta": {SUBSCRIPTION_ID: "w"}}})
+               "params": {"uri": "test://watched-resource",
+                          "_meta": {SUBSCRIPTION_ID: stream.request["id"]}}})
     );
 }
 
 #[tokio::test]
 async fn closing_subscriptions_ends_each_stream_with_a_complete_result() {
     let server = server();
-    let id = json!(77);
-    let mut stream = listen(&server, &id, &json!({"toolsListChanged": true})).await;
-    let _ = stream.next().await;
+    let mut stream = listen(&server, json!({"toolsListChanged": true})).await;
+    let _ = next(&mut stream).await;
     server.close_subscriptions();
-    let last = stream.next().await;
-    assert_eq!(last["id"], id);
+    let last = next(&mut stream).await;
+    let id = &stream.request["id"];
+    assert_eq!(&last["id"], id);
     assert_eq!(last["result"]["resultType"], "complete");
-    assert_eq!(last["result"]["_meta"][SUBSCRIPTION_ID], id);
+    assert_eq!(&last["result"]["_meta"][SUBSCRIPTION_ID], id);
     assert!(stream.ended().await);
 }
 
 #[tokio::test]
 async fn a_listen_without_a_filter_object_is_invalid_params() {
-    let server = server();
-    let app = chain(server.clone());
-    let id = json!(5);
-    let reply = send(&app, listen_request(&id, &json!([true]))).await;
-    reply.error(StatusCode::BAD_REQUEST, -32602, &id);
+    let failure = Client::new(server())
+        .listen(json!([true]))
+        .await
+        .unwrap_err();
+    assert_failure(&failure, StatusCode::BAD_REQUEST, -32602);
 }
 
 #[tokio::test]
 async fn no_log_messages_ever_reach_a_listen_stream() {
     let server = server();
-    let app = chain(server.clone());
-    let req = listen_request(&json!(1), &json!({"toolsListChanged": true}))
-        .meta(json!({"io.modelcontextprotocol/logLevel": "debug"}));
-    let mut stream = Stream::open(&app, req).await;
-    let _ = stream.next().await;
+    let client = Client::new(server.clone());
+    let debug = json!({"io.modelcontextprotocol/logLevel": "debug"});
+    let mut stream = client
+        .listen_with_meta(json!({"toolsListChanged": true}), debug)
+        .await
+        .unwrap();
+    let _ = next(&mut stream).await;
     server.catalog().add_tool(tool("third")).unwrap();
-    let change = stream.next().await;
+    let change = next(&mut stream).await;
     assert_eq!(change["method"], "notifications/tools/list_changed");
     assert!(
         stream

@@ -7,7 +7,11 @@
 //! `shutdown`, `memory`, `soak`, part of `streaming` and `listen`) speak to
 //! a real server through `wymcp_tests::wire`; the rest send requests through
 //! a router in-process (`jwt` and `introspection` with an authorization
-//! server of their own on loopback).
+//! server of their own on loopback). The tests of what the surface answers
+//! (`handlers`, `tools`, `resources`, `prompts`, `listen`, `mrtr`, `tool_macro`,
+//! `notes`) go through
+//! `wymcp::testing`, as an application's tests do; the tests of the chain's
+//! stages keep the request builder, whose headers they take apart.
 
 #![allow(clippy::unwrap_used)]
 
@@ -45,6 +49,7 @@ mod legacy;
 mod listen;
 mod memory;
 mod mrtr;
+mod notes;
 mod order;
 mod origin;
 mod parse_step;
@@ -59,6 +64,8 @@ mod stalled;
 mod stdio;
 mod streaming;
 mod tasks;
+mod testing;
+mod tool_macro;
 mod tools;
 mod ui;
 mod validate;

@@ -1,6 +1,7 @@
 //! MRTR end to end, through the default chain: an `input_required` round on a
 //! `tools/call` and its retry, every way a `requestState` is refused
-//! (-32602), and the client-capability rules (-32021).
+//! (-32602), and the client-capability rules (-32021); through
+//! `wymcp::testing`.
 
 use std::time::Duration;
 
@@ -13,7 +14,9 @@ use wymcp::{
     Context, HandlerError, NoArgs, Prompt, PromptResult, Server, ServerBuilder, Tool, ToolResult,
 };
 
-use crate::support::{Reply, Req, chain, send};
+use wymcp::testing::{Client, Transcript};
+
+use crate::support::Answered;
 
 /// Asks for the user's name (an elicitation) with state `round-1`; on a
 /// retry that answers it and carries the state back, greets.
@@ -89,49 +92,42 @@ fn key(id: &str, byte: u8) -> SealingKey {
     SealingKey::new(id, vec![byte; 32]).unwrap()
 }
 
-/// A `tools/call` (or another `method`) of `name` with `arguments`, from a
-/// client declaring every input kind.
-fn call(id: impl Into<Value>, method: &str, name: &str, arguments: &Value) -> Req {
-    Req::modern(id, method)
-        .capabilities(json!({"elicitation": {}, "sampling": {}, "roots": {}}))
-        .params(json!({"name": name, "arguments": arguments}))
+/// A client of `server` declaring every input kind.
+fn client(server: Server) -> Client {
+    Client::new(server).capabilities(json!({"elicitation": {}, "sampling": {}, "roots": {}}))
 }
 
-/// Round 1 of `greet` on `server`: the sealed state.
-async fn first_round(app: &wymcp::axum::Router, bearer: Option<&str>, arguments: &Value) -> String {
-    let id = json!("round-1");
-    let mut req = call(id.clone(), "tools/call", "greet", arguments);
-    if let Some(token) = bearer {
-        req = req.bearer(token);
-    }
-    let reply = send(app, req).await;
-    let result = reply.ok(&id);
-    assert_eq!(result["resultType"], "input_required", "{result}");
-    result["requestState"].as_str().unwrap().to_owned()
+/// Round 1 of `greet`: the sealed state.
+async fn first_round(client: &Client, arguments: &Value) -> String {
+    let reply = client.call_tool("greet", arguments.clone()).await.unwrap();
+    let asked = reply.input_requests().is_some();
+    assert!(asked, "{}", reply.result);
+    reply.result["requestState"].as_str().unwrap().to_owned()
 }
 
 /// 400/-32602 with the id, refused for its `requestState` (not some other
 /// invalid param).
-fn refused_state(reply: &Reply, id: &Value) {
-    let error = reply.error(StatusCode::BAD_REQUEST, -32602, id);
+fn refused_state(reply: &Transcript) {
+    let error = reply.refused(StatusCode::BAD_REQUEST, -32602);
     let message = error["message"].as_str().unwrap();
     assert!(message.contains("requestState"), "{error}");
 }
 
-/// The retry of `greet` (by `method`): the answer and the state.
-fn retry(id: &Value, method: &str, state: &str, arguments: &Value) -> Req {
-    call(id.clone(), method, "greet", arguments).params(json!({
+/// The retry of `greet` (as `method`): the answer and the state.
+async fn retry(client: &Client, method: &str, state: &str, arguments: &Value) -> Transcript {
+    let params = json!({
+        "name": "greet", "arguments": arguments,
         "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ada"}}},
         "requestState": state,
-    }))
+    });
+    client.send(method, params).await
 }
 
 #[tokio::test]
 async fn an_input_required_round_then_the_retry_completes() {
-    let app = chain(builder().build().unwrap());
-    let id = json!(1);
-    let reply = send(&app, call(id.clone(), "tools/call", "greet", &json!({}))).await;
-    let result = reply.ok(&id);
+    let client = client(builder().build().unwrap());
+    let round = client.call_tool("greet", json!({})).await.unwrap();
+    let result = round.exchange.answered();
     assert_eq!(result["resultType"], "input_required");
     assert_eq!(
         result["inputRequests"]["user_name"],
@@ -147,46 +143,41 @@ async fn an_input_required_round_then_the_retry_completes() {
     );
 
     // The retry: a new id, the original params, the answers and the state.
-    let id = json!("retry");
-    let reply = send(&app, retry(&id, "tools/call", state, &json!({}))).await;
-    let result = reply.ok(&id);
+    let answers = json!({"user_name": {"action": "accept", "content": {"name": "Ada"}}});
+    let done = client.finish_round(&round, answers).await.unwrap();
+    assert_ne!(done.exchange.request["id"], round.exchange.request["id"]);
+    let result = done.exchange.answered();
     assert_eq!(result["resultType"], "complete");
     assert_eq!(result["content"][0]["text"], "Hello, Ada! (state round-1)");
 }
 
 #[tokio::test]
 async fn a_tampered_state_is_invalid_params() {
-    let app = chain(builder().build().unwrap());
-    let state = first_round(&app, None, &json!({})).await;
+    let client = client(builder().build().unwrap());
+    let state = first_round(&client, &json!({})).await;
     let mut flipped: Vec<char> = state.chars().collect();
     let middle = flipped.len() / 2;
     flipped[middle] = if flipped[middle] == 'A' { 'B' } else { 'A' };
     let flipped: String = flipped.into_iter().collect();
-    for (i, bad) in [
+    for bad in [
         format!("{state}-TAMPERED"),
         flipped,
         "garbage".to_owned(),
         String::new(),
-    ]
-    .iter()
-    .enumerate()
-    {
-        let id = json!(100 + i);
-        let reply = send(&app, retry(&id, "tools/call", bad, &json!({}))).await;
-        refused_state(&reply, &id);
+    ] {
+        refused_state(&retry(&client, "tools/call", &bad, &json!({})).await);
     }
 }
 
 #[tokio::test]
 async fn an_expired_state_is_invalid_params() {
-    let app = chain(builder().request_state_ttl(Duration::ZERO).build().unwrap());
-    let state = first_round(&app, None, &json!({})).await;
+    let client = client(builder().request_state_ttl(Duration::ZERO).build().unwrap());
+    let state = first_round(&client, &json!({})).await;
     // Expiry has a resolution of one second.
     tokio::time::sleep(Duration::from_millis(2100)).await;
-    let id = json!(7);
-    let reply = send(&app, retry(&id, "tools/call", &state, &json!({}))).await;
-    refused_state(&reply, &id);
-    let error = reply.error(StatusCode::BAD_REQUEST, -32602, &id);
+    let reply = retry(&client, "tools/call", &state, &json!({})).await;
+    refused_state(&reply);
+    let error = reply.refused(StatusCode::BAD_REQUEST, -32602);
     assert!(
         error["message"].as_str().unwrap().contains("expired"),
         "{error}"
@@ -195,20 +186,15 @@ async fn an_expired_state_is_invalid_params() {
 
 #[tokio::test]
 async fn a_state_replayed_with_other_arguments_or_another_method_is_refused() {
-    let app = chain(builder().build().unwrap());
+    let client = client(builder().build().unwrap());
     // String arguments, so the same params are also valid prompts/get params.
-    let state = first_round(&app, None, &json!({"a": "1"})).await;
-    let id = json!(8);
-    let reply = send(&app, retry(&id, "tools/call", &state, &json!({"a": "2"}))).await;
-    refused_state(&reply, &id);
+    let state = first_round(&client, &json!({"a": "1"})).await;
+    refused_state(&retry(&client, "tools/call", &state, &json!({"a": "2"})).await);
     // Same name and arguments, but prompts/get.
-    let id = json!(9);
-    let reply = send(&app, retry(&id, "prompts/get", &state, &json!({"a": "1"}))).await;
-    refused_state(&reply, &id);
+    refused_state(&retry(&client, "prompts/get", &state, &json!({"a": "1"})).await);
     // The genuine retry still works.
-    let id = json!(10);
-    let reply = send(&app, retry(&id, "tools/call", &state, &json!({"a": "1"}))).await;
-    assert_eq!(reply.ok(&id)["resultType"], "complete");
+    let reply = retry(&client, "tools/call", &state, &json!({"a": "1"})).await;
+    assert_eq!(reply.answered()["resultType"], "complete");
 }
 
 #[tokio::test]
@@ -226,55 +212,46 @@ async fn a_state_from_another_principal_is_refused() {
             _ => Err(AuthError::Unauthorized),
         }
     });
-    let app = chain(builder().auth(auth, AuthConfig::new()).build().unwrap());
-    let state = first_round(&app, Some("alice-token"), &json!({})).await;
-    let id = json!("bob");
-    let reply = send(
-        &app,
-        retry(&id, "tools/call", &state, &json!({})).bearer("bob-token"),
-    )
-    .await;
-    refused_state(&reply, &id);
-    let id = json!("alice");
-    let reply = send(
-        &app,
-        retry(&id, "tools/call", &state, &json!({})).bearer("alice-token"),
-    )
-    .await;
-    assert_eq!(reply.ok(&id)["resultType"], "complete");
+    let client = client(builder().auth(auth, AuthConfig::new()).build().unwrap());
+    let (alice, bob) = (client.bearer("alice-token"), client.bearer("bob-token"));
+    let state = first_round(&alice, &json!({})).await;
+    refused_state(&retry(&bob, "tools/call", &state, &json!({})).await);
+    let reply = retry(&alice, "tools/call", &state, &json!({})).await;
+    assert_eq!(reply.answered()["resultType"], "complete");
 }
 
 #[tokio::test]
 async fn a_rotated_key_still_accepts_states_sealed_before() {
-    let before = chain(builder().sealing_key(key("k1", 1)).build().unwrap());
-    let state = first_round(&before, None, &json!({})).await;
-    let after = chain(
+    let before = client(builder().sealing_key(key("k1", 1)).build().unwrap());
+    let state = first_round(&before, &json!({})).await;
+    let after = client(
         builder()
             .sealing_key(key("k1", 1))
             .sealing_key(key("k2", 2))
             .build()
             .unwrap(),
     );
-    let id = json!(11);
-    let reply = send(&after, retry(&id, "tools/call", &state, &json!({}))).await;
-    assert_eq!(reply.ok(&id)["resultType"], "complete");
+    let reply = retry(&after, "tools/call", &state, &json!({})).await;
+    assert_eq!(reply.answered()["resultType"], "complete");
     // A server without k1 refuses it.
-    let stranger = chain(builder().sealing_key(key("k2", 2)).build().unwrap());
-    let id = json!(12);
-    let reply = send(&stranger, retry(&id, "tools/call", &state, &json!({}))).await;
-    refused_state(&reply, &id);
+    let stranger = client(builder().sealing_key(key("k2", 2)).build().unwrap());
+    refused_state(&retry(&stranger, "tools/call", &state, &json!({})).await);
+}
+
+/// `tools/call` of `tool` from a client declaring `capabilities`.
+async fn declaring(client: &Client, capabilities: Value, tool: &str) -> Transcript {
+    let client = client.capabilities(capabilities);
+    client
+        .send("tools/call", json!({"name": tool, "arguments": {}}))
+        .await
 }
 
 #[tokio::test]
 async fn a_required_capability_the_client_lacks_is_400_32021() {
-    let app = chain(builder().build().unwrap());
-    for (i, tool) in ["needs_sampling", "asks_sampling"].into_iter().enumerate() {
-        let id = json!(20 + i);
-        let req = Req::modern(id.clone(), "tools/call")
-            .capabilities(json!({"elicitation": {}}))
-            .params(json!({"name": tool, "arguments": {}}));
-        let reply = send(&app, req).await;
-        let error = reply.error(StatusCode::BAD_REQUEST, -32021, &id);
+    let client = client(builder().build().unwrap());
+    for tool in ["needs_sampling", "asks_sampling"] {
+        let reply = declaring(&client, json!({"elicitation": {}}), tool).await;
+        let error = reply.refused(StatusCode::BAD_REQUEST, -32021);
         assert_eq!(
             error["data"]["requiredCapabilities"],
             json!({"sampling": {}}),
@@ -282,25 +259,17 @@ async fn a_required_capability_the_client_lacks_is_400_32021() {
         );
     }
     // Declared, it runs.
-    let id = json!(30);
-    let req = Req::modern(id.clone(), "tools/call")
-        .capabilities(json!({"sampling": {}}))
-        .params(json!({"name": "needs_sampling", "arguments": {}}));
-    let reply = send(&app, req).await;
-    assert_eq!(reply.ok(&id)["content"][0]["text"], "sampled");
+    let reply = declaring(&client, json!({"sampling": {}}), "needs_sampling").await;
+    assert_eq!(reply.answered()["content"][0]["text"], "sampled");
 }
 
 #[tokio::test]
 async fn an_undeclared_kind_is_never_requested() {
-    let app = chain(builder().build().unwrap());
+    let client = client(builder().build().unwrap());
     // greet asks for an elicitation; a client declaring only sampling gets
     // -32021, never an input request it cannot answer.
-    let id = json!(40);
-    let req = Req::modern(id.clone(), "tools/call")
-        .capabilities(json!({"sampling": {}}))
-        .params(json!({"name": "greet", "arguments": {}}));
-    let reply = send(&app, req).await;
-    let error = reply.error(StatusCode::BAD_REQUEST, -32021, &id);
+    let reply = declaring(&client, json!({"sampling": {}}), "greet").await;
+    let error = reply.refused(StatusCode::BAD_REQUEST, -32021);
     assert_eq!(
         error["data"]["requiredCapabilities"],
         json!({"elicitation": {}})
@@ -309,25 +278,17 @@ async fn an_undeclared_kind_is_never_requested() {
 
 #[tokio::test]
 async fn a_mode_the_client_did_not_declare_is_never_requested() {
-    let app = chain(builder().build().unwrap());
+    let client = client(builder().build().unwrap());
     // Form-only elicitation: a URL elicitation is refused, naming `url`.
-    let id = json!(50);
-    let req = Req::modern(id.clone(), "tools/call")
-        .capabilities(json!({"elicitation": {"form": {}}}))
-        .params(json!({"name": "asks_url", "arguments": {}}));
-    let reply = send(&app, req).await;
-    let error = reply.error(StatusCode::BAD_REQUEST, -32021, &id);
+    let reply = declaring(&client, json!({"elicitation": {"form": {}}}), "asks_url").await;
+    let error = reply.refused(StatusCode::BAD_REQUEST, -32021);
     assert_eq!(
         error["data"]["requiredCapabilities"],
         json!({"elicitation": {"url": {}}})
     );
     // Declared, the client is asked.
-    let id = json!(51);
-    let req = Req::modern(id.clone(), "tools/call")
-        .capabilities(json!({"elicitation": {"url": {}}}))
-        .params(json!({"name": "asks_url", "arguments": {}}));
-    let reply = send(&app, req).await;
-    let result = reply.ok(&id);
+    let reply = declaring(&client, json!({"elicitation": {"url": {}}}), "asks_url").await;
+    let result = reply.answered();
     assert_eq!(result["resultType"], "input_required");
     assert_eq!(result["inputRequests"]["consent"]["params"]["mode"], "url");
 }

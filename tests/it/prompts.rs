@@ -5,7 +5,7 @@ use serde_json::json;
 use wymcp::{CompletionRef, Completions, PromptArgs};
 use wymcp::{Content, Prompt, PromptResult, ResourceTemplate, Server, TemplateVars};
 
-use crate::support::{Req, assert_schema, dispatch};
+use crate::support::{assert_failure, assert_schema, surface};
 
 fn server() -> Server {
     Server::builder()
@@ -43,8 +43,8 @@ fn server() -> Server {
 /// prompts/list lists the arguments, required or not; cacheable.
 #[tokio::test]
 async fn prompts_list_lists_arguments() {
-    let answer = dispatch(&server(), Req::modern(1, "prompts/list")).await;
-    let result = answer.ok(&json!(1));
+    let answer = surface(server()).send("prompts/list", json!({})).await;
+    let result = answer.result().unwrap();
     assert_schema("2026-07-28", "ListPromptsResult", result);
     assert_eq!(
         result["prompts"],
@@ -60,12 +60,8 @@ async fn prompts_list_lists_arguments() {
 #[tokio::test]
 async fn prompts_get_renders_messages() {
     let params = json!({"name": "greet", "arguments": {"name": "Ada", "tone": "warm"}});
-    let answer = dispatch(
-        &server(),
-        Req::modern(2, "prompts/get").params(params.clone()),
-    )
-    .await;
-    let result = answer.ok(&json!(2));
+    let answer = surface(server()).send("prompts/get", params).await;
+    let result = answer.result().unwrap();
     assert_schema("2026-07-28", "GetPromptResult", result);
     assert_eq!(
         result["messages"],
@@ -80,52 +76,45 @@ async fn prompts_get_renders_messages() {
 /// 400/-32602.
 #[tokio::test]
 async fn bad_prompt_requests_are_invalid_params() {
-    let server = server();
-    for (id, params) in [
-        (3, json!({"name": "greet"})),
-        (4, json!({"name": "greet", "arguments": {"tone": "warm"}})),
-        (5, json!({"name": "greet", "arguments": {"name": 7}})),
-        (6, json!({"name": "nope", "arguments": {}})),
+    let client = surface(server());
+    for params in [
+        json!({"name": "greet"}),
+        json!({"name": "greet", "arguments": {"tone": "warm"}}),
+        json!({"name": "greet", "arguments": {"name": 7}}),
+        json!({"name": "nope", "arguments": {}}),
     ] {
-        let answer = dispatch(
-            &server,
-            Req::modern(id, "prompts/get").params(params.clone()),
-        )
-        .await;
-        answer.error(StatusCode::BAD_REQUEST, -32602, &json!(id));
+        let answer = client.send("prompts/get", params).await;
+        assert_failure(
+            &answer.result().unwrap_err(),
+            StatusCode::BAD_REQUEST,
+            -32602,
+        );
     }
-    let answer = dispatch(
-        &server,
-        Req::modern(3, "prompts/get").params(json!({"name": "greet"})),
-    )
-    .await;
-    assert_eq!(answer.body["error"]["data"]["missing"], json!(["name"]));
+    let answer = client.send("prompts/get", json!({"name": "greet"})).await;
+    let data = assert_failure(
+        &answer.result().unwrap_err(),
+        StatusCode::BAD_REQUEST,
+        -32602,
+    );
+    assert_eq!(data["missing"], json!(["name"]));
 }
 
 /// completion/complete answers suggestions, at most 100 (hasMore beyond),
 /// and refuses a malformed ref.
 #[tokio::test]
 async fn completion_suggests_values() {
-    let server = server();
+    let client = surface(server());
     let params = json!({"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "name", "value": "par"}});
-    let answer = dispatch(
-        &server,
-        Req::modern(7, "completion/complete").params(params.clone()),
-    )
-    .await;
-    let result = answer.ok(&json!(7));
+    let answer = client.send("completion/complete", params).await;
+    let result = answer.result().unwrap();
     assert_schema("2026-07-28", "CompleteResult", result);
     assert_eq!(
         result["completion"],
         json!({"values": ["paris", "park", "party"]})
     );
     let params = json!({"ref": {"type": "ref/resource", "uri": "x://{a}"}, "argument": {"name": "a", "value": ""}});
-    let answer = dispatch(
-        &server,
-        Req::modern(8, "completion/complete").params(params.clone()),
-    )
-    .await;
-    let result = answer.ok(&json!(8));
+    let answer = client.send("completion/complete", params).await;
+    let result = answer.result().unwrap();
     assert_schema("2026-07-28", "CompleteResult", result);
     assert_eq!(
         result["completion"]["values"].as_array().unwrap().len(),
@@ -139,10 +128,10 @@ async fn completion_suggests_values() {
         (json!(true), json!(150))
     );
     let params = json!({"ref": {"type": "ref/nothing"}, "argument": {"name": "a", "value": ""}});
-    let answer = dispatch(
-        &server,
-        Req::modern(9, "completion/complete").params(params.clone()),
-    )
-    .await;
-    answer.error(StatusCode::BAD_REQUEST, -32602, &json!(9));
+    let answer = client.send("completion/complete", params).await;
+    assert_failure(
+        &answer.result().unwrap_err(),
+        StatusCode::BAD_REQUEST,
+        -32602,
+    );
 }

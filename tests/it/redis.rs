@@ -16,8 +16,9 @@ use tracing_subscriber::layer::{Context as LayerContext, Layer, SubscriberExt as
 use wymcp::redis::{RedisBus, RedisConfig, RedisTaskStore};
 use wymcp::{Change, Server, TaskLimits};
 
-use crate::support::{RedisServer, Req, Stream, chain, send};
+use crate::support::{RedisServer, Req, chain, send};
 use crate::tasks::{call, poll, task_method, task_tools};
+use wymcp::testing::{Client, Listen};
 
 const CHANNEL: &str = "wymcp:changes";
 
@@ -39,18 +40,19 @@ fn replica(redis: &RedisServer, limits: TaskLimits) -> Arc<Server> {
     Arc::new(task_tools(builder, Arc::default()).build().unwrap())
 }
 
-async fn listen(server: &Arc<Server>, id: u64) -> Stream {
-    let req = Req::modern(id, "subscriptions/listen").params(json!({"notifications": {
-        "toolsListChanged": true, "resourceSubscriptions": ["test://watched"]}}));
-    let mut stream = Stream::open(&chain(server.clone()), req).await;
+async fn listen(server: &Arc<Server>) -> Listen {
+    let mut stream = Client::new(server.clone())
+        .listen(json!({"toolsListChanged": true, "resourceSubscriptions": ["test://watched"]}))
+        .await
+        .expect("the listen stream opens");
     assert_eq!(stream.status, StatusCode::OK);
-    let ack = stream.next().await;
+    let ack = stream.next().await.expect("the acknowledgement");
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     stream
 }
 
 /// The methods of every event that arrives within `wait`.
-async fn heard(stream: &mut Stream, wait: Duration) -> Vec<String> {
+async fn heard(stream: &mut Listen, wait: Duration) -> Vec<String> {
     let mut out = Vec::new();
     while out.len() < 1000
         && let Some(event) = stream.next_within(wait).await
@@ -77,8 +79,8 @@ async fn the_bus_carries_changes_to_every_replica_once() {
     let a = replica(&redis, TaskLimits::default());
     let b = replica(&redis, TaskLimits::default());
     redis.await_subscribers(CHANNEL, 2).await;
-    let mut on_a = listen(&a, 1).await;
-    let mut on_b = listen(&b, 2).await;
+    let mut on_a = listen(&a).await;
+    let mut on_b = listen(&b).await;
     let mut app_on_b = b.catalog().subscribe();
 
     a.notify_tools_changed();
@@ -131,8 +133,8 @@ async fn an_outage_keeps_local_delivery_warns_once_and_resyncs_after() {
     let a = replica(&redis, TaskLimits::default());
     let b = replica(&redis, TaskLimits::default());
     redis.await_subscribers(CHANNEL, 2).await;
-    let mut on_a = listen(&a, 1).await;
-    let mut on_b = listen(&b, 2).await;
+    let mut on_a = listen(&a).await;
+    let mut on_b = listen(&b).await;
 
     redis.kill();
     tokio::time::sleep(Duration::from_millis(300)).await;

@@ -1,14 +1,18 @@
 //! Resources: static and template reads, listing, not found (-32602 with
 //! `data.uri` on 2026, -32002 on 2025), caching hints, pagination cursors.
 
+use std::sync::Arc;
+
 use http::StatusCode;
 use serde_json::{Value, json};
 use wymcp::{Era, Resource, ResourceContents, ResourceTemplate, Server, TemplateVars};
 
-use crate::support::{Reply, Req, assert_schema, dispatch};
+use wymcp::testing::Transcript;
 
-fn server() -> Server {
-    Server::builder()
+use crate::support::{assert_failure, assert_schema, surface};
+
+fn server() -> Arc<Server> {
+    let server = Server::builder()
         .resource(
             Resource::new("test://static-text", "Static text")
                 .description("text")
@@ -32,15 +36,13 @@ fn server() -> Server {
                 }),
         )
         .build()
-        .unwrap()
+        .unwrap();
+    Arc::new(server)
 }
 
-async fn read(server: &Server, era: Era, id: i64, uri: &str) -> Reply {
-    let req = match era {
-        Era::Modern => Req::modern(id, "resources/read"),
-        Era::Legacy => Req::legacy(id, "resources/read"),
-    };
-    dispatch(server, req.params(json!({"uri": uri}))).await
+async fn read(server: &Arc<Server>, era: Era, uri: &str) -> Transcript {
+    let client = surface(server.clone()).era(era);
+    client.send("resources/read", json!({"uri": uri})).await
 }
 
 /// resources/list lists direct resources only; templates/list the
@@ -48,8 +50,9 @@ async fn read(server: &Server, era: Era, id: i64, uri: &str) -> Reply {
 #[tokio::test]
 async fn lists_resources_and_templates() {
     let server = server();
-    let answer = dispatch(&server, Req::modern(1, "resources/list")).await;
-    let result = answer.ok(&json!(1));
+    let client = surface(server.clone());
+    let answer = client.send("resources/list", json!({})).await;
+    let result = answer.result().unwrap();
     assert_schema("2026-07-28", "ListResourcesResult", result);
     assert_eq!(
         result["resources"][0],
@@ -59,8 +62,8 @@ async fn lists_resources_and_templates() {
     );
     assert_eq!(result["resources"].as_array().unwrap().len(), 3);
     assert_eq!(result["cacheScope"], "private");
-    let answer = dispatch(&server, Req::modern(2, "resources/templates/list")).await;
-    let result = answer.ok(&json!(2));
+    let answer = client.send("resources/templates/list", json!({})).await;
+    let result = answer.result().unwrap();
     assert_schema("2026-07-28", "ListResourceTemplatesResult", result);
     assert_eq!(
         result["resourceTemplates"],
@@ -75,8 +78,8 @@ async fn lists_resources_and_templates() {
 #[tokio::test]
 async fn reads_static_resources() {
     let server = server();
-    let answer = read(&server, Era::Modern, 3, "test://static-text").await;
-    let result = answer.ok(&json!(3));
+    let answer = read(&server, Era::Modern, "test://static-text").await;
+    let result = answer.result().unwrap();
     assert_schema("2026-07-28", "ReadResourceResult", result);
     assert_eq!(
         result["contents"],
@@ -89,15 +92,18 @@ async fn reads_static_resources() {
         (result["ttlMs"].clone(), result["resultType"].clone()),
         (json!(0), json!("complete"))
     );
-    let answer = read(&server, Era::Modern, 4, "test://static-binary").await;
-    assert_eq!(answer.ok(&json!(4))["contents"][0]["blob"], "iVBORw0KGgo=");
+    let answer = read(&server, Era::Modern, "test://static-binary").await;
+    assert_eq!(
+        answer.result().unwrap()["contents"][0]["blob"],
+        "iVBORw0KGgo="
+    );
 }
 
 /// A URI matching a template is read by its handler with the variables.
 #[tokio::test]
 async fn reads_through_a_template() {
-    let answer = read(&server(), Era::Modern, 5, "test://template/123/data").await;
-    let result = answer.ok(&json!(5));
+    let answer = read(&server(), Era::Modern, "test://template/123/data").await;
+    let result = answer.result().unwrap();
     assert_eq!(
         result["contents"],
         json!([{
@@ -111,19 +117,23 @@ async fn reads_through_a_template() {
 #[tokio::test]
 async fn unknown_resources_are_not_found() {
     let server = server();
-    for (id, uri) in [
-        (6, "test://nope"),
-        (7, "test://template//data"),
-        (8, "test://empty"),
-        (10, "test://template/1/2/data"),
+    for uri in [
+        "test://nope",
+        "test://template//data",
+        "test://empty",
+        "test://template/1/2/data",
     ] {
-        let answer = read(&server, Era::Modern, id, uri).await;
-        let error = answer.error(StatusCode::BAD_REQUEST, -32602, &json!(id));
-        assert_eq!(error["data"], json!({"uri": uri}));
+        let answer = read(&server, Era::Modern, uri).await;
+        let data = assert_failure(
+            &answer.result().unwrap_err(),
+            StatusCode::BAD_REQUEST,
+            -32602,
+        );
+        assert_eq!(data, json!({"uri": uri}));
     }
-    let answer = read(&server, Era::Legacy, 9, "test://nope").await;
-    let error = answer.error(StatusCode::OK, -32002, &json!(9));
-    assert_eq!(error["data"]["uri"], "test://nope");
+    let answer = read(&server, Era::Legacy, "test://nope").await;
+    let data = assert_failure(&answer.result().unwrap_err(), StatusCode::OK, -32002);
+    assert_eq!(data["uri"], "test://nope");
 }
 
 /// Lists are paged with opaque cursors; a cursor the server did not mint
@@ -137,15 +147,12 @@ async fn pages_follow_cursors_and_refuse_bad_ones() {
         .resource(Resource::new("a://3", "3").text("3"))
         .build()
         .unwrap();
+    let client = surface(server);
     let mut uris = Vec::new();
     let mut params = json!({});
-    for id in 10..13 {
-        let answer = dispatch(
-            &server,
-            Req::modern(id, "resources/list").params(params.clone()),
-        )
-        .await;
-        let result = answer.ok(&json!(id)).clone();
+    for _ in 10..13 {
+        let answer = client.send("resources/list", params.clone()).await;
+        let result = answer.result().unwrap().clone();
         assert_schema("2026-07-28", "ListResourcesResult", &result);
         uris.extend(
             result["resources"]
@@ -160,18 +167,15 @@ async fn pages_follow_cursors_and_refuse_bad_ones() {
         }
     }
     assert_eq!(uris, [json!("a://1"), json!("a://2"), json!("a://3")]);
-    for (id, cursor) in [
-        (20, json!("garbage")),
-        (21, json!("p1.99")),
-        (22, json!("")),
-    ] {
-        let params = json!({"cursor": cursor});
-        let answer = dispatch(
-            &server,
-            Req::modern(id, "resources/list").params(params.clone()),
-        )
-        .await;
-        answer.error(StatusCode::BAD_REQUEST, -32602, &json!(id));
+    for cursor in ["garbage", "p1.99", ""] {
+        let answer = client
+            .send("resources/list", json!({"cursor": cursor}))
+            .await;
+        assert_failure(
+            &answer.result().unwrap_err(),
+            StatusCode::BAD_REQUEST,
+            -32602,
+        );
     }
 }
 
@@ -179,8 +183,8 @@ async fn pages_follow_cursors_and_refuse_bad_ones() {
 /// hint), valid against the 2025-11-25 schema.
 #[tokio::test]
 async fn legacy_reads_are_2025_results() {
-    let answer = read(&server(), Era::Legacy, 30, "test://static-text").await;
-    let result = answer.ok(&json!(30));
+    let answer = read(&server(), Era::Legacy, "test://static-text").await;
+    let result = answer.result().unwrap();
     assert!(result.get("resultType").is_none());
     assert!(result.get("ttlMs").is_none());
     assert!(result.get("_meta").is_none());

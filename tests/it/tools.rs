@@ -4,13 +4,17 @@
 
 #![allow(clippy::needless_pass_by_value)]
 
+use std::sync::Arc;
+
 use http::StatusCode;
 use serde_json::{Value, json};
 use wymcp::mrtr::InputRequest;
 use wymcp::{BuildError, HandlerError, Server, Tool, ToolResult};
 use wymcp::{NoArgs, SurfaceError};
 
-use crate::support::{Reply, Req, assert_schema, dispatch, meta};
+use wymcp::testing::Transcript;
+
+use crate::support::{assert_failure, assert_schema, meta, surface};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Add {
@@ -33,8 +37,8 @@ fn verbatim_schema() -> Value {
     })
 }
 
-fn server() -> Server {
-    Server::builder()
+fn server() -> Arc<Server> {
+    let server = Server::builder()
         .tool(
             Tool::new("add")
                 .description("Adds two integers")
@@ -83,11 +87,13 @@ fn server() -> Server {
                 }),
         )
         .build()
-        .unwrap()
+        .unwrap();
+    Arc::new(server)
 }
 
-async fn call(server: &Server, id: i64, params: Value) -> Reply {
-    dispatch(server, Req::modern(id, "tools/call").params(params)).await
+/// A `tools/call` of `params` as the surface answers it.
+async fn call(server: &Arc<Server>, params: Value) -> Transcript {
+    surface(server.clone()).send("tools/call", params).await
 }
 
 /// tools/list: typed schemas derived from the argument type, verbatim ones
@@ -95,8 +101,8 @@ async fn call(server: &Server, id: i64, params: Value) -> Reply {
 #[tokio::test]
 async fn tools_list_lists_derived_and_verbatim_schemas() {
     let server = server();
-    let answer = dispatch(&server, Req::modern(1, "tools/list")).await;
-    let result = answer.ok(&json!(1));
+    let answer = surface(server.clone()).send("tools/list", json!({})).await;
+    let result = answer.result().unwrap();
     assert_schema("2026-07-28", "ListToolsResult", result);
     assert_eq!(
         (result["ttlMs"].clone(), result["cacheScope"].clone()),
@@ -123,11 +129,10 @@ async fn tools_list_lists_derived_and_verbatim_schemas() {
 async fn typed_call_answers_a_complete_result() {
     let answer = call(
         &server(),
-        2,
         json!({"name": "add", "arguments": {"a": 2, "b": 40}}),
     )
     .await;
-    let result = answer.ok(&json!(2));
+    let result = answer.result().unwrap();
     assert_eq!(result["content"], json!([{"type": "text", "text": "42"}]));
     assert_eq!(result["resultType"], "complete");
     assert_eq!(
@@ -145,12 +150,12 @@ async fn typed_call_answers_a_complete_result() {
 /// A missing `arguments` is an empty object.
 #[tokio::test]
 async fn missing_arguments_are_an_empty_object() {
-    let answer = call(&server(), 3, json!({"name": "none"})).await;
-    assert_eq!(answer.ok(&json!(3))["content"][0]["text"], "ok");
+    let answer = call(&server(), json!({"name": "none"})).await;
+    assert_eq!(answer.result().unwrap()["content"][0]["text"], "ok");
     // ... and so a typed tool that needs arguments answers a tool input
     // error, which the model sees (SEP-1303).
-    let answer = call(&server(), 4, json!({"name": "add"})).await;
-    assert_eq!(answer.ok(&json!(4))["isError"], true);
+    let answer = call(&server(), json!({"name": "add"})).await;
+    assert_eq!(answer.result().unwrap()["isError"], true);
 }
 
 /// Arguments that break the schema are a result with `isError: true`
@@ -159,32 +164,22 @@ async fn missing_arguments_are_an_empty_object() {
 #[tokio::test]
 async fn bad_arguments_are_tool_input_errors() {
     let server = server();
-    for (id, params, pointer) in [
+    for (params, pointer) in [
         (
-            5,
             json!({"name": "add", "arguments": {"a": "two", "b": 1}}),
             "`/a`",
         ),
-        (6, json!({"name": "add", "arguments": {"a": 1}}), "(root)"),
+        (json!({"name": "add", "arguments": {"a": 1}}), "(root)"),
+        (json!({"name": "verbatim", "arguments": {"n": 0}}), "`/n`"),
+        (json!({"name": "verbatim", "arguments": {"n": 10}}), "`/n`"),
         (
-            8,
-            json!({"name": "verbatim", "arguments": {"n": 0}}),
-            "`/n`",
-        ),
-        (
-            9,
-            json!({"name": "verbatim", "arguments": {"n": 10}}),
-            "`/n`",
-        ),
-        (
-            10,
             json!({"name": "verbatim", "arguments": {"other": 1, "n": 2}}),
             "(root)",
         ),
-        (11, json!({"name": "verbatim", "arguments": {}}), "(root)"),
+        (json!({"name": "verbatim", "arguments": {}}), "(root)"),
     ] {
-        let answer = call(&server, id, params.clone()).await;
-        let result = answer.ok(&json!(id));
+        let answer = call(&server, params.clone()).await;
+        let result = answer.result().unwrap();
         assert_schema("2026-07-28", "CallToolResult", result);
         assert_eq!(result["isError"], true, "{params}");
         let text = result["content"][0]["text"].as_str().unwrap();
@@ -194,30 +189,33 @@ async fn bad_arguments_are_tool_input_errors() {
             "{params}: {text}"
         );
     }
-    let answer = call(&server, 7, json!({"name": "add", "arguments": [1, 2]})).await;
-    answer.error(StatusCode::BAD_REQUEST, -32602, &json!(7));
-    let answer = call(
-        &server,
-        12,
-        json!({"name": "verbatim", "arguments": {"n": 3}}),
-    )
-    .await;
-    answer.ok(&json!(12));
+    let answer = call(&server, json!({"name": "add", "arguments": [1, 2]})).await;
+    assert_failure(
+        &answer.result().unwrap_err(),
+        StatusCode::BAD_REQUEST,
+        -32602,
+    );
+    let answer = call(&server, json!({"name": "verbatim", "arguments": {"n": 3}})).await;
+    answer.result().unwrap();
 }
 
 /// An unknown tool is 400/-32602 naming it.
 #[tokio::test]
 async fn unknown_tool_is_invalid_params() {
-    let answer = call(&server(), 13, json!({"name": "nope", "arguments": {}})).await;
-    let error = answer.error(StatusCode::BAD_REQUEST, -32602, &json!(13));
-    assert_eq!(error["data"]["name"], "nope");
+    let answer = call(&server(), json!({"name": "nope", "arguments": {}})).await;
+    let error = assert_failure(
+        &answer.result().unwrap_err(),
+        StatusCode::BAD_REQUEST,
+        -32602,
+    );
+    assert_eq!(error["name"], "nope");
 }
 
 /// An execution failure is a result with `isError: true`, not an error.
 #[tokio::test]
 async fn execution_failures_are_is_error_results() {
-    let answer = call(&server(), 14, json!({"name": "fails"})).await;
-    let result = answer.ok(&json!(14));
+    let answer = call(&server(), json!({"name": "fails"})).await;
+    let result = answer.result().unwrap();
     assert_eq!(result["isError"], true);
     assert_eq!(
         result["content"],
@@ -233,28 +231,33 @@ async fn structured_content_is_checked_against_the_output_schema() {
     let server = server();
     let answer = call(
         &server,
-        15,
         json!({"name": "structured", "arguments": {"good": true}}),
     )
     .await;
     assert_eq!(
-        answer.ok(&json!(15))["structuredContent"],
+        answer.result().unwrap()["structuredContent"],
         json!({"sum": 3})
     );
     let answer = call(
         &server,
-        16,
         json!({"name": "structured", "arguments": {"good": false}}),
     )
     .await;
-    answer.error(StatusCode::INTERNAL_SERVER_ERROR, -32603, &json!(16));
+    assert_failure(
+        &answer.result().unwrap_err(),
+        StatusCode::INTERNAL_SERVER_ERROR,
+        -32603,
+    );
 }
 
-/// A `tools/call`, id 20, from a client declaring `capabilities`.
-fn with_capabilities(params: &Value, capabilities: &Value) -> Req {
-    Req::modern(20, "tools/call")
-        .capabilities(capabilities.clone())
-        .params(params.clone())
+/// A `tools/call` from a client declaring `capabilities`.
+async fn with_capabilities(
+    server: &Arc<Server>,
+    params: &Value,
+    capabilities: &Value,
+) -> Transcript {
+    let client = surface(server.clone()).capabilities(capabilities.clone());
+    client.send("tools/call", params.clone()).await
 }
 
 /// MRTR: an input_required result with a sealed requestState; the retry
@@ -264,12 +267,8 @@ fn with_capabilities(params: &Value, capabilities: &Value) -> Req {
 async fn input_required_rounds_carry_a_sealed_state() {
     let server = server();
     let elicitation = json!({"elicitation": {}});
-    let first = dispatch(
-        &server,
-        with_capabilities(&json!({"name": "ask"}), &elicitation),
-    )
-    .await;
-    let result = first.ok(&json!(20)).clone();
+    let first = with_capabilities(&server, &json!({"name": "ask"}), &elicitation).await;
+    let result = first.result().unwrap().clone();
     assert_eq!(result["resultType"], "input_required");
     assert_eq!(
         result["inputRequests"]["who"]["method"],
@@ -280,25 +279,26 @@ async fn input_required_rounds_carry_a_sealed_state() {
     let state = result["requestState"].as_str().unwrap().to_owned();
     let retry = json!({"name": "ask", "requestState": state,
         "inputResponses": {"who": {"action": "accept", "content": {"name": "Ada"}}}});
-    let second = dispatch(&server, with_capabilities(&retry, &elicitation)).await;
+    let second = with_capabilities(&server, &retry, &elicitation).await;
     assert_eq!(
-        second.ok(&json!(20))["content"][0]["text"],
+        second.result().unwrap()["content"][0]["text"],
         "round-1: \"Ada\""
     );
     let mut tampered = retry.clone();
     tampered["requestState"] = json!(format!("{state}x"));
-    let third = dispatch(&server, with_capabilities(&tampered, &elicitation)).await;
-    third.error(StatusCode::BAD_REQUEST, -32602, &json!(20));
-    let undeclared = dispatch(
-        &server,
-        with_capabilities(&json!({"name": "ask"}), &json!({})),
-    )
-    .await;
-    let error = undeclared.error(StatusCode::BAD_REQUEST, -32021, &json!(20));
-    assert_eq!(
-        error["data"]["requiredCapabilities"],
-        json!({"elicitation": {}})
+    let third = with_capabilities(&server, &tampered, &elicitation).await;
+    assert_failure(
+        &third.result().unwrap_err(),
+        StatusCode::BAD_REQUEST,
+        -32602,
     );
+    let undeclared = with_capabilities(&server, &json!({"name": "ask"}), &json!({})).await;
+    let error = assert_failure(
+        &undeclared.result().unwrap_err(),
+        StatusCode::BAD_REQUEST,
+        -32021,
+    );
+    assert_eq!(error["requiredCapabilities"], json!({"elicitation": {}}));
 }
 
 fn build_with_schema(schema: Value) -> Result<Server, BuildError> {
@@ -472,11 +472,15 @@ async fn run_time_tools_without_annotations_are_listed() {
         .catalog()
         .add_tool(Tool::new("late").handler(|_: NoArgs, _| async { Ok(ToolResult::text("late")) }))
         .unwrap();
-    let answer = call(&server, 30, json!({"name": "late"})).await;
-    assert_eq!(answer.ok(&json!(30))["content"][0]["text"], "late");
+    let answer = call(&server, json!({"name": "late"})).await;
+    assert_eq!(answer.result().unwrap()["content"][0]["text"], "late");
     assert!(server.catalog().remove_tool("late"));
-    let answer = call(&server, 31, json!({"name": "late"})).await;
-    answer.error(StatusCode::BAD_REQUEST, -32602, &json!(31));
+    let answer = call(&server, json!({"name": "late"})).await;
+    assert_failure(
+        &answer.result().unwrap_err(),
+        StatusCode::BAD_REQUEST,
+        -32602,
+    );
 }
 
 /// A tool without a handler, or two tools of one name, do not build.

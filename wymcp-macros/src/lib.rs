@@ -1,7 +1,10 @@
-//! The `#[pipeline]` attribute of wymcp. Use it through `wymcp`, which
-//! re-exports it; generated code names only `::wymcp::__private`.
+//! The attributes of wymcp: `#[pipeline]` (a POST chain) and `#[tool]` /
+//! `#[tools]` (an `async fn` served as an MCP tool). Use them through
+//! `wymcp`, which re-exports them; generated code names only `::wymcp` and
+//! `::wymcp::__private`.
 //!
-//! The passes, in order: `ast` reads the module into stages and helper
+//! `#[tool]` lives in its own module, `tool`, with passes of its own.
+//! `#[pipeline]`'s passes, in order: `ast` reads the module into stages and helper
 //! items, `attr` reads each stage's tag, `check` applies the rules across
 //! stages, and `expand` writes the tokens. Every pass records its errors in
 //! one `ctxt::Ctxt`, so a build reports every mistake at once.
@@ -13,6 +16,7 @@ mod attr;
 mod check;
 mod ctxt;
 mod expand;
+mod tool;
 
 #[cfg(test)]
 mod expansion;
@@ -121,4 +125,81 @@ fn outside_pipeline(tag: &str, input: TokenStream) -> TokenStream {
     let error = syn::Error::new(proc_macro2::Span::call_site(), message).to_compile_error();
     let input = proc_macro2::TokenStream::from(input);
     quote::quote!(#error #input).into()
+}
+
+/// Serves an `async fn` as an MCP tool, beside it: for `fn add`, the
+/// macro adds `fn add_tool() -> wymcp::Tool`, for `ServerBuilder::tool`.
+///
+/// ```ignore
+/// /// Adds two numbers.
+/// #[wymcp::tool(read_only, title = "Add")]
+/// async fn add(a: i64, b: i64) -> Structured<Sum> {
+///     Structured(Sum { sum: a + b })
+/// }
+///
+/// let server = Server::builder().tool(add_tool()).build()?;
+/// ```
+///
+/// (The guide's examples, `docs/guide.md`, are compiled as doctests of `wymcp`.)
+///
+/// # What it reads
+///
+/// * **The name**: the function's, unless `name = "…"` gives another. It is
+///   held to the spec's rule (1 to 128 of `A-Z a-z 0-9 _ - .`) at compile time.
+/// * **The description**: the doc comment, unless `description = "…"`.
+/// * **The arguments**: each parameter `name: Type` is a property of the
+///   `inputSchema`, gathered into a generated struct deriving `Deserialize`
+///   and `JsonSchema` (an `Option` is optional; a parameter's doc comment is
+///   its description); or one parameter marked
+///   `#[args]` (`#[args] search: Search`) is the whole arguments object, its
+///   type's schema the tool's. No parameter: `wymcp::NoArgs`.
+/// * **The context**: a parameter of type `Context` (or `&Context`), anywhere.
+/// * **The answer**: a `ToolResult`, a `Structured<T>` (whose `T` gives the
+///   `outputSchema`), or a `Result` of either whose error converts into a
+///   `HandlerError` (`HandlerError::execution` is the failure the model reads).
+/// * **A method**: with `&self`, the function is a method of the server's
+///   state type (given with `ServerBuilder::state`), read from the context
+///   for each call. Put `#[wymcp::tools]` on the impl to get `tools()`.
+///
+/// # Keys
+///
+/// `name = "…"`, `title = "…"`, `description = "…"`; the hints `read_only`,
+/// `destructive`, `idempotent`, `open_world` (each a flag, or `= false`),
+/// which become the tool's `annotations`; `icon = "…"` or
+/// `icons = ["…", …]`; `scopes = ["…", …]`, what a caller's token must hold.
+///
+/// # Mistakes
+///
+/// Reported all at once, each at its span: a function that is not `async`,
+/// generic, or answers nothing; a parameter that is not `name: Type`, a
+/// borrowed or `impl Trait` argument type, `#[args]` beside other
+/// arguments, the context twice, a receiver other than `&self`; an unknown
+/// or repeated key; a name the spec refuses; two tools of one `#[tools]`
+/// impl with one name.
+#[proc_macro_attribute]
+pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
+    tool::tool(args.into(), input.into()).into()
+}
+
+/// Serves the `#[tool]` methods of an `impl` block of the server's state
+/// type, and adds `tools()`: every one of them, for `ServerBuilder::tools`.
+///
+/// ```ignore
+/// #[wymcp::tools]
+/// impl Notes {
+///     /// Adds a note.
+///     #[tool(scopes = ["notes:write"])]
+///     async fn add_note(&self, text: String) -> Structured<Added> {
+///         todo!()
+///     }
+/// }
+///
+/// let server = Server::builder().state(Notes::default()).tools(Notes::tools());
+/// ```
+///
+/// Inside the impl, `#[tool]` needs no import. Besides `#[tool]`'s own
+/// rules, two methods may not serve one tool name.
+#[proc_macro_attribute]
+pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
+    tool::tools(args.into(), input.into()).into()
 }

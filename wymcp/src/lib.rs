@@ -38,13 +38,20 @@ pub mod redis;
 mod router;
 pub mod serve;
 pub mod stdio;
+// What an application's tests drive a server with.
+pub mod testing;
 
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 
+/// The guide (`docs/guide.md`), whose code blocks are compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guide.md")]
+pub struct Guide;
+
 pub use axum;
-pub use wymcp_macros::{body_bound, pipeline, wire_check};
+pub use wymcp_macros::{body_bound, pipeline, tool, tools, wire_check};
 
 pub use exchange::Exchange;
 pub use origin::{BoundTo, ClientAddr, IpNet, IpNetError, OriginError};

@@ -1,10 +1,13 @@
-//! What `#[pipeline]`'s generated code reaches, and nothing else should.
+//! What the generated code of `#[pipeline]` and `#[tool]` reaches, and
+//! nothing else should.
 //! Not a public API: it may change in any release.
 
 use std::future::Future;
 use std::sync::Arc;
 
 pub use axum::Router;
+pub use schemars;
+pub use serde;
 pub use tracing::Instrument;
 
 pub use crate::exchange::Exchange;
@@ -16,6 +19,7 @@ pub use crate::stage::{Role, Stage, StageInfo, StageKind};
 
 use crate::protocol::error::ErrorCode;
 use crate::reply::Rejection;
+use crate::surface::{Context, HandlerError, ToolOutput};
 
 /// Marks `name` as the running stage and returns its span.
 pub fn enter(ex: &mut Exchange<'_>, name: &'static str) -> tracing::Span {
@@ -54,4 +58,48 @@ where
     Fut: Future<Output = Response> + Send + 'static,
 {
     crate::router::build(server, handle)
+}
+
+/// The `annotations` of a `#[tool]`: its hints, as given.
+#[must_use]
+pub fn tool_annotations(hints: &[(&str, bool)]) -> serde_json::Value {
+    serde_json::Value::Object(
+        hints
+            .iter()
+            .map(|(member, value)| ((*member).to_owned(), serde_json::Value::Bool(*value)))
+            .collect(),
+    )
+}
+
+/// The server's state of type `T`, for a `#[tool]` method on it.
+///
+/// # Panics
+///
+/// When the server was given no `T` (as [`Context::state`](crate::Context::state)).
+#[must_use]
+#[track_caller]
+pub fn state_of<T: Send + Sync + 'static>(cx: &Context) -> Arc<T> {
+    match cx.state_arc::<T>() {
+        Some(state) => state,
+        None => panic!(
+            "the server has no state of type `{}`, which its `#[tool]` methods take as `&self`: \
+             give it with `ServerBuilder::state`",
+            std::any::type_name::<T>()
+        ),
+    }
+}
+
+/// What a `#[tool]` answering `Result<O, E>` answers.
+pub fn tool_fallible<O, E>(result: Result<O, E>) -> Result<O, HandlerError>
+where
+    O: ToolOutput,
+    E: Into<HandlerError>,
+{
+    result.map_err(Into::into)
+}
+
+/// What a `#[tool]` answering `O` answers.
+#[allow(clippy::unnecessary_wraps)] // the handler's shape
+pub fn tool_infallible<O: ToolOutput>(output: O) -> Result<O, HandlerError> {
+    Ok(output)
 }

@@ -541,6 +541,14 @@ impl ServerBuilder {
         self
     }
 
+    /// Registers tools: the `tools()` of a `#[wymcp::tools]` impl, or any
+    /// list of them.
+    #[must_use]
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Tool>) -> Self {
+        self.surface.tools.extend(tools);
+        self
+    }
+
     /// Registers a prompt.
     #[must_use]
     pub fn prompt(mut self, prompt: Prompt) -> Self {

@@ -18,7 +18,7 @@
 use std::sync::Arc;
 
 use http::StatusCode;
-use serde_json::json;
+use serde_json::{Value, json};
 use wymcp::axum::Router;
 use wymcp::{Era, Exchange, Flow, MessageKind, Server};
 
@@ -49,6 +49,30 @@ pub fn validated_router(server: Arc<Server>) -> Router {
 /// Sends `req` to Dispatch as the chain hands it over, Validate left out.
 pub async fn dispatch(server: &Server, req: Req) -> Reply {
     answered(unvalidated::handle(server, req.build())).await
+}
+
+/// A [`wymcp::testing::Client`] of `server` whose requests reach Dispatch
+/// as [`dispatch`](fn@dispatch)'s do (no Validate): what the surface
+/// answers, through the client an application's tests use.
+pub fn surface(server: impl Into<Arc<Server>>) -> wymcp::testing::Client {
+    wymcp::testing::Client::over(unvalidated::router(server.into()))
+}
+
+/// Asserts that `failure` is a JSON-RPC error of this status and code, the
+/// request's id echoed; answers its `data`.
+#[track_caller]
+pub fn assert_failure(failure: &wymcp::testing::Failure, status: StatusCode, code: i64) -> Value {
+    assert_eq!(
+        (failure.status, failure.code),
+        (status, Some(code)),
+        "{failure}"
+    );
+    let exchange = &failure.exchange;
+    assert_eq!(
+        exchange.response().map(|r| &r["id"]),
+        Some(&exchange.request["id"])
+    );
+    failure.data.clone().unwrap_or(Value::Null)
 }
 
 /// Answers `200` with what the stages before it established.

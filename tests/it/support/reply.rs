@@ -1,5 +1,6 @@
 //! [`Reply`]: the one answer of the in-process tests, with the assertions
-//! they make; [`Stream`]: an SSE answer kept open.
+//! they make; [`Answered`]: the same assertions on a `wymcp::testing`
+//! exchange (whose client also keeps a listen stream open: `Listen`).
 
 use std::time::Duration;
 
@@ -9,7 +10,6 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 use tower::ServiceExt;
 use wymcp::axum::Router;
-use wymcp::axum::body::Body;
 use wymcp_tests::wire::{RejectionEvent, Rejections};
 
 use super::Req;
@@ -178,57 +178,54 @@ fn parse_events(raw: &[u8]) -> Vec<Value> {
         .collect()
 }
 
-/// An open SSE answer, read event by event.
-pub struct Stream {
-    pub status: StatusCode,
-    pub headers: HeaderMap,
-    body: Body,
-    buffer: Vec<u8>,
+/// The assertions of [`Reply::ok`] and [`Reply::error`] on an exchange of
+/// `wymcp::testing` (whose client picks the id, and which the assertions
+/// hold it to echo).
+pub trait Answered {
+    /// Asserts a `200` JSON-RPC result answered as JSON with no session id,
+    /// the request's id echoed; returns the result.
+    fn answered(&self) -> &Value;
+    /// Asserts a JSON-RPC error of this status and code answered as JSON
+    /// with no session id, the request's id echoed; returns the error object.
+    fn refused(&self, status: StatusCode, code: i64) -> &Value;
 }
 
-impl Stream {
-    /// Sends `req` through `router` and keeps the answer open.
-    pub async fn open(router: &Router, req: Req) -> Stream {
-        let Ok(response) = router.clone().oneshot(req.build()).await;
-        let (parts, body) = response.into_parts();
-        Stream {
-            status: parts.status,
-            headers: parts.headers,
-            body,
-            buffer: Vec::new(),
-        }
+impl Answered for wymcp::testing::Transcript {
+    #[track_caller]
+    fn answered(&self) -> &Value {
+        let body = one_json(self, StatusCode::OK);
+        assert!(body.get("error").is_none(), "{body}");
+        body.get("result")
+            .unwrap_or_else(|| panic!("expected a result, got {body}"))
     }
 
-    /// The next JSON event, or `None` when nothing comes within `wait` or
-    /// the stream ended.
-    pub async fn next_within(&mut self, wait: Duration) -> Option<Value> {
-        loop {
-            if let Some(end) = self.buffer.windows(2).position(|w| w == b"\n\n") {
-                let event: Vec<u8> = self.buffer.drain(..end + 2).collect();
-                if event.starts_with(b":") {
-                    continue;
-                }
-                return parse_events(&event).into_iter().next();
-            }
-            let frame = tokio::time::timeout(wait, self.body.frame()).await.ok()??;
-            if let Ok(data) = frame.unwrap().into_data() {
-                self.buffer.extend_from_slice(&data);
-            }
-        }
+    #[track_caller]
+    fn refused(&self, status: StatusCode, code: i64) -> &Value {
+        let body = one_json(self, status);
+        assert!(body.get("result").is_none(), "{body}");
+        assert_eq!(body["error"]["code"], code, "code of {body}");
+        assert!(body["error"]["message"].is_string(), "{body}");
+        &body["error"]
     }
+}
 
-    /// The next JSON event, asserting one arrives within 5 s.
-    pub async fn next(&mut self) -> Value {
-        self.next_within(Duration::from_secs(5))
-            .await
-            .expect("an event within 5 s")
-    }
-
-    /// Whether the stream has ended (nothing more, not even a comment).
-    pub async fn ended(&mut self) -> bool {
-        self.buffer.is_empty()
-            && tokio::time::timeout(Duration::from_secs(5), self.body.frame())
-                .await
-                .is_ok_and(|frame| frame.is_none())
-    }
+/// The one JSON-RPC message of a JSON answer of `status`, with the
+/// request's id and no session id.
+#[track_caller]
+fn one_json(exchange: &wymcp::testing::Transcript, status: StatusCode) -> &Value {
+    let body = exchange.response().unwrap_or(&Value::Null);
+    assert_eq!(exchange.status, status, "status of {body}");
+    assert_eq!(
+        exchange.header("content-type"),
+        "application/json",
+        "{body}"
+    );
+    assert!(
+        exchange.headers.get("mcp-session-id").is_none(),
+        "{exchange:?}"
+    );
+    assert_eq!(exchange.messages.len(), 1, "{:?}", exchange.messages);
+    assert_eq!(body["jsonrpc"], "2.0", "{body}");
+    assert_eq!(body["id"], exchange.request["id"], "id of {body}");
+    body
 }

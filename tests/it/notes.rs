@@ -1,0 +1,174 @@
+//! `examples/notes.rs`, the example servers start from, driven with
+//! `wymcp::testing` as its own tests would be: what each token is listed
+//! and may call, what the tools answer (structured output, a tool error,
+//! progress), the resources and the prompt, and the listen stream a new
+//! note reaches. (`interop/*/notes.*` check the same server through the
+//! official clients, over a socket.)
+
+use std::sync::Arc;
+
+use http::StatusCode;
+use serde_json::{Value, json};
+use wymcp::Era;
+use wymcp::testing::Client;
+
+#[allow(dead_code)] // its `main`
+#[path = "../../examples/notes.rs"]
+mod example;
+
+/// A reader's and a writer's client of a fresh notes server.
+fn clients() -> (Arc<wymcp::Server>, Client, Client) {
+    let server = Arc::new(example::server("r", "w").unwrap());
+    let client = Client::new(server.clone());
+    (server, client.bearer("r"), client.bearer("w"))
+}
+
+fn names(tools: &[Value]) -> Vec<&str> {
+    tools.iter().map(|t| t["name"].as_str().unwrap()).collect()
+}
+
+/// Rule: only the writer is listed, and may call, the tools that change
+/// notes; in both eras.
+#[tokio::test]
+async fn only_the_writer_may_change_notes() {
+    let (_, reader, writer) = clients();
+    for era in [Era::Modern, Era::Legacy] {
+        let read = reader.era(era).list_tools().await.unwrap();
+        assert_eq!(names(&read), ["search_notes"]);
+        let write = writer.era(era).list_tools().await.unwrap();
+        assert_eq!(
+            names(&write),
+            ["add_note", "import_notes", "search_notes", "delete_note"]
+        );
+    }
+    let failure = reader
+        .call_tool("add_note", json!({"text": "x"}))
+        .await
+        .unwrap_err();
+    assert_eq!(failure.status, StatusCode::FORBIDDEN);
+}
+
+/// Rule: `add_note` answers its id and URI as structured content (and as
+/// the JSON of a text block); a bad argument is a tool input error naming
+/// `/text`; deleting an unknown note is a tool error; searching finds.
+#[tokio::test]
+async fn the_tools_answer_as_their_types_say() {
+    let (_, reader, writer) = clients();
+    let added = writer
+        .call_tool("add_note", json!({"text": "Buy milk"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        added.result["structuredContent"],
+        json!({"id": 1, "uri": "notes://1"})
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&added.text()).unwrap()["id"],
+        1
+    );
+    let bad = writer
+        .call_tool("add_note", json!({"text": 5}))
+        .await
+        .unwrap();
+    assert!(
+        bad.is_error() && bad.text().contains("/text"),
+        "{}",
+        bad.text()
+    );
+    let found = reader
+        .call_tool("search_notes", json!({"query": "MILK"}))
+        .await
+        .unwrap();
+    assert_eq!(found.content()[1]["uri"], "notes://1");
+    let gone = writer
+        .call_tool("delete_note", json!({"id": 9}))
+        .await
+        .unwrap();
+    assert!(gone.is_error());
+    assert_eq!(gone.text(), "no note 9");
+    let deleted = writer
+        .call_tool("delete_note", json!({"id": 1}))
+        .await
+        .unwrap();
+    assert!(!deleted.is_error());
+    let again = writer
+        .call_tool("add_note", json!({"text": "Tea"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        again.result["structuredContent"]["id"], 2,
+        "ids are never reused"
+    );
+}
+
+/// Rule: `import_notes` reports progress after each note when asked.
+#[tokio::test]
+async fn import_reports_progress() {
+    let (_, _, writer) = clients();
+    let texts = json!({"texts": ["a", "b", "c"]});
+    let imported = writer
+        .call_tool_with_meta("import_notes", texts, json!({"progressToken": "i"}))
+        .await
+        .unwrap();
+    let progress: Vec<f64> = imported
+        .notifications()
+        .map(|n| n["params"]["progress"].as_f64().unwrap())
+        .collect();
+    assert_eq!(progress, [1.0, 2.0, 3.0]);
+    assert_eq!(imported.text(), "imported 3 notes");
+}
+
+/// Rule: each note is `notes://{id}` (an id that is no number is not
+/// found), all of them `notes://all`, and the prompt quotes one.
+#[tokio::test]
+async fn resources_and_the_prompt_read_the_notes() {
+    let (_, reader, writer) = clients();
+    for text in ["one", "two"] {
+        writer
+            .call_tool("add_note", json!({"text": text}))
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        reader.read_resource("notes://2").await.unwrap()[0]["text"],
+        "two"
+    );
+    assert_eq!(
+        reader.read_resource("notes://all").await.unwrap()[0]["text"],
+        "one\ntwo"
+    );
+    for uri in ["notes://abc", "notes://7"] {
+        let failure = reader.read_resource(uri).await.unwrap_err();
+        assert_eq!(failure.code, Some(-32602), "{uri}: {failure}");
+    }
+    let prompt = reader
+        .get_prompt("summarise_note", json!({"id": "1"}))
+        .await
+        .unwrap();
+    let text = prompt["messages"][0]["content"]["text"].as_str().unwrap();
+    assert!(text.ends_with("\n\none"), "{text}");
+}
+
+/// Rule: adding a note tells the listening clients the resource list
+/// changed.
+#[tokio::test]
+async fn a_new_note_reaches_the_listen_stream() {
+    let (server, reader, writer) = clients();
+    let mut listen = reader
+        .listen(json!({"resourcesListChanged": true}))
+        .await
+        .unwrap();
+    assert_eq!(
+        listen.next().await.unwrap()["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+    writer
+        .call_tool("add_note", json!({"text": "x"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        listen.next().await.unwrap()["method"],
+        "notifications/resources/list_changed"
+    );
+    server.close_subscriptions();
+}

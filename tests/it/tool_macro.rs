@@ -1,0 +1,267 @@
+//! `#[wymcp::tool]` and `#[wymcp::tools]`: the tools they generate, listed
+//! and called through the default chain with `wymcp::testing`. Each test names the rule it pins:
+//! what the listing says (name, description, schemas, annotations, title,
+//! icons), how a call reaches the function (gathered arguments, `#[args]`,
+//! the context, a method of the state), what it answers (structured output,
+//! a failure, bad arguments), and who may call it (scopes).
+
+use std::sync::{Arc, Mutex};
+
+use http::StatusCode;
+use serde_json::{Value, json};
+use wymcp::auth::{AuthConfig, Principal, StaticTokens};
+use wymcp::{Context, HandlerError, Server, Structured, ToolResult};
+
+use wymcp::testing::Client;
+
+use crate::support::assert_schema;
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct Sum {
+    /// The sum.
+    sum: i64,
+}
+
+/// Adds two integers.
+///
+/// Both are required.
+#[wymcp::tool(read_only, idempotent, open_world = false, title = "Add")]
+async fn add(
+    /// The first term.
+    a: i64,
+    b: i64,
+    scale: Option<i64>,
+) -> Structured<Sum> {
+    Structured(Sum {
+        sum: (a + b) * scale.unwrap_or(1),
+    })
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Search {
+    /// What to look for.
+    query: String,
+}
+
+/// Looks for something.
+#[wymcp::tool(name = "look.up", icon = "https://example.com/look.png")]
+async fn look_up(#[args] search: Search, cx: &Context) -> Result<ToolResult, HandlerError> {
+    if search.query.is_empty() {
+        return Err(HandlerError::execution("nothing to look for"));
+    }
+    let who = cx.principal().map_or("nobody", |p| p.subject.as_str());
+    Ok(ToolResult::text(format!(
+        "{who} looked for {}",
+        search.query
+    )))
+}
+
+/// Takes nothing.
+#[wymcp::tool]
+async fn ping() -> ToolResult {
+    ToolResult::text("pong")
+}
+
+#[derive(Default)]
+struct Notes(Mutex<Vec<String>>);
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct Count {
+    count: usize,
+}
+
+#[wymcp::tools]
+impl Notes {
+    /// Adds a note.
+    #[tool(destructive = false, scopes = ["notes:write"])]
+    async fn add_note(&self, text: String, cx: Context) -> Structured<Count> {
+        let count = {
+            let mut notes = self.0.lock().unwrap();
+            notes.push(text);
+            notes.len()
+        };
+        cx.resources_changed();
+        Structured(Count { count })
+    }
+
+    /// Counts the notes.
+    #[tool(read_only)]
+    async fn count_notes(&self) -> Structured<Count> {
+        Structured(Count {
+            count: self.0.lock().unwrap().len(),
+        })
+    }
+
+    /// Not a tool: left as written.
+    fn helper(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+}
+
+fn server() -> Arc<Server> {
+    let tokens = StaticTokens::new()
+        .token("reader", Principal::new("reader", ["notes:read"]))
+        .token(
+            "writer",
+            Principal::new("writer", ["notes:read", "notes:write"]),
+        );
+    Arc::new(
+        Server::builder()
+            .auth(tokens, AuthConfig::new())
+            .state(Notes::default())
+            .tool(add_tool())
+            .tool(look_up_tool())
+            .tool(ping_tool())
+            .tools(Notes::tools())
+            .build()
+            .unwrap(),
+    )
+}
+
+async fn list(server: &Arc<Server>, token: &str) -> Vec<Value> {
+    let client = Client::new(server.clone()).bearer(token);
+    let exchange = client.send("tools/list", json!({})).await;
+    let result = exchange.result().unwrap();
+    assert_schema("2026-07-28", "ListToolsResult", result);
+    result["tools"].as_array().unwrap().clone()
+}
+
+async fn call(server: &Arc<Server>, token: &str, name: &str, arguments: Value) -> Value {
+    let client = Client::new(server.clone()).bearer(token);
+    let called = client.call_tool(name, arguments).await.unwrap();
+    assert_schema("2026-07-28", "CallToolResult", &called.result);
+    called.result
+}
+
+fn named<'a>(tools: &'a [Value], name: &str) -> &'a Value {
+    tools
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no tool {name} in {tools:#?}"))
+}
+
+/// Rule: the name is the function's (or `name = …`), the description its
+/// doc comment, the title and hints its keys; named parameters are the
+/// properties of the `inputSchema`, an `Option` optional; a `Structured<T>`
+/// answer gives the `outputSchema`.
+#[tokio::test]
+async fn the_listing_is_read_off_the_function() {
+    let tools = list(&server(), "writer").await;
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["add", "look.up", "ping", "add_note", "count_notes"]);
+
+    let add = named(&tools, "add");
+    assert_eq!(
+        add["description"],
+        "Adds two integers.\n\nBoth are required."
+    );
+    assert_eq!(add["title"], "Add");
+    assert_eq!(
+        add["annotations"],
+        json!({"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false})
+    );
+    let input = &add["inputSchema"];
+    assert_eq!(input["type"], "object");
+    assert_eq!(input["properties"]["a"]["type"], "integer");
+    assert_eq!(input["properties"]["a"]["description"], "The first term.");
+    assert_eq!(input["required"], json!(["a", "b"]));
+    assert!(input["properties"]["scale"].is_object());
+    assert_eq!(add["outputSchema"]["properties"]["sum"]["type"], "integer");
+    assert_eq!(
+        add["outputSchema"]["properties"]["sum"]["description"],
+        "The sum."
+    );
+
+    let look = named(&tools, "look.up");
+    assert_eq!(look["description"], "Looks for something.");
+    assert_eq!(
+        look["icons"],
+        json!([{"src": "https://example.com/look.png"}])
+    );
+    assert_eq!(
+        look["inputSchema"]["properties"]["query"]["description"],
+        "What to look for."
+    );
+    assert!(
+        look.get("outputSchema").is_none(),
+        "a ToolResult has no schema"
+    );
+    assert!(look.get("annotations").is_none(), "no hint, no annotations");
+
+    let ping = &named(&tools, "ping")["inputSchema"];
+    assert_eq!(ping["type"], "object");
+    assert!(
+        ping.get("properties").is_none(),
+        "no parameter, no property"
+    );
+    assert_eq!(
+        named(&tools, "add_note")["annotations"],
+        json!({"destructiveHint": false})
+    );
+}
+
+/// Rule: a call deserialises the arguments into the parameters and answers
+/// the function's typed result as `structuredContent`.
+#[tokio::test]
+async fn a_call_reaches_the_function_with_its_arguments() {
+    let server = server();
+    let result = call(
+        &server,
+        "reader",
+        "add",
+        json!({"a": 2, "b": 3, "scale": 10}),
+    )
+    .await;
+    assert_eq!(result["structuredContent"], json!({"sum": 50}));
+    let result = call(&server, "reader", "add", json!({"a": 2, "b": 3})).await;
+    assert_eq!(result["structuredContent"], json!({"sum": 5}));
+    let result = call(&server, "reader", "ping", json!({})).await;
+    assert_eq!(result["content"][0]["text"], "pong");
+}
+
+/// Rule: `#[args]` takes the arguments object whole; the context
+/// parameter is the request's (here: who called).
+#[tokio::test]
+async fn args_and_the_context_reach_the_function() {
+    let result = call(&server(), "reader", "look.up", json!({"query": "cats"})).await;
+    assert_eq!(result["content"][0]["text"], "reader looked for cats");
+}
+
+/// Rule: arguments the parameters refuse are a tool input error the model
+/// reads (`isError`), and so is a `HandlerError::execution`.
+#[tokio::test]
+async fn bad_arguments_and_failures_are_is_error_results() {
+    let server = server();
+    let result = call(&server, "reader", "add", json!({"a": "two", "b": 3})).await;
+    assert_eq!(result["isError"], true);
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("`/a`"), "{text}");
+    let result = call(&server, "reader", "look.up", json!({"query": ""})).await;
+    assert_eq!(result["isError"], true);
+    assert_eq!(result["content"][0]["text"], "nothing to look for");
+}
+
+/// Rule: a `#[tools]` method runs on the server's state, one value shared
+/// by every call; `scopes` hide a tool from, and refuse it to, a caller
+/// without them.
+#[tokio::test]
+async fn methods_share_the_state_and_scopes_guard_them() {
+    let server = server();
+    let reader: Vec<Value> = list(&server, "reader").await;
+    assert!(reader.iter().all(|t| t["name"] != "add_note"));
+
+    let result = call(&server, "writer", "add_note", json!({"text": "one"})).await;
+    assert_eq!(result["structuredContent"], json!({"count": 1}));
+    let result = call(&server, "writer", "add_note", json!({"text": "two"})).await;
+    assert_eq!(result["structuredContent"], json!({"count": 2}));
+    let result = call(&server, "reader", "count_notes", json!({})).await;
+    assert_eq!(result["structuredContent"], json!({"count": 2}));
+
+    let reader = Client::new(server.clone()).bearer("reader");
+    let failure = reader
+        .call_tool("add_note", json!({"text": "three"}))
+        .await
+        .unwrap_err();
+    assert_eq!(failure.status, StatusCode::FORBIDDEN);
+    assert_eq!(Notes::default().helper(), 0);
+}

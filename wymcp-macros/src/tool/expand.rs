@@ -1,0 +1,360 @@
+//! Writes the tokens of `#[tool]` and `#[tools]`: the function as written
+//! (its `#[args]` markers stripped), then, beside it, `NAME_tool()`, which
+//! builds the `wymcp::Tool`: its name, description, annotations, icons and
+//! scopes, the arguments struct its input schema is derived from, and the
+//! handler that reads the arguments and calls the function. `#[tools]` adds
+//! `tools()`, every tool of the impl. On error: the function, a stub
+//! `NAME_tool()` (and `tools()`), and the errors, so nothing else fails to
+//! compile because of them.
+//!
+//! Generated code names its dependencies only through `::wymcp` and
+//! `::wymcp::__private`. Locals use mixed-site hygiene; the answer is
+//! spanned at the function's return type, so a type that is no tool output
+//! is reported there.
+
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+use syn::{ImplItem, ItemFn, ItemImpl};
+
+use super::ast::{Answer, Param, ToolFn};
+use super::{attr, check};
+use crate::ctxt::Ctxt;
+
+/// The expansion of `#[tool]` on one function.
+pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
+    let cx = Ctxt::new();
+    let keys = attr::parse_keys(&cx, args);
+    let original = input.clone();
+    let Ok(item) = syn::parse2::<ItemFn>(input) else {
+        cx.syn_error(syn::Error::new(
+            Span::call_site(),
+            "`#[tool]` goes on an `async fn`: `#[wymcp::tool] async fn add(a: i64, b: i64) -> …`",
+        ));
+        return with_errors(&original, cx);
+    };
+    let tool = ToolFn::from_syn(&cx, keys, item);
+    check::check_name(&cx, &tool);
+    let builder = if cx.has_errors() {
+        stub(&tool)
+    } else {
+        builder(&tool, false)
+    };
+    let item = written_back(&tool);
+    with_errors(&quote!(#item #builder), cx)
+}
+
+/// The expansion of `#[tools]` on an `impl` block.
+pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
+    let cx = Ctxt::new();
+    if !args.is_empty() {
+        cx.error_spanned_by(
+            args,
+            "`#[tools]` takes no arguments: give each method's keys in its own `#[tool(…)]`",
+        );
+    }
+    let original = input.clone();
+    let Ok(mut imp) = syn::parse2::<ItemImpl>(input) else {
+        cx.syn_error(syn::Error::new(
+            Span::call_site(),
+            "`#[tools]` goes on an `impl` block of the server's state type: \
+             `#[wymcp::tools] impl Notes { #[tool] async fn add_note(&self, …) … }`",
+        ));
+        return with_errors(&original, cx);
+    };
+    if let Some((_, path, _)) = &imp.trait_ {
+        cx.error_spanned_by(
+            path,
+            "`#[tools]` goes on an inherent `impl` block (`impl Notes { … }`), where it can add \
+             `tools()`; not on a trait's impl",
+        );
+    }
+    let mut tools: Vec<(usize, ToolFn)> = Vec::new();
+    let mut items: Vec<Result<ImplItem, usize>> = Vec::new();
+    for (index, item) in std::mem::take(&mut imp.items).into_iter().enumerate() {
+        cx.at(index);
+        let ImplItem::Fn(mut method) = item else {
+            items.push(Ok(item));
+            continue;
+        };
+        let tags: Vec<_> = method
+            .attrs
+            .iter()
+            .filter(|a| attr::is_tool(a))
+            .cloned()
+            .collect();
+        if tags.is_empty() {
+            items.push(Ok(ImplItem::Fn(method)));
+            continue;
+        }
+        method.attrs.retain(|a| !attr::is_tool(a));
+        for repeated in &tags[1..] {
+            cx.error_spanned_by(
+                repeated,
+                format!(
+                    "`#[tool]` is repeated on `{}`: a method is one tool; give every key in one \
+                     `#[tool(…)]` and remove this one",
+                    method.sig.ident
+                ),
+            );
+        }
+        let keys = attr::parse_attr(&cx, &tags[0]);
+        let item = ItemFn {
+            attrs: method.attrs,
+            vis: method.vis,
+            sig: method.sig,
+            block: Box::new(method.block),
+        };
+        let tool = ToolFn::from_syn(&cx, keys, item);
+        check::check_name(&cx, &tool);
+        items.push(Err(tools.len()));
+        tools.push((index, tool));
+    }
+    if tools.is_empty() {
+        cx.at(usize::MAX);
+        cx.error_spanned_by(
+            &imp.self_ty,
+            "`#[tools]` found no `#[tool]` method in this impl: mark each method to serve with \
+             `#[tool]`",
+        );
+    }
+    check::check_unique(&cx, &tools);
+    let failed = cx.has_errors();
+    let mut body = TokenStream::new();
+    for item in items {
+        match item {
+            Ok(item) => item.to_tokens(&mut body),
+            Err(at) => {
+                let tool = &tools[at].1;
+                written_back(tool).to_tokens(&mut body);
+                let builder = if failed {
+                    stub(tool)
+                } else {
+                    builder(tool, true)
+                };
+                body.extend(builder);
+            }
+        }
+    }
+    let each = tools.iter().map(|(_, tool)| builder_ident(tool));
+    let list = if failed {
+        quote!(::std::vec::Vec::new())
+    } else {
+        quote!(::std::vec![#(Self::#each()),*])
+    };
+    body.extend(quote! {
+        /// Every `#[tool]` of this impl, for `ServerBuilder::tools`.
+        #[must_use]
+        pub fn tools() -> ::std::vec::Vec<::wymcp::Tool> {
+            #list
+        }
+    });
+    let ItemImpl {
+        attrs,
+        defaultness,
+        unsafety,
+        impl_token,
+        generics,
+        trait_,
+        self_ty,
+        ..
+    } = &imp;
+    let (_, _, where_clause) = generics.split_for_impl();
+    let trait_ = trait_
+        .as_ref()
+        .map(|(bang, path, for_token)| quote!(#bang #path #for_token));
+    let tokens = quote! {
+        #(#attrs)*
+        #defaultness #unsafety #impl_token #generics #trait_ #self_ty #where_clause {
+            #body
+        }
+    };
+    with_errors(&tokens, cx)
+}
+
+fn with_errors(tokens: &TokenStream, cx: Ctxt) -> TokenStream {
+    let errors = cx.check().err().map(|error| error.to_compile_error());
+    quote!(#tokens #errors)
+}
+
+/// The function as written, `#[args]` stripped; `async` because the
+/// handler awaits it, whether or not its own body awaits anything.
+fn written_back(tool: &ToolFn) -> TokenStream {
+    let mut item = tool.item.clone();
+    if item.sig.asyncness.is_some() {
+        item.attrs
+            .push(syn::parse_quote!(#[allow(clippy::unused_async)]));
+    }
+    item.into_token_stream()
+}
+
+/// `NAME_tool`, for the function `NAME`.
+fn builder_ident(tool: &ToolFn) -> Ident {
+    format_ident!("{}_tool", tool.ident().unraw())
+}
+
+/// On error: `NAME_tool()` that builds a tool of the name, so callers
+/// still compile and only the real errors are reported.
+fn stub(tool: &ToolFn) -> TokenStream {
+    let vis = &tool.item.vis;
+    let ident = builder_ident(tool);
+    let name = &tool.name;
+    quote! {
+        #vis fn #ident() -> ::wymcp::Tool {
+            ::wymcp::Tool::new(#name)
+        }
+    }
+}
+
+/// `NAME_tool()`: the tool built with wymcp's builder. `in_impl`: the
+/// function sits in a `#[tools]` impl, so one without `&self` is called as
+/// `Self::NAME`.
+fn builder(tool: &ToolFn, in_impl: bool) -> TokenStream {
+    let vis = &tool.item.vis;
+    let ident = tool.ident();
+    let builder_ident = builder_ident(tool);
+    let name = &tool.name;
+    let arguments = Ident::new("arguments", Span::mixed_site());
+    let context = Ident::new("context", Span::mixed_site());
+    let state = Ident::new("state", Span::mixed_site());
+
+    let fields: Vec<_> = tool
+        .params
+        .iter()
+        .filter_map(|param| match param {
+            Param::Arg { ident, ty, docs } => Some(quote!(#(#docs)* #ident: #ty)),
+            _ => None,
+        })
+        .collect();
+    let whole = tool.params.iter().find_map(|param| match param {
+        Param::Whole { ty } => Some(ty),
+        _ => None,
+    });
+    let (definition, argument_type) = if let Some(ty) = whole {
+        (TokenStream::new(), ty.to_token_stream())
+    } else if fields.is_empty() {
+        (TokenStream::new(), quote!(::wymcp::NoArgs))
+    } else {
+        let struct_ident = format_ident!("{}Arguments", camel(&ident.unraw().to_string()));
+        let definition = quote! {
+            #[derive(::wymcp::__private::serde::Deserialize, ::wymcp::__private::schemars::JsonSchema)]
+            #[serde(crate = "::wymcp::__private::serde")]
+            #[schemars(crate = "::wymcp::__private::schemars")]
+            struct #struct_ident {
+                #(#fields,)*
+            }
+        };
+        (definition, struct_ident.into_token_stream())
+    };
+
+    let passed = tool.params.iter().map(|param| match param {
+        Param::Arg { ident, .. } => quote!(#arguments.#ident),
+        Param::Whole { .. } => quote!(#arguments),
+        Param::Context { by_ref: true } => quote!(&#context),
+        Param::Context { by_ref: false } => quote!(#context),
+    });
+    let (take_state, call) = if tool.method {
+        (
+            quote!(let #state = ::wymcp::__private::state_of::<Self>(&#context);),
+            quote!(#state.#ident(#(#passed),*)),
+        )
+    } else if in_impl {
+        (TokenStream::new(), quote!(Self::#ident(#(#passed),*)))
+    } else {
+        (TokenStream::new(), quote!(#ident(#(#passed),*)))
+    };
+    // The handler's bounds on the answer are reported at the return type too.
+    let output_span = match &tool.answer {
+        Answer::Fallible(ty) | Answer::Infallible(ty) => ty.span(),
+        Answer::Nothing => Span::call_site(),
+    };
+    let handler = Ident::new("handler", output_span);
+    let answer = match &tool.answer {
+        Answer::Fallible(ty) => {
+            quote_spanned!(ty.span()=> ::wymcp::__private::tool_fallible(#call.await))
+        }
+        Answer::Infallible(ty) => {
+            quote_spanned!(ty.span()=> ::wymcp::__private::tool_infallible(#call.await))
+        }
+        Answer::Nothing => unreachable!("reported, and stubbed"),
+    };
+
+    let keys = &tool.keys;
+    let mut chain = quote!(::wymcp::Tool::new(#name));
+    if let Some(title) = &keys.title {
+        chain.extend(quote!(.title(#title)));
+    }
+    let description = keys
+        .description
+        .as_ref()
+        .map(syn::LitStr::value)
+        .or_else(|| tool.docs.clone());
+    if let Some(description) = description {
+        chain.extend(quote!(.description(#description)));
+    }
+    if !keys.hints.is_empty() {
+        let hints = keys
+            .hints
+            .iter()
+            .map(|(member, value)| quote!((#member, #value)));
+        chain.extend(quote!(.annotations(::wymcp::__private::tool_annotations(&[#(#hints),*]))));
+    }
+    for icon in &keys.icons {
+        chain.extend(quote!(.icon(::wymcp::Icon::new(#icon))));
+    }
+    if !keys.scopes.is_empty() {
+        let scopes = &keys.scopes;
+        chain.extend(quote!(.scopes([#(#scopes),*])));
+    }
+
+    let answered_by = if tool.method || in_impl {
+        format!("[`{ident}`](Self::{ident})")
+    } else {
+        format!("[`{ident}`]")
+    };
+    let doc = format!(
+        " The tool `{name}`, answered by {answered_by} (generated by `#[wymcp::tool]`): \
+         register it with `ServerBuilder::tool`."
+    );
+    let uses_context = tool.method
+        || tool
+            .params
+            .iter()
+            .any(|p| matches!(p, Param::Context { .. }));
+    let arguments_pattern = if whole.is_some() || !fields.is_empty() {
+        arguments.to_token_stream()
+    } else {
+        quote!(_)
+    };
+    let context_pattern = if uses_context {
+        context.to_token_stream()
+    } else {
+        quote!(_)
+    };
+    quote! {
+        #[doc = #doc]
+        #[must_use]
+        #vis fn #builder_ident() -> ::wymcp::Tool {
+            #definition
+            #chain.#handler(|#arguments_pattern: #argument_type, #context_pattern: ::wymcp::Context| async move {
+                #take_state
+                #answer
+            })
+        }
+    }
+}
+
+/// `add_note` → `AddNote`.
+fn camel(snake: &str) -> String {
+    snake
+        .split('_')
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            let mut chars = part.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_uppercase().chain(chars).collect()
+            })
+        })
+        .collect()
+}
