@@ -273,6 +273,15 @@ fn error_value(error: &RpcError) -> Value {
     out
 }
 
+/// What every task method checks first: the extension declared, then a
+/// `taskId` this server could have minted; the id.
+fn addressed(call: &Call<'_>, method: &str) -> Result<String, RpcError> {
+    if !declared(call.params.as_ref()) {
+        return Err(undeclared(method));
+    }
+    task_id(call.params.as_ref()).map(str::to_owned)
+}
+
 /// The task's id of a task method's params, when it is one this server
 /// could have minted (32 lowercase hex digits); any other is unknown.
 fn task_id(params: Option<&Value>) -> Result<&str, RpcError> {
@@ -752,11 +761,8 @@ impl Tasks {
 
     /// `tasks/get`: the detailed task.
     pub(crate) fn get(self: &Arc<Self>, call: &Call<'_>, finishing: &Arc<Finishing>) -> Answer {
-        if !declared(call.params.as_ref()) {
-            return undeclared("tasks/get").into();
-        }
-        let id = match task_id(call.params.as_ref()) {
-            Ok(id) => id.to_owned(),
+        let id = match addressed(call, "tasks/get") {
+            Ok(id) => id,
             Err(error) => return error.into(),
         };
         let caller = call.subject().to_owned();
@@ -792,11 +798,8 @@ impl Tasks {
     /// `tasks/update`: answers to the task's pending input requests; once
     /// none is pending, its handler's next round runs here.
     pub(crate) fn update(self: &Arc<Self>, call: &Call<'_>, env: Env<'_>) -> Answer {
-        if !declared(call.params.as_ref()) {
-            return undeclared("tasks/update").into();
-        }
-        let id = match task_id(call.params.as_ref()) {
-            Ok(id) => id.to_owned(),
+        let id = match addressed(call, "tasks/update") {
+            Ok(id) => id,
             Err(error) => return error.into(),
         };
         let responses = match call.params.as_ref().and_then(|p| p.get("inputResponses")) {
@@ -910,11 +913,8 @@ impl Tasks {
     /// `tasks/cancel`: the task settles `cancelled`; its handler, here or
     /// on the replica running it (at its next heartbeat), is dropped.
     pub(crate) fn cancel(self: &Arc<Self>, call: &Call<'_>, finishing: &Arc<Finishing>) -> Answer {
-        if !declared(call.params.as_ref()) {
-            return undeclared("tasks/cancel").into();
-        }
-        let id = match task_id(call.params.as_ref()) {
-            Ok(id) => id.to_owned(),
+        let id = match addressed(call, "tasks/cancel") {
+            Ok(id) => id,
             Err(error) => return error.into(),
         };
         let caller = call.subject().to_owned();
