@@ -104,7 +104,7 @@ pub fn server(reader: &str, writer: &str) -> Result<Server, wymcp::BuildError> {
         let text = text.ok_or(HandlerError::resource_not_found(&uri))?;
         Ok(vec![ResourceContents::text(uri, text)])
     });
-    let prompt = Prompt::new("summarise_note").scopes(["notes:read"]);
+    let prompt = Prompt::new("summarize").scopes(["notes:read"]);
     let prompt = prompt.handler(|note: NoteId, cx: Context| async move {
         let text = cx.state::<Notes>().book().get(&note.id).cloned();
         let text = text.ok_or(HandlerError::invalid_params("no such note"))?;

@@ -142,7 +142,7 @@ async fn resources_and_the_prompt_read_the_notes() {
         assert_eq!(failure.code, Some(-32602), "{uri}: {failure}");
     }
     let prompt = reader
-        .get_prompt("summarise_note", json!({"id": "1"}))
+        .get_prompt("summarize", json!({"id": "1"}))
         .await
         .unwrap();
     let text = prompt["messages"][0]["content"]["text"].as_str().unwrap();
