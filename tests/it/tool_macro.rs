@@ -56,8 +56,8 @@ async fn look_up(#[args] search: Search, cx: &Context) -> Result<ToolResult, Han
     )))
 }
 
-/// Takes nothing.
-#[wymcp::tool]
+/// Takes nothing, and may run as a task.
+#[wymcp::tool(task = "optional")]
 async fn ping() -> ToolResult {
     ToolResult::text("pong")
 }
@@ -141,7 +141,7 @@ fn named<'a>(tools: &'a [Value], name: &str) -> &'a Value {
 }
 
 /// Rule: the name is the function's (or `name = …`), the description its
-/// doc comment, the title and hints its keys; named parameters are the
+/// doc comment, the title, hints and task support its keys; named parameters are the
 /// properties of the `inputSchema`, an `Option` optional; a `Structured<T>`
 /// answer gives the `outputSchema`.
 #[tokio::test]
@@ -188,6 +188,11 @@ async fn the_listing_is_read_off_the_function() {
     );
     assert!(look.get("annotations").is_none(), "no hint, no annotations");
 
+    assert!(look.get("execution").is_none(), "no `task`, never a task");
+    assert_eq!(
+        named(&tools, "ping")["execution"],
+        json!({"taskSupport": "optional"})
+    );
     let ping = &named(&tools, "ping")["inputSchema"];
     assert_eq!(ping["type"], "object");
     assert!(

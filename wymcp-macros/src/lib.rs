@@ -166,7 +166,9 @@ fn outside_pipeline(tag: &str, input: TokenStream) -> TokenStream {
 /// `name = "…"`, `title = "…"`, `description = "…"`; the hints `read_only`,
 /// `destructive`, `idempotent`, `open_world` (each a flag, or `= false`),
 /// which become the tool's `annotations`; `icon = "…"` or
-/// `icons = ["…", …]`; `scopes = ["…", …]`, what a caller's token must hold.
+/// `icons = ["…", …]`; `scopes = ["…", …]`, what a caller's token must hold;
+/// `task = "optional"` (or `"required"`, `"forbidden"`, the default), whether
+/// a call may run as a task of the tasks extension (`TaskSupport`).
 ///
 /// # Mistakes
 ///

@@ -3,8 +3,10 @@
 //! `name`, `title` and `description` take a string; `read_only`,
 //! `destructive`, `idempotent` and `open_world` are flags (`read_only`, or
 //! `read_only = false`); `icon` takes a string, `icons` and `scopes` a list
-//! of strings (or one). A key is given once; every mistake is recorded and
-//! the keys after it are still read.
+//! of strings (or one); `task` is `"optional"`, `"required"` or
+//! `"forbidden"` (the tasks extension's `execution.taskSupport`). A key is
+//! given once; every mistake is recorded and the keys after it are still
+//! read.
 
 use proc_macro2::TokenStream;
 use quote::ToTokens;
@@ -26,6 +28,14 @@ pub const DESCRIPTION: &str = "description";
 pub const ICON: &str = "icon";
 pub const ICONS: &str = "icons";
 pub const SCOPES: &str = "scopes";
+pub const TASK: &str = "task";
+
+/// The values of `task`, and the `TaskSupport` variant each names.
+pub const TASK_SUPPORT: [(&str, &str); 3] = [
+    ("optional", "Optional"),
+    ("required", "Required"),
+    ("forbidden", "Forbidden"),
+];
 
 /// The four behaviour hints: the key, and the member of `annotations` it sets.
 pub const HINTS: [(&str, &str); 4] = [
@@ -37,7 +47,7 @@ pub const HINTS: [(&str, &str); 4] = [
 
 /// Every key, in the order the messages list them.
 const KEYS: &str = "`name`, `title`, `description`, `read_only`, `destructive`, `idempotent`, \
-                    `open_world`, `icon`, `icons`, `scopes`";
+                    `open_world`, `icon`, `icons`, `scopes`, `task`";
 
 /// What the keys of one `#[tool]` said.
 #[derive(Debug, Default, Clone)]
@@ -49,6 +59,8 @@ pub struct Keys {
     pub hints: Vec<(&'static str, LitBool)>,
     pub icons: Vec<LitStr>,
     pub scopes: Vec<LitStr>,
+    /// The `TaskSupport` variant `task` names, at the value's span.
+    pub task: Option<syn::Ident>,
 }
 
 /// Whether an attribute is `#[tool]` (or `#[wymcp::tool]`).
@@ -148,6 +160,19 @@ fn read_key(cx: &Ctxt, key: &str, meta: &ParseNestedMeta<'_>, keys: &mut Keys) -
         ICON => keys.icons.push(string(meta, key)?),
         ICONS => keys.icons.extend(strings(meta, key)?),
         SCOPES => keys.scopes.extend(strings(meta, key)?),
+        TASK => {
+            let value = string(meta, key)?;
+            match TASK_SUPPORT.iter().find(|(v, _)| *v == value.value()) {
+                Some((_, variant)) => keys.task = Some(syn::Ident::new(variant, value.span())),
+                None => cx.error_spanned_by(
+                    &value,
+                    format!(
+                        "`task` in `#[tool]` is \"optional\", \"required\" or \"forbidden\", not {:?}",
+                        value.value()
+                    ),
+                ),
+            }
+        }
         _ => {
             cx.error_spanned_by(
                 &meta.path,

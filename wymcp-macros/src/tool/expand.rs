@@ -307,6 +307,9 @@ fn builder(tool: &ToolFn, in_impl: bool) -> TokenStream {
         let scopes = &keys.scopes;
         chain.extend(quote!(.scopes([#(#scopes),*])));
     }
+    if let Some(task) = &keys.task {
+        chain.extend(quote!(.task_support(::wymcp::TaskSupport::#task)));
+    }
 
     let answered_by = if tool.method || in_impl {
         format!("[`{ident}`](Self::{ident})")

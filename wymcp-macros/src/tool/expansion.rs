@@ -40,7 +40,12 @@ macro_rules! assert_expansion {
 #[test]
 fn a_tool_with_named_arguments_and_keys() {
     assert_expansion!(expand_tool(
-        quote!(read_only, title = "Add", scopes = ["math"]),
+        quote!(
+            read_only,
+            title = "Add",
+            scopes = ["math"],
+            task = "optional"
+        ),
         quote! {
             /// Adds two integers.
             pub async fn add(

@@ -191,7 +191,35 @@ fn unknown_and_repeated_keys_are_refused() {
     );
     assert_one_error(quote!(title = 3), item.clone(), "is a string literal");
     assert_one_error(quote!(read_only = "yes"), item.clone(), "is a flag");
-    assert_one_error(quote!(name = ""), item, "is empty");
+    assert_one_error(quote!(name = ""), item.clone(), "is empty");
+    assert_one_error(
+        quote!(task = "sometimes"),
+        item,
+        "is \"optional\", \"required\" or \"forbidden\"",
+    );
+}
+
+#[test]
+fn task_names_the_task_support() {
+    let item = quote!(
+        async fn f() -> ToolResult {
+            todo!()
+        }
+    );
+    for (value, variant) in [
+        ("optional", "Optional"),
+        ("required", "Required"),
+        ("forbidden", "Forbidden"),
+    ] {
+        let (tool, errors) = run(quote!(task = #value), item.clone());
+        assert_eq!(errors, Vec::<String>::new());
+        assert_eq!(
+            tool.keys.task.map(|t| t.to_string()).as_deref(),
+            Some(variant)
+        );
+    }
+    let (tool, _) = run(quote!(), item);
+    assert!(tool.keys.task.is_none());
 }
 
 #[test]
