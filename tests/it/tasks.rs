@@ -82,7 +82,10 @@ pub fn task_tools(builder: ServerBuilder, dropped: Arc<AtomicBool>) -> ServerBui
                 .handler(|_: NoArgs, cx| async move {
                     let inputs = cx.inputs();
                     if let (Some(a), Some(b)) = (inputs.accepted("a"), inputs.accepted("b")) {
-                        return Ok(ToolResult::text(format!("{} and {}", a["v"], b["v"])));
+                        // How many answers the round handed over: only the asked keys.
+                        let answers = inputs.responses().len();
+                        let text = format!("{} and {} ({answers} answers)", a["v"], b["v"]);
+                        return Ok(ToolResult::text(text));
                     }
                     let schema = json!({"type": "object", "properties": {"v": {"type": "string"}}});
                     let ask = cx
@@ -383,7 +386,7 @@ async fn input_required_inside_a_task_resumes_through_update() {
     let ack = send(&router, update(4, json!({"b": answer("two")}))).await;
     ack.ok(&json!(4));
     let done = poll(&router, &id, "completed").await;
-    assert_eq!(done["result"]["content"][0]["text"], "\"one\" and \"two\"");
+    assert_eq!(done["result"]["content"][0]["text"], "\"one\" and \"two\" (2 answers)");
     // An update of a finished task changes nothing and is acknowledged.
     let late = send(&router, update(5, json!({"a": answer("late")}))).await;
     late.ok(&json!(5));
@@ -547,7 +550,7 @@ async fn a_task_is_served_by_any_server_sharing_the_store() {
         .capabilities(declaring());
     send(&rb, update).await.ok(&json!(2));
     let done = poll(&ra, &id, "completed").await;
-    assert_eq!(done["result"]["content"][0]["text"], "\"x\" and \"y\"");
+    assert_eq!(done["result"]["content"][0]["text"], "\"x\" and \"y\" (2 answers)");
 
     let long = send(&ra, call(3, "wait", json!({"ms": 60_000}))).await;
     let id = long.ok(&json!(3))["taskId"].as_str().unwrap().to_owned();
