@@ -219,7 +219,10 @@ async fn a_task_is_served_by_every_replica_sharing_redis() {
         .capabilities(crate::tasks::declaring());
     send(&rb, update).await.ok(&json!(2));
     let done = poll(&ra, &id, "completed").await;
-    assert_eq!(done["result"]["content"][0]["text"], "\"x\" and \"y\" (2 answers)");
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        "\"x\" and \"y\" (2 answers)"
+    );
 
     let long = send(&ra, call(3, "wait", json!({"ms": 60_000}))).await;
     let id = long.ok(&json!(3))["taskId"].as_str().unwrap().to_owned();

@@ -386,7 +386,10 @@ async fn input_required_inside_a_task_resumes_through_update() {
     let ack = send(&router, update(4, json!({"b": answer("two")}))).await;
     ack.ok(&json!(4));
     let done = poll(&router, &id, "completed").await;
-    assert_eq!(done["result"]["content"][0]["text"], "\"one\" and \"two\" (2 answers)");
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        "\"one\" and \"two\" (2 answers)"
+    );
     // An update of a finished task changes nothing and is acknowledged.
     let late = send(&router, update(5, json!({"a": answer("late")}))).await;
     late.ok(&json!(5));
@@ -550,7 +553,10 @@ async fn a_task_is_served_by_any_server_sharing_the_store() {
         .capabilities(declaring());
     send(&rb, update).await.ok(&json!(2));
     let done = poll(&ra, &id, "completed").await;
-    assert_eq!(done["result"]["content"][0]["text"], "\"x\" and \"y\" (2 answers)");
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        "\"x\" and \"y\" (2 answers)"
+    );
 
     let long = send(&ra, call(3, "wait", json!({"ms": 60_000}))).await;
     let id = long.ok(&json!(3))["taskId"].as_str().unwrap().to_owned();
