@@ -37,6 +37,7 @@ use crate::auth::AuthConfig;
 use crate::exchange::Exchange;
 use crate::origin::ClientAddr;
 use crate::protocol::error::{ErrorCode, RpcError};
+use crate::protocol::headers::MCP_SESSION_ID;
 use crate::protocol::jsonrpc::{MessageKind, MessageSource};
 use crate::protocol::revision::Era;
 use crate::reply::{self, Flow, Rejection, Rejector, Response};
@@ -44,6 +45,7 @@ use crate::sse;
 use crate::stage::Stage;
 use crate::surface::Over;
 use crate::surface::call::{Answer, Call, Emitted, Outcome, Running, take};
+use crate::surface::mid_call::Refused;
 use crate::trace;
 
 /// Hands the message to the surface; see the module documentation.
@@ -74,6 +76,16 @@ impl Stage for Dispatch {
             client: ex.parts.extensions.get::<ClientAddr>().map(|c| c.0),
             raw: ex.bytes.clone(),
             span: ex.span.clone(),
+            // A 2025 client's session token (2026-07-28 requests ignore it).
+            session: match era {
+                Era::Legacy => ex
+                    .parts
+                    .headers
+                    .get(MCP_SESSION_ID)
+                    .and_then(|v| v.to_str().ok()),
+                Era::Modern => None,
+            },
+            declared: None,
         };
         let answer = ex.server().surface.answer(call);
         let auth = ex.server().auth_config();
@@ -118,7 +130,39 @@ async fn respond(
             rejector.response(Rejection::of(status, error).header(header::RETRY_AFTER, seconds))
         }
         Answer::Running(running) => run(running, rejector, era).await,
+        Answer::Session(outcome, token) => {
+            let mut response = finished(outcome, &rejector, era);
+            if let Ok(value) = HeaderValue::try_from(token) {
+                response.headers_mut().insert(MCP_SESSION_ID, value);
+            }
+            response
+        }
+        Answer::Refused(refused) => refusal(&rejector, refused),
+        Answer::Delivery(delivery) => match delivery.0.await {
+            Ok(()) => reply::accepted(),
+            Err(refused) => refusal(&rejector, refused),
+        },
     }
+}
+
+/// The HTTP answer to a 2025 message the surface refused: `404` for a
+/// session token that does not open (2025-11-25: a session the server does
+/// not know), `403` for another caller's response, `503` (with
+/// `Retry-After`) when the replica holding the call cannot be reached,
+/// `400` for every other response it cannot accept; the body a JSON-RPC
+/// error whose id is null (a response is no request).
+fn refusal(rejector: &Rejector, refused: Refused) -> Response {
+    let status = match refused {
+        Refused::Session => StatusCode::NOT_FOUND,
+        Refused::Caller => StatusCode::FORBIDDEN,
+        Refused::Unreachable => StatusCode::SERVICE_UNAVAILABLE,
+        Refused::Unknown | Refused::Late | Refused::NoWaiter => StatusCode::BAD_REQUEST,
+    };
+    let mut rejection = Rejection::of(status, refused.rpc_error());
+    if refused == Refused::Unreachable {
+        rejection = rejection.header(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    rejector.response(rejection)
 }
 
 /// `403` `insufficient_scope` for a call of `what`, whose item requires

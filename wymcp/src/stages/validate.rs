@@ -55,8 +55,10 @@ use http::StatusCode;
 
 use crate::exchange::Exchange;
 use crate::protocol::error::ErrorCode;
+use crate::protocol::jsonrpc::{MessageKind, is_response};
+use crate::protocol::revision::Era;
 use crate::protocol::revision::Revision;
-use crate::protocol::validation::{check, revision_for};
+use crate::protocol::validation::{check, check_response, revision_for};
 use crate::reply::Flow;
 use crate::reply::Rejection;
 use crate::stage::{Stage, StageKind};
@@ -112,6 +114,14 @@ fn validate(ex: &Exchange<'_>) -> Flow {
             "the chain runs Validate before the parse step and classification",
         ));
     };
+    // A 2025 client's answer to a request the server sent mid-call: held to
+    // the JSON-RPC response envelope, then Dispatch hands it to the call.
+    if kind == MessageKind::Unknown && ex.era == Era::Legacy && is_response(message) {
+        return match check_response(message) {
+            Ok(()) => Flow::Continue,
+            Err(error) => ex.reject(Rejection::of(StatusCode::BAD_REQUEST, error)),
+        };
+    }
     match check(ex.server().schemas(), Validate::revision(ex), kind, message) {
         Ok(()) => Flow::Continue,
         Err(error) => ex.reject(Rejection::of(StatusCode::BAD_REQUEST, error)),
