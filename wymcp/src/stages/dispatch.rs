@@ -17,7 +17,19 @@
 //!   through the one rejection sender, whose HTTP status the era decides —
 //!   2026-07-28 gives every JSON-RPC error a status of its own (-32601 is
 //!   404, -32603 is 500, every other 400), a 2025 client reads errors from
-//!   a `200 OK`. No session id is ever issued.
+//!   a `200 OK`.
+//! * A 2025 client's `initialize` that declared something a server may ask
+//!   mid-call is answered with an `Mcp-Session-Id`: a sealed token of those
+//!   capabilities, not a session (nothing is stored; see
+//!   [`mid_call`](crate::surface::mid_call)). Dispatch hands the token of a
+//!   later 2025 request to the surface, which opens it (`404` when it does
+//!   not open); a 2026-07-28 request's is ignored.
+//! * A 2025 client's JSON-RPC response (its answer to a request a call sent
+//!   mid-call; Validate held it to the response envelope) is handed to the
+//!   waiting call: `202 Accepted`, empty body, once the call has it; else
+//!   `400` (not this server's id, too late, nobody waits), `403` (another
+//!   caller's) or `503` (the replica holding the call unreachable), each
+//!   with a JSON-RPC error whose id is null.
 //! * A handler that sends progress or log notifications gets them delivered
 //!   on its request's answer: the answer stays plain JSON (status included)
 //!   unless the handler sends something before it finishes; then it is a

@@ -21,6 +21,14 @@
 //! notification (it carries an id it must not), or a notification whose method
 //! is a request (it has no id to answer), is 400/-32600 naming `/id`.
 //!
+//! **A 2025 client's response.** A body classification tagged `unknown`
+//! that is shaped as a JSON-RPC response, from a 2025 client, is the answer
+//! to a request a call sent mid-call: it is held to the response envelope
+//! (`jsonrpc: "2.0"`, the string id the server sent, a `result` object or
+//! an `error` object; 400/-32600 naming the pointer otherwise) and let
+//! through to Dispatch, which hands it to the waiting call. A 2026-07-28
+//! response is refused as every other `unknown` body.
+//!
 //! **What it lets through.** A method the revision's schema does not define
 //! for clients — unknown (`foo/bar`), removed on 2026-07-28 (`initialize`,
 //! `ping`, `logging/setLevel`, `resources/subscribe`, …), or server-to-client
