@@ -115,6 +115,7 @@ fn authenticated() -> Arc<Server> {
 }
 
 /// A 2025 `initialize` declaring `capabilities`.
+#[allow(clippy::needless_pass_by_value)] // `json!` reads it
 pub fn initialize(capabilities: Value) -> Req {
     Req::legacy(1, "initialize").params(json!({
         "protocolVersion": "2025-11-25", "capabilities": capabilities,
@@ -185,6 +186,7 @@ impl Stream {
 }
 
 /// The client's answer to the request `id`, as a 2025 client POSTs it.
+#[allow(clippy::needless_pass_by_value)] // `json!` reads it
 pub fn answer(id: &Value, result: Value, session: &str) -> Req {
     Req::body(json!({"jsonrpc": "2.0", "id": id, "result": result}))
         .bind(Era::Legacy)

@@ -101,7 +101,7 @@ pub(crate) fn check_response(message: &Value) -> Result<(), RpcError> {
     match (message.get("result"), message.get("error")) {
         (Some(Value::Object(_)), None) => Ok(()),
         (None, Some(Value::Object(error)))
-            if error.get("code").is_some_and(|c| c.is_i64())
+            if error.get("code").is_some_and(Value::is_i64)
                 && error.get("message").is_some_and(Value::is_string) =>
         {
             Ok(())

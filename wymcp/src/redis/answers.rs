@@ -170,7 +170,7 @@ impl Relay {
     /// One message on this replica's channel: an acknowledgement of an
     /// answer it forwarded, or another replica's answer for one of its
     /// calls (handed over, then acknowledged to its sender).
-    async fn heard(&self, feed: &AnswerFeed, payload: &[u8]) {
+    fn heard(&self, feed: &AnswerFeed, payload: &[u8]) {
         let Ok(message) = serde_json::from_slice::<Value>(payload) else {
             return;
         };
@@ -226,7 +226,7 @@ async fn listen(relay: Relay, channel: String, feed: AnswerFeed, health: Arc<Hea
                                 health.failed("answer subscriber", &"the subscription ended");
                                 break;
                             };
-                            relay.heard(&feed, message.get_payload_bytes()).await;
+                            relay.heard(&feed, message.get_payload_bytes());
                         }
                         _ = ping.tick() => {
                             if feed.is_closed() {

@@ -278,7 +278,8 @@ impl Connection {
             declared: None,
         };
         match self.server.surface.answer(call) {
-            Answer::Accepted => {}
+            // Responses never reach the surface over stdio.
+            Answer::Accepted | Answer::Delivery(_) => {}
             Answer::Done(outcome) | Answer::Session(outcome, _) => {
                 if matches!(outcome, Outcome::Result(_)) && negotiated.is_some() {
                     self.negotiated = negotiated;
@@ -311,12 +312,10 @@ impl Connection {
             }
             // Over stdio there is no `Retry-After`: the error says it all.
             Answer::Busy { error, .. } => self.refuse(&id, &error, Check::Surface).await,
-            // Responses never reach the surface over stdio, and a call here
-            // carries no session token; refused should one ever.
+            // A call here carries no session token; refused should one ever.
             Answer::Refused(refused) => {
                 self.refuse(&id, &refused.rpc_error(), Check::Surface).await;
             }
-            Answer::Delivery(_) => {}
         }
     }
 
