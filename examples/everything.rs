@@ -841,11 +841,13 @@ fn server(
         builder = builder.task_limits(wymcp::TaskLimits::default().lease(lease, lease / 3));
     }
     if let Some(url) = redis {
-        // Replicas share Redis: the change bus and the task store.
+        // Replicas share Redis: the change bus, a 2025 client's answers to
+        // mid-call requests, and the task store.
         REPLICATED.store(true, std::sync::atomic::Ordering::Relaxed);
         let config = wymcp::redis::RedisConfig::default();
         builder = builder
             .change_relay(wymcp::redis::RedisBus::new(url, config.clone())?)
+            .answer_relay(wymcp::redis::RedisAnswers::new(url, config.clone())?)
             .task_store(wymcp::redis::RedisTaskStore::new(url, config)?);
     }
     Ok(builder.build()?)

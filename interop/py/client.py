@@ -57,7 +57,20 @@ async def main(target: str, mode: str) -> int:
         defaults = {name: field["default"] for name, field in fields.items() if "default" in field}
         return types.ElicitResult(action="accept", content=defaults or {"name": "Alice"})
 
-    client = Client(server, mode=mode, elicitation_callback=on_elicit, read_timeout_seconds=20)
+    sampled = 0
+
+    # Sampling: over MRTR on 2026-07-28; for a 2025 client, a
+    # sampling/createMessage request the server sends in the middle of the call.
+    async def on_sample(_ctx: object, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        nonlocal sampled
+        sampled += 1
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="py-sampled"), model="interop"
+        )
+
+    client = Client(
+        server, mode=mode, elicitation_callback=on_elicit, sampling_callback=on_sample, read_timeout_seconds=20
+    )
     try:
         async with client:
             version = client.protocol_version
@@ -160,6 +173,34 @@ async def main(target: str, mode: str) -> int:
                     return "no event on the listen stream within 10 s of the tool list change"
 
                 await run.check("subscriptions/listen list_changed after test_trigger_tool_change", listen)
+            elif binary is None:
+                # A 2025 client over HTTP: the server sends elicitation/create and
+                # sampling/createMessage on the call's own SSE stream, the SDK
+                # answers through the callbacks with a POST, and the call answers.
+
+                async def mid_call_elicitation() -> str | None:
+                    before = elicited
+                    result = await client.call_tool("test_elicitation", {"message": "Who are you?"})
+                    if elicited == before:
+                        return "the elicitation callback was never asked"
+                    text = first_text(result.content) or ""
+                    if result.is_error:
+                        return f"isError: {text}"
+                    return None if "action=accept" in text and "Alice" in text else f"unexpected answer: {text}"
+
+                await run.check("mid-call elicitation/create (2025) tools/call test_elicitation", mid_call_elicitation)
+
+                async def mid_call_sampling() -> str | None:
+                    before = sampled
+                    result = await client.call_tool("test_sampling", {"prompt": "Say something"})
+                    if sampled == before:
+                        return "the sampling callback was never asked"
+                    text = first_text(result.content) or ""
+                    if result.is_error:
+                        return f"isError: {text}"
+                    return None if "py-sampled" in text else f"unexpected answer: {text}"
+
+                await run.check("mid-call sampling/createMessage (2025) tools/call test_sampling", mid_call_sampling)
     except Exception as err:  # noqa: BLE001 - a failed connect or close is one more FAIL line
         run.failed += 1
         print(f"FAIL {run.tag} session: {describe(err)}", flush=True)

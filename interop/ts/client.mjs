@@ -66,7 +66,7 @@ const modern = mode !== 'legacy';
 const versionNegotiation = { mode: modern ? { pin: '2026-07-28' } : 'legacy' };
 const client = new Client(
     { name: 'wymcp-interop-ts', version: '1.0.0' },
-    { versionNegotiation, capabilities: { elicitation: { form: {} } } },
+    { versionNegotiation, capabilities: { elicitation: { form: {} }, sampling: {} } },
 );
 
 // The form's own defaults, as a user accepting a form unchanged sends them.
@@ -88,6 +88,14 @@ client.setRequestHandler('elicitation/create', async (request) => {
     const defaults = defaultsOf(request.params?.requestedSchema);
     if (Object.keys(defaults).length > 0) return { action: 'accept', content: defaults };
     return { action: 'accept', content: { name: 'Alice' } };
+});
+
+// Sampling: over MRTR on 2026-07-28; for a 2025 client, a
+// sampling/createMessage request the server sends in the middle of the call.
+let sampled = 0;
+client.setRequestHandler('sampling/createMessage', async () => {
+    sampled += 1;
+    return { role: 'assistant', content: { type: 'text', text: 'ts-sampled' }, model: 'interop' };
 });
 
 let connected = false;
@@ -196,6 +204,27 @@ if (connected) {
             if (result.isError) return `isError: ${firstText(result.content)}`;
             const text = firstText(result.content);
             return text ? undefined : `no text content after the round: ${JSON.stringify(result)}`;
+        });
+    }
+    if (!modern && !target.startsWith('stdio:')) {
+        // A 2025 client over HTTP: the server sends elicitation/create and
+        // sampling/createMessage on the call's own SSE stream, the SDK answers
+        // through its handlers with a POST, and the call answers.
+        await check('mid-call elicitation/create (2025) tools/call test_elicitation', async () => {
+            const before = elicited;
+            const result = await client.callTool({ name: 'test_elicitation', arguments: { message: 'Who are you?' } });
+            if (elicited === before) return 'the elicitation handler was never asked';
+            const text = firstText(result.content) ?? '';
+            if (result.isError) return `isError: ${text}`;
+            return text.includes('action=accept') && text.includes('Alice') ? undefined : `unexpected answer: ${text}`;
+        });
+        await check('mid-call sampling/createMessage (2025) tools/call test_sampling', async () => {
+            const before = sampled;
+            const result = await client.callTool({ name: 'test_sampling', arguments: { prompt: 'Say something' } });
+            if (sampled === before) return 'the sampling handler was never asked';
+            const text = firstText(result.content) ?? '';
+            if (result.isError) return `isError: ${text}`;
+            return text.includes('ts-sampled') ? undefined : `unexpected answer: ${text}`;
         });
     }
     await client.close().catch(() => {});

@@ -48,6 +48,7 @@ mod layers;
 mod legacy;
 mod listen;
 mod memory;
+mod mid_call;
 mod mrtr;
 mod notes;
 mod order;

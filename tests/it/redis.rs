@@ -13,7 +13,7 @@ use http::StatusCode;
 use serde_json::{Value, json};
 use tracing::Subscriber;
 use tracing_subscriber::layer::{Context as LayerContext, Layer, SubscriberExt as _};
-use wymcp::redis::{RedisBus, RedisConfig, RedisTaskStore};
+use wymcp::redis::{RedisAnswers, RedisBus, RedisConfig, RedisTaskStore};
 use wymcp::{Change, Server, TaskLimits};
 
 use crate::support::{RedisServer, Req, chain, send};
@@ -320,4 +320,69 @@ async fn the_task_store_answers_500_in_time_while_redis_is_away() {
     }
     let id = created.expect("the store works again once Redis is back");
     assert_eq!(poll(&router, &id, "completed").await["status"], "completed");
+}
+
+/// A replica answering 2025 calls: the mid-call tools, answers relayed
+/// through `redis`, and the deployment's shared sealing key (which opens
+/// every replica's session tokens and request ids).
+fn answering(redis: &RedisServer) -> Arc<Server> {
+    let key = wymcp::mrtr::SealingKey::new("shared", [7u8; 32]).unwrap();
+    let builder = Server::builder()
+        .sealing_key(key)
+        .answer_relay(RedisAnswers::new(&redis.url(), quick()).unwrap());
+    Arc::new(crate::mid_call::tools(builder).build().unwrap())
+}
+
+/// Rule: a 2025 client's answer that lands on another replica reaches the
+/// call waiting on the first, through Redis (`202`, and the call answers
+/// on its own stream); one whose replica is gone finds nobody (`400`,
+/// -32600, `id: null`, `data.reason: "no_waiter"`).
+#[tokio::test]
+async fn an_answer_reaches_its_call_on_another_replica() {
+    use crate::mid_call::{Stream, answer, call, initialize, refused};
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let (a, b) = (answering(&redis), answering(&redis));
+    let (ra, rb) = (chain(a.clone()), chain(b.clone()));
+    // Both replicas listen on a channel of their own.
+    for _ in 0..500 {
+        let channels = redis.cli(&["PUBSUB", "CHANNELS", "wymcp:changes:answers:*"]);
+        if channels.is_some_and(|c| c.lines().filter(|l| !l.is_empty()).count() == 2) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let init = send(&ra, initialize(json!({"elicitation": {}}))).await;
+    let session = init.header("mcp-session-id").to_owned();
+    let mut stream = Stream::open(&ra, call(8, "ask", &session)).await;
+    let request = stream.next().await.unwrap();
+    assert_eq!(request["method"], "elicitation/create");
+    let elicited = json!({"action": "accept", "content": {"name": "Bea"}});
+    let accepted = send(&rb, answer(&request["id"], elicited.clone(), &session)).await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{accepted:?}");
+    let done = stream.next().await.unwrap();
+    assert_eq!(done["id"], 8);
+    assert_eq!(done["result"]["content"][0]["text"], "hello Bea, round 1");
+    // A call whose replica is gone: its answer finds nobody listening.
+    let mut stream = Stream::open(&ra, call(9, "ask", &session)).await;
+    let request = stream.next().await.unwrap();
+    drop(stream);
+    drop(ra);
+    drop(a);
+    let mut gone = None;
+    for _ in 0..100 {
+        let reply = send(&rb, answer(&request["id"], elicited.clone(), &session)).await;
+        if reply.status != StatusCode::ACCEPTED {
+            gone = Some(reply);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    refused(
+        &gone.expect("the gone replica's channel closes"),
+        StatusCode::BAD_REQUEST,
+        -32600,
+        "no_waiter",
+    );
 }

@@ -71,9 +71,11 @@ pub mod post {
     #[wire_check]
     pub type HeaderBinding = stages::HeaderBinding;
 
-    /// Schema validation: past it, the body is trusted.
+    /// Schema validation: past it, the body is trusted (a 2025 client's
+    /// JSON-RPC response is held to the response envelope).
     pub type Validate = stages::Validate;
 
-    /// Method → its handler.
+    /// Method → its handler; a 2025 client's response → the call waiting
+    /// for it.
     pub type Dispatch = stages::Dispatch;
 }

@@ -64,10 +64,11 @@ pub use serve::{ServeConfig, serve, serve_with};
 pub use server::{BuildError, Limits, Server, ServerBuilder};
 pub use stage::{Role, Stage, StageInfo, StageKind};
 pub use surface::{
-    Annotations, BoxFuture, CacheScope, Catalog, Change, ChangeFeed, ChangeRelay, CompletionRef,
-    CompletionRequest, Completions, Content, Context, DEFAULT_PAGE_SIZE, Emitter, HandlerError,
-    Icon, IconTheme, LEGACY_LOG_LEVEL, ListenLimits, LogLevel, MAX_COMPLETION_VALUES, NoArgs,
-    Prompt, PromptArgs, PromptArgument, PromptMessage, PromptResult, PromptRole, Resource,
-    ResourceContents, ResourceTemplate, ServerInfo, Structured, SurfaceError, TaskLimits,
-    TaskSupport, TemplateVars, Tool, ToolOutput, ToolResult,
+    Annotations, AnswerFeed, AnswerRelay, BoxFuture, CacheScope, Catalog, Change, ChangeFeed,
+    ChangeRelay, CompletionRef, CompletionRequest, Completions, Content, Context,
+    DEFAULT_PAGE_SIZE, Emitter, HandlerError, Icon, IconTheme, LEGACY_LOG_LEVEL, LegacyRequests,
+    ListenLimits, LogLevel, MAX_COMPLETION_VALUES, NoArgs, Prompt, PromptArgs, PromptArgument,
+    PromptMessage, PromptResult, PromptRole, Resource, ResourceContents, ResourceTemplate,
+    ServerInfo, Structured, SurfaceError, TaskLimits, TaskSupport, TemplateVars, Tool, ToolOutput,
+    ToolResult,
 };

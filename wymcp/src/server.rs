@@ -14,9 +14,10 @@ use crate::protocol::headers::HeaderParam;
 use crate::protocol::revision::Revision;
 use crate::protocol::schema::{SchemaError, Schemas};
 use crate::surface::{
-    CachePolicy, CacheScope, Catalog, Change, ChangeBus, ChangeRelay, CompletionRequest,
-    Completions, Context, HandlerError, Icon, ListenLimits, Prompt, Resource, ResourceTemplate,
-    Surface, SurfaceBuilder, SurfaceError, TaskLimits, Tool, boxed_completion,
+    AnswerRelay, CachePolicy, CacheScope, Catalog, Change, ChangeBus, ChangeRelay,
+    CompletionRequest, Completions, Context, HandlerError, Icon, LegacyRequests, ListenLimits,
+    Prompt, Resource, ResourceTemplate, Surface, SurfaceBuilder, SurfaceError, TaskLimits, Tool,
+    boxed_completion,
 };
 use crate::tasks::TaskStore;
 
@@ -585,6 +586,28 @@ impl ServerBuilder {
     #[must_use]
     pub fn listen_limits(mut self, limits: ListenLimits) -> Self {
         self.surface.listen_limits = limits;
+        self
+    }
+
+    /// The limits of a 2025 call's mid-call requests to its client
+    /// (`elicitation/create`, `sampling/createMessage`, `roots/list` sent on
+    /// the call's stream): how long a call waits for an answer, how many
+    /// requests wait at once, how many rounds a call may make, how long the
+    /// `Mcp-Session-Id` given at `initialize` opens (docs/limits.md).
+    #[must_use]
+    pub fn legacy_requests(mut self, limits: LegacyRequests) -> Self {
+        self.surface.legacy_requests = limits;
+        self
+    }
+
+    /// What carries a 2025 client's answer to a mid-call request from the
+    /// replica it reached to the one whose call waits for it (default:
+    /// none, this process alone). Started when the server is built. See
+    /// [`AnswerRelay`]; `wymcp::redis::RedisAnswers` (feature `redis`) is
+    /// the Redis one.
+    #[must_use]
+    pub fn answer_relay(mut self, relay: impl AnswerRelay) -> Self {
+        self.surface.answer_relay = Some(Arc::new(relay));
         self
     }
 

@@ -309,8 +309,20 @@ impl Sealer {
     }
 
     pub(crate) fn seal_at(&self, binding: &Binding, state: &[u8], now: u64) -> String {
+        self.seal_lasting(binding, state, now, self.ttl)
+    }
+
+    /// Seals `state` for `binding`, valid from now for `ttl` rather than the
+    /// configured lifetime: the other tokens of the same key family (a 2025
+    /// client's session token, the id of a mid-call request), each with a
+    /// binding `method` of its own so that no token opens as another kind.
+    pub(crate) fn seal_for(&self, binding: &Binding, state: &[u8], ttl: Duration) -> String {
+        self.seal_lasting(binding, state, unix_now(), ttl)
+    }
+
+    fn seal_lasting(&self, binding: &Binding, state: &[u8], now: u64, ttl: Duration) -> String {
         let key = &self.current;
-        let expiry = now.saturating_add(self.ttl.as_secs());
+        let expiry = now.saturating_add(ttl.as_secs());
         let id = key.id.as_bytes();
         let mut token = Vec::with_capacity(2 + id.len() + 8 + state.len() + TAG_LEN);
         token.push(VERSION);

@@ -34,6 +34,11 @@ pub const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 /// `Mcp-Name`: mirrors `params.name` (`tools/call`, `prompts/get`) or
 /// `params.uri` (`resources/read`).
 pub const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+/// `Mcp-Session-Id`: on 2025-11-25, the token a server may give at
+/// `initialize` and the client echoes on every later request. wymcp's is a
+/// sealed token, not a session (nothing is kept): see the legacy path's
+/// mid-call requests.
+pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 /// The lower-case prefix of every `Mcp-Param-{Name}` header name.
 pub const MCP_PARAM_PREFIX: &str = "mcp-param-";
 

@@ -192,6 +192,28 @@ pub(crate) fn notification<P: Serialize>(method: &str, params: &P) -> Vec<u8> {
     serde_json::to_vec(&envelope).unwrap_or_default()
 }
 
+/// The bytes of a JSON-RPC request the server sends (a 2025 call's
+/// mid-call `elicitation/create`, `sampling/createMessage`, `roots/list`).
+#[must_use]
+pub(crate) fn request(id: &str, method: &str, params: &Value) -> Vec<u8> {
+    let envelope =
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    serde_json::to_vec(&envelope).unwrap_or_default()
+}
+
+/// Whether `message` is shaped as a JSON-RPC response (an answer, not a
+/// request): an object with an `id`, a `result` or an `error`, and no
+/// `method`. Classification tags it `unknown`; what is done with it is the
+/// transport's.
+#[must_use]
+pub(crate) fn is_response(message: &Value) -> bool {
+    message.as_object().is_some_and(|object| {
+        !object.contains_key("method")
+            && object.contains_key("id")
+            && (object.contains_key("result") || object.contains_key("error"))
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

@@ -79,6 +79,48 @@ fn invalid_request(message: impl Into<Cow<'static, str>>, pointer: &str) -> RpcE
     RpcError::new(ErrorCode::INVALID_REQUEST, message).data(json!({ "pointer": pointer }))
 }
 
+/// Holds a 2025 client's JSON-RPC response (its answer to a request the
+/// server sent in the middle of a call) to the envelope JSON-RPC 2.0 gives
+/// it: `jsonrpc` exactly `"2.0"`, a string id (every id the server sends
+/// is one), and exactly one of a `result` object or an `error` object
+/// with an integer `code` and a string `message`. What the result says is
+/// the handler's to read, as an MRTR input response is.
+pub(crate) fn check_response(message: &Value) -> Result<(), RpcError> {
+    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(invalid_request(
+            "invalid request: `jsonrpc` must be \"2.0\"",
+            "/jsonrpc",
+        ));
+    }
+    if !message.get("id").is_some_and(Value::is_string) {
+        return Err(invalid_request(
+            "invalid response: the id must be the string id of the server's request",
+            "/id",
+        ));
+    }
+    match (message.get("result"), message.get("error")) {
+        (Some(Value::Object(_)), None) => Ok(()),
+        (None, Some(Value::Object(error)))
+            if error.get("code").is_some_and(Value::is_i64)
+                && error.get("message").is_some_and(Value::is_string) =>
+        {
+            Ok(())
+        }
+        (Some(_), Some(_)) => Err(invalid_request(
+            "invalid response: a response carries a `result` or an `error`, not both",
+            "",
+        )),
+        (Some(_), None) => Err(invalid_request(
+            "invalid response: `result` must be an object",
+            "/result",
+        )),
+        _ => Err(invalid_request(
+            "invalid response: `error` must be an object with an integer `code` and a string `message`",
+            "/error",
+        )),
+    }
+}
+
 /// Holds `message`, of the `kind` classification tagged, to `revision`'s
 /// schema (see the [module docs](self)).
 pub(crate) fn check(

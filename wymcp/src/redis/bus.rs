@@ -119,7 +119,7 @@ impl ChangeRelay for RedisBus {
 
 /// 128 random bits, hex (a process that cannot draw them takes its pid and
 /// the time, which is unique enough among a deployment's replicas).
-fn origin() -> String {
+pub(super) fn origin() -> String {
     let mut bytes = [0u8; 16];
     if getrandom::fill(&mut bytes).is_err() {
         return format!("{}-{}", std::process::id(), crate::tasks::now_ms());

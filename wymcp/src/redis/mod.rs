@@ -22,10 +22,12 @@
 //!
 //! [`ChangeRelay`]: crate::ChangeRelay
 
+mod answers;
 mod bus;
 mod config;
 mod store;
 
+pub use answers::RedisAnswers;
 pub use bus::RedisBus;
 pub use config::RedisConfig;
 pub use redis::RedisError;

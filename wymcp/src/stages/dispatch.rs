@@ -17,7 +17,19 @@
 //!   through the one rejection sender, whose HTTP status the era decides —
 //!   2026-07-28 gives every JSON-RPC error a status of its own (-32601 is
 //!   404, -32603 is 500, every other 400), a 2025 client reads errors from
-//!   a `200 OK`. No session id is ever issued.
+//!   a `200 OK`.
+//! * A 2025 client's `initialize` that declared something a server may ask
+//!   mid-call is answered with an `Mcp-Session-Id`: a sealed token of those
+//!   capabilities, not a session (nothing is stored; see
+//!   [`mid_call`](crate::surface::mid_call)). Dispatch hands the token of a
+//!   later 2025 request to the surface, which opens it (`404` when it does
+//!   not open); a 2026-07-28 request's is ignored.
+//! * A 2025 client's JSON-RPC response (its answer to a request a call sent
+//!   mid-call; Validate held it to the response envelope) is handed to the
+//!   waiting call: `202 Accepted`, empty body, once the call has it; else
+//!   `400` (not this server's id, too late, nobody waits), `403` (another
+//!   caller's) or `503` (the replica holding the call unreachable), each
+//!   with a JSON-RPC error whose id is null.
 //! * A handler that sends progress or log notifications gets them delivered
 //!   on its request's answer: the answer stays plain JSON (status included)
 //!   unless the handler sends something before it finishes; then it is a
@@ -37,6 +49,7 @@ use crate::auth::AuthConfig;
 use crate::exchange::Exchange;
 use crate::origin::ClientAddr;
 use crate::protocol::error::{ErrorCode, RpcError};
+use crate::protocol::headers::MCP_SESSION_ID;
 use crate::protocol::jsonrpc::{MessageKind, MessageSource};
 use crate::protocol::revision::Era;
 use crate::reply::{self, Flow, Rejection, Rejector, Response};
@@ -44,6 +57,7 @@ use crate::sse;
 use crate::stage::Stage;
 use crate::surface::Over;
 use crate::surface::call::{Answer, Call, Emitted, Outcome, Running, take};
+use crate::surface::mid_call::Refused;
 use crate::trace;
 
 /// Hands the message to the surface; see the module documentation.
@@ -74,6 +88,16 @@ impl Stage for Dispatch {
             client: ex.parts.extensions.get::<ClientAddr>().map(|c| c.0),
             raw: ex.bytes.clone(),
             span: ex.span.clone(),
+            // A 2025 client's session token (2026-07-28 requests ignore it).
+            session: match era {
+                Era::Legacy => ex
+                    .parts
+                    .headers
+                    .get(MCP_SESSION_ID)
+                    .and_then(|v| v.to_str().ok()),
+                Era::Modern => None,
+            },
+            declared: None,
         };
         let answer = ex.server().surface.answer(call);
         let auth = ex.server().auth_config();
@@ -118,7 +142,39 @@ async fn respond(
             rejector.response(Rejection::of(status, error).header(header::RETRY_AFTER, seconds))
         }
         Answer::Running(running) => run(running, rejector, era).await,
+        Answer::Session(outcome, token) => {
+            let mut response = finished(outcome, &rejector, era);
+            if let Ok(value) = HeaderValue::try_from(token) {
+                response.headers_mut().insert(MCP_SESSION_ID, value);
+            }
+            response
+        }
+        Answer::Refused(refused) => refusal(&rejector, refused),
+        Answer::Delivery(delivery) => match delivery.0.await {
+            Ok(()) => reply::accepted(),
+            Err(refused) => refusal(&rejector, refused),
+        },
     }
+}
+
+/// The HTTP answer to a 2025 message the surface refused: `404` for a
+/// session token that does not open (2025-11-25: a session the server does
+/// not know), `403` for another caller's response, `503` (with
+/// `Retry-After`) when the replica holding the call cannot be reached,
+/// `400` for every other response it cannot accept; the body a JSON-RPC
+/// error whose id is null (a response is no request).
+fn refusal(rejector: &Rejector, refused: Refused) -> Response {
+    let status = match refused {
+        Refused::Session => StatusCode::NOT_FOUND,
+        Refused::Caller => StatusCode::FORBIDDEN,
+        Refused::Unreachable => StatusCode::SERVICE_UNAVAILABLE,
+        Refused::Unknown | Refused::Late | Refused::NoWaiter => StatusCode::BAD_REQUEST,
+    };
+    let mut rejection = Rejection::of(status, refused.rpc_error());
+    if refused == Refused::Unreachable {
+        rejection = rejection.header(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    rejector.response(rejection)
 }
 
 /// `403` `insufficient_scope` for a call of `what`, whose item requires

@@ -21,6 +21,14 @@
 //! notification (it carries an id it must not), or a notification whose method
 //! is a request (it has no id to answer), is 400/-32600 naming `/id`.
 //!
+//! **A 2025 client's response.** A body classification tagged `unknown`
+//! that is shaped as a JSON-RPC response, from a 2025 client, is the answer
+//! to a request a call sent mid-call: it is held to the response envelope
+//! (`jsonrpc: "2.0"`, the string id the server sent, a `result` object or
+//! an `error` object; 400/-32600 naming the pointer otherwise) and let
+//! through to Dispatch, which hands it to the waiting call. A 2026-07-28
+//! response is refused as every other `unknown` body.
+//!
 //! **What it lets through.** A method the revision's schema does not define
 //! for clients — unknown (`foo/bar`), removed on 2026-07-28 (`initialize`,
 //! `ping`, `logging/setLevel`, `resources/subscribe`, …), or server-to-client
@@ -55,8 +63,10 @@ use http::StatusCode;
 
 use crate::exchange::Exchange;
 use crate::protocol::error::ErrorCode;
+use crate::protocol::jsonrpc::{MessageKind, is_response};
+use crate::protocol::revision::Era;
 use crate::protocol::revision::Revision;
-use crate::protocol::validation::{check, revision_for};
+use crate::protocol::validation::{check, check_response, revision_for};
 use crate::reply::Flow;
 use crate::reply::Rejection;
 use crate::stage::{Stage, StageKind};
@@ -112,6 +122,14 @@ fn validate(ex: &Exchange<'_>) -> Flow {
             "the chain runs Validate before the parse step and classification",
         ));
     };
+    // A 2025 client's answer to a request the server sent mid-call: held to
+    // the JSON-RPC response envelope, then Dispatch hands it to the call.
+    if kind == MessageKind::Unknown && ex.era == Era::Legacy && is_response(message) {
+        return match check_response(message) {
+            Ok(()) => Flow::Continue,
+            Err(error) => ex.reject(Rejection::of(StatusCode::BAD_REQUEST, error)),
+        };
+    }
     match check(ex.server().schemas(), Validate::revision(ex), kind, message) {
         Ok(()) => Flow::Continue,
         Err(error) => ex.reject(Rejection::of(StatusCode::BAD_REQUEST, error)),

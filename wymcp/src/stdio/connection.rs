@@ -49,7 +49,8 @@ use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::fields::{judge, read_fields};
 use crate::protocol::json::{JsonError, parse_bounded};
 use crate::protocol::jsonrpc::{
-    MessageKind, MessageSource, answer_id, classify_within, error_envelope, notification,
+    MessageKind, MessageSource, answer_id, classify_within, error_envelope, is_response,
+    notification,
 };
 use crate::protocol::revision::{Era, Revision, era_of_message};
 use crate::protocol::text::Bounded;
@@ -272,10 +273,14 @@ impl Connection {
             raw: line,
             // The request span is the HTTP router's; stdio has none yet.
             span: tracing::Span::none(),
+            // No header layer: no session token, no mid-call requests.
+            session: None,
+            declared: None,
         };
         match self.server.surface.answer(call) {
-            Answer::Accepted => {}
-            Answer::Done(outcome) => {
+            // Responses never reach the surface over stdio.
+            Answer::Accepted | Answer::Delivery(_) => {}
+            Answer::Done(outcome) | Answer::Session(outcome, _) => {
                 if matches!(outcome, Outcome::Result(_)) && negotiated.is_some() {
                     self.negotiated = negotiated;
                 }
@@ -307,6 +312,10 @@ impl Connection {
             }
             // Over stdio there is no `Retry-After`: the error says it all.
             Answer::Busy { error, .. } => self.refuse(&id, &error, Check::Surface).await,
+            // A call here carries no session token; refused should one ever.
+            Answer::Refused(refused) => {
+                self.refuse(&id, &refused.rpc_error(), Check::Surface).await;
+            }
         }
     }
 
@@ -414,15 +423,6 @@ impl Connection {
             self.tasks.shutdown().await;
         }
     }
-}
-
-/// Whether `message` is a JSON-RPC response (an answer, not a request).
-fn is_response(message: &Value) -> bool {
-    message.as_object().is_some_and(|object| {
-        !object.contains_key("method")
-            && object.contains_key("id")
-            && (object.contains_key("result") || object.contains_key("error"))
-    })
 }
 
 /// The error answer to `id`, and its one rejection event.

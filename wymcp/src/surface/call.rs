@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 use super::context::{BoxFuture, Context, HandlerError};
 use super::finish::Finishing;
 use super::listen::{ListenStream, Over};
+use super::mid_call::{Delivery, MidCall, Peer, Refused};
 use super::notify::{Emitter, Notifications};
 use crate::auth::Principal;
 use crate::mrtr::{Binding, InputRequired, Inputs, MRTR_METHODS, Sealer};
@@ -58,6 +59,12 @@ pub(crate) struct Call<'a> {
     /// The request span, when the transport keeps one (see
     /// [`trace`](crate::trace)).
     pub(crate) span: tracing::Span,
+    /// A 2025 request's `Mcp-Session-Id`, when the transport has one (see
+    /// [`mid_call`](super::mid_call)).
+    pub(crate) session: Option<&'a str>,
+    /// The capabilities that session token carries, once the surface has
+    /// opened it (transports leave it `None`).
+    pub(crate) declared: Option<Value>,
 }
 
 /// What the surface answers a call with.
@@ -92,6 +99,16 @@ pub(crate) enum Answer {
         /// When to try again.
         retry_after: std::time::Duration,
     },
+    /// A 2025 `initialize` answered, with the session token that carries
+    /// what the client declared (see [`mid_call`](super::mid_call)): the
+    /// transport sends it as `Mcp-Session-Id`.
+    Session(Outcome, String),
+    /// A 2025 message refused (a session token that does not open, a
+    /// response nobody waits for); the transport gives each its status.
+    Refused(Refused),
+    /// A 2025 client's response on its way to the waiting call: accepted
+    /// once it is handed over (possibly on another replica), else refused.
+    Delivery(Delivery),
 }
 
 /// A request's answer: a result, or an error for the transport to send.
@@ -118,6 +135,8 @@ pub(crate) struct Env<'a> {
     pub(crate) sealer: &'a Arc<Sealer>,
     /// What every handler's context shares (the catalog, …).
     pub(crate) shared: &'a Arc<http::Extensions>,
+    /// The mid-call requests of 2025 calls.
+    pub(crate) peer: &'a Arc<Peer>,
 }
 
 /// Renders a request's result: its id, its era, the server's identity.
@@ -188,16 +207,30 @@ impl Call<'_> {
         method: &'static str,
         env: Env<'_>,
     ) -> Result<Handling, RpcError> {
-        let (inputs, (emitter, notifications)) = match self.era {
-            Era::Modern => (
+        let (inputs, (emitter, notifications)) = match (self.era, &self.declared) {
+            (Era::Modern, _) => (
                 Inputs::from_request(env.sealer, self.subject(), method, self.params.as_ref())?,
                 Emitter::for_params(self.params.as_ref()),
             ),
-            // 2025 has no MRTR: its params carry no MRTR fields to read.
-            Era::Legacy => (
+            // 2025 has no MRTR fields in its params; what the client
+            // declared comes from its session token, when it sent one.
+            (Era::Legacy, Some(declared)) if MRTR_METHODS.contains(&method) => (
+                Inputs::declared(declared.clone()),
+                Emitter::for_legacy_params(self.params.as_ref()),
+            ),
+            (Era::Legacy, _) => (
                 Inputs::from_request(env.sealer, self.subject(), method, None)?,
                 Emitter::for_legacy_params(self.params.as_ref()),
             ),
+        };
+        let mid_call = match (self.era, &self.declared) {
+            (Era::Legacy, Some(declared)) if MRTR_METHODS.contains(&method) => Some(MidCall {
+                peer: Arc::clone(env.peer),
+                capabilities: declared.clone(),
+                subject: self.subject().to_owned(),
+                emitter: emitter.clone(),
+            }),
+            _ => None,
         };
         let meta = take(self.params.as_mut(), "_meta").unwrap_or(Value::Null);
         let mut cx = Context::new(
@@ -210,6 +243,9 @@ impl Call<'_> {
             emitter,
         );
         cx.revision = self.revision;
+        if let Some(mid_call) = &mid_call {
+            cx.client_capabilities = mid_call.capabilities.clone();
+        }
         let finisher = Finisher {
             what: match (method, self.params.as_ref()) {
                 ("tools/call", Some(p)) => format!("tool `{}`", text_of(p, "name")),
@@ -227,6 +263,7 @@ impl Call<'_> {
             cx,
             notifications,
             finisher,
+            mid_call,
         })
     }
 }
@@ -265,6 +302,8 @@ pub(crate) struct Handling {
     cx: Context,
     notifications: Notifications,
     finisher: Finisher,
+    /// A 2025 call that may ask its client mid-call.
+    mid_call: Option<MidCall>,
 }
 
 impl Handling {
@@ -280,33 +319,92 @@ impl Handling {
         (self.cx, self.finisher.reply)
     }
 
+    /// Whether the handler may be run more than once (a 2025 call that may
+    /// ask its client mid-call runs again with the answers): the closure
+    /// given to [`run`](Self::run) then keeps what it hands each run.
+    pub(crate) fn reruns(&self) -> bool {
+        self.mid_call.is_some()
+    }
+
     /// Runs the handler `run` makes of the context (its result rendered
     /// with the [`Reply`] given) as the call's answer. An `input_required`
-    /// error becomes the MRTR result, its state sealed for this request.
+    /// error becomes the MRTR result, its state sealed for this request; in
+    /// a 2025 call that may ask mid-call, its requests are sent on the
+    /// call's stream and the handler runs again with the answers.
     pub(crate) fn run(
         self,
-        run: impl FnOnce(Context, Reply) -> BoxFuture<Result<Vec<u8>, HandlerError>>,
+        mut run: impl FnMut(Context, Reply) -> BoxFuture<Result<Vec<u8>, HandlerError>> + Send + 'static,
     ) -> Answer {
         let Handling {
             cx,
             notifications,
             finisher,
+            mid_call,
         } = self;
-        // A handler that panics, making its future or running it, answers
-        // -32603; the connection and every other call go on.
-        let reply = finisher.reply.clone();
-        let made = std::panic::catch_unwind(AssertUnwindSafe(move || run(cx, reply)));
-        let run: BoxFuture<Outcome> = match made {
-            Ok(run) => Box::pin(async move {
-                match CatchUnwind(run).await {
-                    Ok(outcome) => finisher.answer(outcome),
-                    Err(panic) => finisher.panicked(&*panic),
+        let run: BoxFuture<Outcome> = match mid_call {
+            None => {
+                // A handler that panics, making its future or running it,
+                // answers -32603; the connection and every other call go on.
+                let reply = finisher.reply.clone();
+                let made = std::panic::catch_unwind(AssertUnwindSafe(move || run(cx, reply)));
+                match made {
+                    Ok(run) => Box::pin(async move {
+                        match CatchUnwind(run).await {
+                            Ok(outcome) => finisher.answer(outcome),
+                            Err(panic) => finisher.panicked(&*panic),
+                        }
+                    }),
+                    Err(panic) => {
+                        let outcome = finisher.panicked(&*panic);
+                        Box::pin(std::future::ready(outcome))
+                    }
+                }
+            }
+            Some(mid_call) => Box::pin(async move {
+                let mut cx = cx;
+                let mut rounds = 0u32;
+                loop {
+                    let reply = finisher.reply.clone();
+                    let made =
+                        std::panic::catch_unwind(AssertUnwindSafe(|| run(cx.clone(), reply)));
+                    let outcome = match made {
+                        Ok(future) => match CatchUnwind(future).await {
+                            Ok(outcome) => outcome,
+                            Err(panic) => return finisher.panicked(&*panic),
+                        },
+                        Err(panic) => return finisher.panicked(&*panic),
+                    };
+                    let Err(HandlerError::InputRequired(ask)) = outcome else {
+                        return finisher.answer(outcome);
+                    };
+                    rounds += 1;
+                    if rounds > mid_call.peer.limits().max_rounds {
+                        return Outcome::Error(
+                            RpcError::new(
+                                ErrorCode::INTERNAL_ERROR,
+                                format!(
+                                    "the handler of `{}` asked its client for input more than {} times",
+                                    finisher.method,
+                                    mid_call.peer.limits().max_rounds
+                                ),
+                            )
+                            .data(serde_json::json!({"limit": "max_rounds"})),
+                        );
+                    }
+                    let (requests, state, round) = ask.into_task_parts();
+                    match mid_call.ask(requests).await {
+                        Ok(answers) => {
+                            cx.inputs = Inputs::resumed(
+                                mid_call.capabilities.clone(),
+                                answers,
+                                round,
+                                state,
+                            );
+                        }
+                        Err(error) => return Outcome::Error(error),
+                    }
                 }
             }),
-            Err(panic) => {
-                let outcome = finisher.panicked(&*panic);
-                Box::pin(std::future::ready(outcome))
-            }
         };
         Answer::Running(Running {
             rx: notifications.rx,

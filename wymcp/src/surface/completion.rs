@@ -202,9 +202,15 @@ pub(crate) fn complete(
         Ok(handling) => handling,
         Err(error) => return error.into(),
     };
+    // Not a method that asks its client for input: run once.
+    let mut request = Some(request);
     handling.run(move |cx, reply| {
+        let run = request.take().map(|request| handler(request, cx));
         Box::pin(async move {
-            let completions = handler(request, cx).await?.capped();
+            let Some(run) = run else {
+                return Err(HandlerError::execution("the completion handler ran twice"));
+            };
+            let completions = run.await?.capped();
             Ok(reply.finished(json!({"completion": completions}), false))
         })
     })

@@ -281,8 +281,10 @@ impl Context {
         self.principal.as_ref()
     }
 
-    /// The capabilities the client declared on this request (`{}` for none;
-    /// always `{}` for a 2025 client, whose `initialize` is not remembered).
+    /// The capabilities the client declared on this request (`{}` for none).
+    /// A 2025 client's are those its `Mcp-Session-Id` token carries (what it
+    /// declared at `initialize` that a server may ask mid-call), on a
+    /// `tools/call`, `prompts/get` or `resources/read`; `{}` otherwise.
     #[must_use]
     pub fn client_capabilities(&self) -> &Value {
         &self.client_capabilities

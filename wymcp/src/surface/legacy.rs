@@ -1,14 +1,16 @@
 //! The 2025 methods a stateless server still answers for 2025-06-18 and
 //! 2025-11-25 clients: `initialize` (version negotiation, capabilities,
-//! identity; never a session id), `ping` and `logging/setLevel`.
+//! identity; the `Mcp-Session-Id` token of what the client declared, minted
+//! by [`mid_call`](super::mid_call), is no session), `ping` and
+//! `logging/setLevel`.
 //!
 //! What a stateless server cannot give a 2025 client: a level set with
 //! `logging/setLevel` is not remembered (it is acknowledged, and log
 //! messages at `info` and above are sent on a tool call's own stream);
 //! `resources/subscribe` is acknowledged but no update can be delivered
-//! without the GET stream this server does not open; and no
-//! server-to-client request (sampling, elicitation, roots) can be made,
-//! since 2025 carries those on a session's streams.
+//! without the GET stream this server does not open. Server-to-client
+//! requests (sampling, elicitation, roots) are made on a call's own stream
+//! ([`mid_call`](super::mid_call)).
 
 use serde_json::{Map, Value, json};
 

@@ -27,6 +27,7 @@ use super::context::HandlerError;
 use super::error::SurfaceError;
 use super::finish::{CachePolicy, Finishing, ServerInfo};
 use super::listen::{self, ChangeBus, Filter, Listen, ListenLimits, Support};
+use super::mid_call::{self, AnswerRelay, LegacyRequests, Peer, Refused};
 use super::prompt::{self, Prompt};
 use super::resource::{self, Resource, ResourceTemplate, Target};
 use super::scopes::Scopes;
@@ -36,7 +37,7 @@ use super::{discover, legacy, pagination};
 use crate::mrtr::Sealer;
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::headers::HeaderParam;
-use crate::protocol::jsonrpc::MessageKind;
+use crate::protocol::jsonrpc::{self, MessageKind};
 use crate::protocol::meta::{SERVER_INFO, TASKS_EXTENSION};
 use crate::protocol::revision::{Era, Revision};
 use crate::protocol::text::truncated;
@@ -84,6 +85,8 @@ pub(crate) struct Surface {
     pub list_all: bool,
     /// The tasks extension's store and running handlers.
     pub tasks: Arc<Tasks>,
+    /// The mid-call requests of 2025 calls.
+    pub peer: Arc<Peer>,
 }
 
 impl std::fmt::Debug for Surface {
@@ -185,6 +188,8 @@ pub(crate) struct SurfaceBuilder {
     pub(crate) state: http::Extensions,
     pub(crate) task_store: Option<Arc<dyn TaskStore>>,
     pub(crate) task_limits: TaskLimits,
+    pub(crate) legacy_requests: LegacyRequests,
+    pub(crate) answer_relay: Option<Arc<dyn AnswerRelay>>,
 }
 
 impl std::fmt::Debug for SurfaceBuilder {
@@ -276,6 +281,8 @@ impl SurfaceBuilder {
         }
         let mut shared = self.state;
         shared.insert(catalog.clone());
+        let sealer = Arc::new(sealer);
+        let peer = Peer::new(self.legacy_requests, Arc::clone(&sealer), self.answer_relay);
         Ok(Surface {
             finishing: Arc::new(Finishing::new(&self.info, self.cache)),
             instructions: self.instructions,
@@ -284,7 +291,8 @@ impl SurfaceBuilder {
             completion: self.completion,
             advertised,
             revisions,
-            sealer: Arc::new(sealer),
+            sealer,
+            peer,
             changes,
             shared: Arc::new(shared),
             listen_limits: self.listen_limits,
@@ -388,10 +396,29 @@ fn text<'p>(params: Option<&'p Value>, key: &str) -> &'p str {
 
 impl Surface {
     /// Answers one trusted message (see the [module docs](self)).
-    pub(crate) fn answer(&self, call: Call<'_>) -> Answer {
+    pub(crate) fn answer(&self, mut call: Call<'_>) -> Answer {
+        if call.era == Era::Legacy && call.method != Some("initialize") {
+            // A 2025 session token opens, or the client must initialize again.
+            if let Some(token) = call.session {
+                match self.peer.open_session(call.subject(), token) {
+                    Ok(declared) => call.declared = Some(declared),
+                    Err(refused) => return Answer::Refused(refused),
+                }
+            }
+        }
         match call.kind {
             MessageKind::Notification => return Answer::Accepted,
             MessageKind::Request => {}
+            // A 2025 client's answer to a request sent mid-call (Validate
+            // held it to the response envelope).
+            MessageKind::Unknown if call.era == Era::Legacy => {
+                return match serde_json::from_slice::<Value>(&call.raw) {
+                    Ok(response) if jsonrpc::is_response(&response) => {
+                        Answer::Delivery(self.peer.deliver(response, call.subject()))
+                    }
+                    _ => Answer::Refused(Refused::Unknown),
+                };
+            }
             MessageKind::UnidentifiedRequest | MessageKind::Unknown => {
                 return RpcError::new(
                     ErrorCode::INVALID_REQUEST,
@@ -410,6 +437,7 @@ impl Surface {
             finishing: &self.finishing,
             sealer: &self.sealer,
             shared: &self.shared,
+            peer: &self.peer,
         };
         let params = call.params.as_ref();
         let immediate = match route {
@@ -419,13 +447,31 @@ impl Surface {
                 self.instructions.as_deref(),
                 &self.finishing,
             )),
-            Route::Initialize => legacy::initialize(
-                &self.revisions,
-                self.capabilities(Era::Legacy),
-                self.instructions.as_deref(),
-                &self.finishing,
-                params,
-            ),
+            Route::Initialize => {
+                let result = legacy::initialize(
+                    &self.revisions,
+                    self.capabilities(Era::Legacy),
+                    self.instructions.as_deref(),
+                    &self.finishing,
+                    params,
+                );
+                return match result {
+                    Ok(result) => {
+                        let outcome = Outcome::Result(call.reply(&self.finishing).result(&result));
+                        // A client that declared something the server may ask
+                        // mid-call carries it in a session token.
+                        let askable = mid_call::askable(params.and_then(|p| p.get("capabilities")));
+                        match (askable, legacy::negotiate(&self.revisions, params)) {
+                            (Some(askable), Some(revision)) => Answer::Session(
+                                outcome,
+                                self.peer.mint_session(call.subject(), revision, &askable),
+                            ),
+                            _ => Answer::Done(outcome),
+                        }
+                    }
+                    Err(error) => error.into_rpc(call.era, method).into(),
+                };
+            }
             Route::Empty => Ok(json!({})),
             Route::SetLevel => legacy::set_level(params),
             Route::ToolsList => {

@@ -40,6 +40,7 @@ mod finish;
 mod legacy;
 mod listen;
 mod methods;
+pub(crate) mod mid_call;
 mod notify;
 mod pagination;
 mod prompt;
@@ -60,6 +61,7 @@ pub use listen::{Change, ChangeFeed, ChangeRelay, ListenLimits};
 pub(crate) use listen::{ChangeBus, Over};
 pub use methods::DEFAULT_PAGE_SIZE;
 pub(crate) use methods::{Surface, SurfaceBuilder};
+pub use mid_call::{AnswerFeed, AnswerRelay, LegacyRequests};
 #[cfg(test)]
 pub(crate) use notify::Notifications;
 pub use notify::{Emitter, LEGACY_LOG_LEVEL, LogLevel};

@@ -200,6 +200,15 @@ impl Emitter {
         self.send("notifications/message", &params)
     }
 
+    /// Sends a message the server made whole (a 2025 call's mid-call
+    /// request to the client) on the request's stream, whatever the request
+    /// asked for. Returns whether the stream is still open.
+    pub(crate) fn send_message(&self, bytes: Vec<u8>) -> bool {
+        self.tx
+            .as_ref()
+            .is_some_and(|tx| tx.send(Bytes::from(bytes)).is_ok())
+    }
+
     fn send(&self, method: &str, params: &Map<String, Value>) -> bool {
         let Some(tx) = &self.tx else {
             return false;

@@ -353,8 +353,9 @@ pub(crate) fn get(prompt: &Prompt, mut call: Call<'_>, env: Env<'_>) -> Answer {
             .into();
     };
     handling.run(move |cx, reply| {
+        let run = handler(args.clone(), cx);
         Box::pin(async move {
-            let result = handler(args, cx).await?;
+            let result = run.await?;
             let value = serde_json::to_value(&result).unwrap_or(Value::Null);
             Ok(reply.finished(value, false))
         })

@@ -527,7 +527,8 @@ pub(crate) fn read(
             .into();
     };
     handling.run(move |cx, reply| {
-        let run: BoxFuture<Result<Vec<ResourceContents>, HandlerError>> = match target {
+        let uri = uri.clone();
+        let run: BoxFuture<Result<Vec<ResourceContents>, HandlerError>> = match &target {
             Target::Resource(resource) => match &resource.reader {
                 Reader::Static(contents) => {
                     let contents = resource.static_contents(contents);
@@ -537,7 +538,7 @@ pub(crate) fn read(
             },
             Target::Template(template, vars) => {
                 let mime = template.mime_type().map(str::to_owned);
-                let run = (template.handler)(uri.clone(), vars, cx);
+                let run = (template.handler)(uri.clone(), vars.clone(), cx);
                 Box::pin(async move {
                     let mut contents = run.await?;
                     for c in &mut contents {

@@ -765,7 +765,18 @@ pub(crate) fn run(
     arguments: Value,
     span: tracing::Span,
 ) -> Answer {
-    handling.run(|cx, reply| {
+    // A 2025 call that may ask mid-call runs its handler again with the
+    // answers: it keeps the arguments; every other call moves them.
+    let reruns = handling.reruns();
+    let mut arguments = Some(arguments);
+    handling.run(move |cx, reply| {
+        let arguments = if reruns {
+            arguments.clone().unwrap_or_default()
+        } else {
+            arguments.take().unwrap_or_default()
+        };
+        let tool = Arc::clone(&tool);
+        let span = span.clone();
         Box::pin(async move {
             let result = execute(&tool, arguments, cx).await?;
             if result.is_error {
