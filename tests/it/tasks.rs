@@ -543,16 +543,26 @@ fn replicas(limits: TaskLimits) -> (Arc<Server>, Arc<Server>) {
 async fn a_task_is_served_by_any_server_sharing_the_store() {
     let limits = TaskLimits::default().lease(Duration::from_secs(2), Duration::from_millis(100));
     let (a, b) = replicas(limits);
+    served_across(&a, &b).await;
+}
+
+/// The round both task stores must serve, with `a` and `b` sharing one:
+/// a task created through `a` is polled to `input_required` and updated
+/// through `b` (its next round run there) and finished through `a`; a long
+/// task on `a` is cancelled through `b`, and the runner on `a` drops its
+/// handler at its next heartbeat. Returns the first task's id.
+pub(crate) async fn served_across(a: &Arc<Server>, b: &Arc<Server>) -> String {
     let (ra, rb) = (chain(a.clone()), chain(b.clone()));
     let created = send(&ra, call(1, "two_questions", json!({}))).await;
-    let id = created.ok(&json!(1))["taskId"].as_str().unwrap().to_owned();
-    poll(&rb, &id, "input_required").await;
+    let first = created.ok(&json!(1))["taskId"].as_str().unwrap().to_owned();
+    let parked = poll(&rb, &first, "input_required").await;
+    assert_eq!(parked["inputRequests"]["a"]["method"], "elicitation/create");
     let answers = json!({"a": {"action": "accept", "content": {"v": "x"}}, "b": {"action": "accept", "content": {"v": "y"}}});
     let update = Req::modern(2, "tasks/update")
-        .params(json!({"taskId": id, "inputResponses": answers}))
+        .params(json!({"taskId": first, "inputResponses": answers}))
         .capabilities(declaring());
     send(&rb, update).await.ok(&json!(2));
-    let done = poll(&ra, &id, "completed").await;
+    let done = poll(&ra, &first, "completed").await;
     assert_eq!(
         done["result"]["content"][0]["text"],
         "\"x\" and \"y\" (2 answers)"
@@ -565,7 +575,6 @@ async fn a_task_is_served_by_any_server_sharing_the_store() {
         .await
         .ok(&json!(4));
     assert_eq!(poll(&ra, &id, "cancelled").await["status"], "cancelled");
-    // The runner on A drops its handler at its next heartbeat.
     for _ in 0..100 {
         if a.running_tasks() == 0 {
             break;
@@ -577,6 +586,7 @@ async fn a_task_is_served_by_any_server_sharing_the_store() {
         0,
         "A dropped the handler of a task cancelled on B"
     );
+    first
 }
 
 /// Rule (issue 18, lease): a `working` task whose replica stopped (its
