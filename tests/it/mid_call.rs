@@ -100,6 +100,11 @@ fn server(limits: LegacyRequests) -> Arc<Server> {
 
 /// A server with two callers, `alice` and `bob`.
 fn authenticated() -> Arc<Server> {
+    authenticated_with(LegacyRequests::default())
+}
+
+/// [`authenticated`] with its mid-call limits.
+fn authenticated_with(limits: LegacyRequests) -> Arc<Server> {
     let who = |subject: &str| Principal {
         subject: subject.into(),
         ..Principal::default()
@@ -108,9 +113,13 @@ fn authenticated() -> Arc<Server> {
         .token("alice", who("alice"))
         .token("bob", who("bob"));
     Arc::new(
-        tools(Server::builder().auth(tokens, AuthConfig::new()))
-            .build()
-            .unwrap(),
+        tools(
+            Server::builder()
+                .auth(tokens, AuthConfig::new())
+                .legacy_requests(limits),
+        )
+        .build()
+        .unwrap(),
     )
 }
 
@@ -372,6 +381,28 @@ async fn the_waiting_requests_are_bounded() {
     drop(first);
     let mut third = Stream::open(&router, call(3, "ask", &session)).await;
     assert_eq!(third.next().await.unwrap()["method"], "elicitation/create");
+}
+
+/// Rule: one caller holds at most `max_waiting_per_caller` of the
+/// waiting places: its next call answers -32603 with `data.limit:
+/// "max_waiting_per_caller"`, asking nothing, while another caller still
+/// asks.
+#[tokio::test]
+async fn one_caller_cannot_take_every_waiting_place() {
+    let limits = LegacyRequests::default().max_waiting_per_caller(1);
+    let router = chain(authenticated_with(limits));
+    let alices = session(&router, json!({"elicitation": {}}), Some("alice")).await;
+    let bobs = session(&router, json!({"elicitation": {}}), Some("bob")).await;
+    let mut first = Stream::open(&router, call(1, "ask", &alices).bearer("alice")).await;
+    assert_eq!(first.next().await.unwrap()["method"], "elicitation/create");
+    let second = send(&router, call(2, "ask", &alices).bearer("alice")).await;
+    let over = second.error(StatusCode::OK, -32603, &json!(2));
+    assert_eq!(over["data"]["limit"], "max_waiting_per_caller");
+    let mut bobs_call = Stream::open(&router, call(3, "ask", &bobs).bearer("bob")).await;
+    assert_eq!(
+        bobs_call.next().await.unwrap()["method"],
+        "elicitation/create"
+    );
 }
 
 /// Rule: a call asks at most `max_rounds` rounds; the next is -32603 with

@@ -228,6 +228,7 @@ impl Call<'_> {
                 peer: Arc::clone(env.peer),
                 capabilities: declared.clone(),
                 subject: self.subject().to_owned(),
+                caller: self.caller().into(),
                 emitter: emitter.clone(),
             }),
             _ => None,

@@ -70,6 +70,11 @@ pub struct LegacyRequests {
     /// (default 1,024); a call that would go over answers -32603 with
     /// `data.limit: "max_waiting"`.
     pub max_waiting: usize,
+    /// How many of those may be one caller's (default 16; a caller is the
+    /// principal's subject, else the client's address), so that one caller
+    /// cannot take every waiting place; a call that would go over answers
+    /// -32603 with `data.limit: "max_waiting_per_caller"`.
+    pub max_waiting_per_caller: usize,
     /// How many rounds of requests one call may make (default 8); the next
     /// answers -32603 with `data.limit: "max_rounds"`.
     pub max_rounds: u32,
@@ -83,6 +88,7 @@ impl Default for LegacyRequests {
         LegacyRequests {
             wait_timeout: Duration::from_secs(60),
             max_waiting: 1024,
+            max_waiting_per_caller: 16,
             max_rounds: 8,
             session_ttl: Duration::from_secs(24 * 60 * 60),
         }
@@ -101,6 +107,13 @@ impl LegacyRequests {
     #[must_use]
     pub fn max_waiting(mut self, max: usize) -> Self {
         self.max_waiting = max;
+        self
+    }
+
+    /// Sets [`max_waiting_per_caller`](Self::max_waiting_per_caller).
+    #[must_use]
+    pub fn max_waiting_per_caller(mut self, max: usize) -> Self {
+        self.max_waiting_per_caller = max;
         self
     }
 
@@ -243,6 +256,7 @@ impl fmt::Debug for Delivery {
 #[derive(Debug)]
 struct Slot {
     key: String,
+    caller: Arc<str>,
     tx: mpsc::Sender<(String, Value)>,
 }
 
@@ -462,6 +476,8 @@ pub(crate) struct MidCall {
     pub(crate) peer: Arc<Peer>,
     pub(crate) capabilities: Value,
     pub(crate) subject: String,
+    /// Who the caller is, for [`LegacyRequests::max_waiting_per_caller`].
+    pub(crate) caller: Arc<str>,
     pub(crate) emitter: Emitter,
 }
 
@@ -522,6 +538,17 @@ impl MidCall {
                     json!({"limit": "max_waiting"}),
                 ));
             }
+            let callers = waiting
+                .values()
+                .filter(|slot| slot.caller == self.caller)
+                .count();
+            if callers.saturating_add(count) > limits.max_waiting_per_caller {
+                return Err(failed(
+                    "this caller has too many requests waiting for its answers; answer them first"
+                        .into(),
+                    json!({"limit": "max_waiting_per_caller"}),
+                ));
+            }
             for (key, request) in requests {
                 let method = request
                     .get("method")
@@ -546,6 +573,7 @@ impl MidCall {
                     nonce.clone(),
                     Slot {
                         key,
+                        caller: Arc::clone(&self.caller),
                         tx: tx.clone(),
                     },
                 );
