@@ -8,7 +8,7 @@
 //! connection each, and reads their SSE bytes. Two passes:
 //!
 //! * **in-process**: the change is published on the server holding the
-//!   streams (its own [`ChangeBus`](wymcp::ChangeBus));
+//!   streams (its own change bus);
 //! * **redis**: two replicas sharing a `redis-server` this command starts;
 //!   the streams are open on B and each change is published on A, reaching
 //!   B through [`RedisBus`].
