@@ -249,6 +249,7 @@ async fn stream(
     state: Arc<Streams>,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Result<(), String> {
+    const NEEDLE: &[u8] = b"list_changed";
     let mut tcp = TcpStream::connect(addr)
         .await
         .map_err(|e| format!("stream {i}: connect: {e}"))?;
@@ -283,7 +284,6 @@ async fn stream(
     drop(permit);
     state.acked.fetch_add(1, Ordering::Relaxed);
     state.progress.notify_one();
-    const NEEDLE: &[u8] = b"list_changed";
     let mut carry: Vec<u8> = Vec::with_capacity(NEEDLE.len() * 2);
     loop {
         let n = match tcp.read(&mut buf).await {
