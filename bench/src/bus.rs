@@ -171,7 +171,22 @@ async fn pass(
 }
 
 /// A `redis-server` on a free loopback port, killed when dropped.
-struct RedisServer(Child, u16);
+#[derive(Debug)]
+pub struct RedisServer(Child, u16);
+
+impl RedisServer {
+    /// The port it listens on (127.0.0.1).
+    #[must_use]
+    pub fn port(&self) -> u16 {
+        self.1
+    }
+
+    /// Its process id.
+    #[must_use]
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
 
 impl Drop for RedisServer {
     fn drop(&mut self) {
@@ -180,7 +195,11 @@ impl Drop for RedisServer {
     }
 }
 
-fn start_redis() -> Result<RedisServer, String> {
+/// Starts a `redis-server` on a free loopback port, without persistence.
+///
+/// # Errors
+/// When it cannot be started or does not listen in time.
+pub fn start_redis() -> Result<RedisServer, String> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map_err(|e| e.to_string())?
@@ -211,7 +230,10 @@ fn start_redis() -> Result<RedisServer, String> {
 }
 
 /// Waits until `channel` of the redis-server on `port` has `n` subscribers.
-async fn await_subscribers(port: u16, channel: &str, n: usize) -> Result<(), String> {
+///
+/// # Errors
+/// When `redis-cli` cannot be run or the subscribers never come.
+pub async fn await_subscribers(port: u16, channel: &str, n: usize) -> Result<(), String> {
     for _ in 0..500 {
         let out = Command::new("redis-cli")
             .args(["-p", &port.to_string(), "PUBSUB", "NUMSUB", channel])

@@ -8,9 +8,12 @@
 #![forbid(unsafe_code)]
 
 pub mod bus;
+pub mod fanout;
 pub mod hostile;
 pub mod payload;
 pub mod procfs;
 pub mod report;
 pub mod runner;
 pub mod servers;
+pub mod startup;
+pub mod tasks;

@@ -11,6 +11,9 @@ use wymcp_bench::hostile;
 use wymcp_bench::runner::{self, Options};
 use wymcp_bench::servers::{self, Kind};
 
+/// The capacity scenarios' subcommands (issue 15: fanout, tasks, startup).
+mod capacity;
+
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -29,6 +32,9 @@ fn allocator_name(tunables: Option<&str>) -> String {
 
 const USAGE: &str = "usage:
   wymcp-bench bus [--streams N] [--changes N] [--json FILE]
+  wymcp-bench fanout [--streams N] [--changes N] [--no-pin] [--json FILE]
+  wymcp-bench tasks [--tasks N] [--rounds N] [--in-flight N] [--json FILE]
+  wymcp-bench startup [--tools N] [--rounds N] [--requests N] [--json FILE]
   wymcp-bench hostile --server PATH [--seconds S] [--unloaded S] [--json FILE]
   wymcp-bench serve --server floor|wymcp|rmcp [--addr 127.0.0.1:0]
                     [--release-memory-after BYTES|off]
@@ -49,6 +55,10 @@ fn main() -> ExitCode {
         Some("serve") => serve(&args[1..]),
         Some("hostile") => hostile(&args[1..]),
         Some("bus") => bus(&args[1..]),
+        Some("fanout") => capacity::fanout(&args[1..]),
+        Some("fanout-serve") => capacity::fanout_serve(&args[1..]),
+        Some("tasks") => capacity::tasks(&args[1..]),
+        Some("startup") => capacity::startup(&args[1..]),
         Some("run") => run(&args[1..]),
         _ => Err(USAGE.to_owned()),
     };

@@ -20,7 +20,8 @@ pub enum SurfaceError {
     Schema {
         /// The tool's name.
         tool: String,
-        /// `inputSchema` or `outputSchema`.
+        /// `inputSchema`, `outputSchema`, or `definition` (the tool's
+        /// listing, which could not be serialised).
         which: &'static str,
         /// What the schema compiler said.
         reason: String,

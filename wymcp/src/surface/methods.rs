@@ -476,10 +476,12 @@ impl Surface {
             Route::SetLevel => legacy::set_level(params),
             Route::ToolsList => {
                 let tools = self.catalog.tools();
-                let definitions: Vec<&Value> = tools
+                // Each definition was serialised at registration; the
+                // page copies those bytes.
+                let definitions: Vec<&serde_json::value::RawValue> = tools
                     .iter()
                     .filter(|t| self.shows(&t.scopes, &call))
-                    .map(|t| &t.definition)
+                    .map(|t| &*t.definition)
                     .collect();
                 return self.listed(&call, "tools", &definitions);
             }

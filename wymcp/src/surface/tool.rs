@@ -558,10 +558,21 @@ impl Tool {
                 json!({"taskSupport": self.task_support.as_str()}),
             );
         }
+        // Serialised once, here: a `tools/list` page copies these bytes
+        // (which tools a caller sees is still decided per request, by
+        // scope), instead of walking and escaping every definition again.
+        let definition =
+            serde_json::value::to_raw_value(&Value::Object(definition)).map_err(|e| {
+                SurfaceError::Schema {
+                    tool: self.name.clone(),
+                    which: "definition",
+                    reason: e.to_string(),
+                }
+            })?;
         Ok(Registered {
             scopes: self.scopes,
             name: self.name,
-            definition: Value::Object(definition),
+            definition,
             handler,
             task_support: self.task_support,
             task_when: self.task_when,
@@ -578,7 +589,8 @@ pub(crate) struct Registered {
     name: String,
     /// What a caller must hold to see and call it.
     pub(crate) scopes: Scopes,
-    pub(crate) definition: Value,
+    /// Its `tools/list` entry, serialised at registration.
+    pub(crate) definition: Box<serde_json::value::RawValue>,
     pub(crate) handler: Arc<ToolFn>,
     pub(crate) task_support: TaskSupport,
     pub(crate) task_when: Option<Arc<TaskWhen>>,
