@@ -9,6 +9,7 @@
 
 pub mod bus;
 pub mod hostile;
+pub mod hotpath;
 pub mod payload;
 pub mod procfs;
 pub mod report;

@@ -29,6 +29,7 @@ fn allocator_name(tunables: Option<&str>) -> String {
 
 const USAGE: &str = "usage:
   wymcp-bench bus [--streams N] [--changes N] [--json FILE]
+  wymcp-bench hotpath --everything PATH [--cores 1,2] [--quick] … (hotpath --help)
   wymcp-bench hostile --server PATH [--seconds S] [--unloaded S] [--json FILE]
   wymcp-bench serve --server floor|wymcp|rmcp [--addr 127.0.0.1:0]
                     [--release-memory-after BYTES|off]
@@ -49,6 +50,7 @@ fn main() -> ExitCode {
         Some("serve") => serve(&args[1..]),
         Some("hostile") => hostile(&args[1..]),
         Some("bus") => bus(&args[1..]),
+        Some("hotpath") => wymcp_bench::hotpath::main(&args[1..]),
         Some("run") => run(&args[1..]),
         _ => Err(USAGE.to_owned()),
     };
