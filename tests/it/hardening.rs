@@ -541,67 +541,6 @@ async fn a_panicking_handler_answers_32603_and_the_connection_lives() {
     assert_eq!(response.status, 200, "the same connection serves on");
 }
 
-/// A `MakeWriter` collecting what the fmt subscriber writes.
-#[derive(Clone, Default)]
-struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Captured {
-        self.clone()
-    }
-}
-
-/// The log line of a handler's panic names what the handler answers (the
-/// tool), though the call no longer names it up front:
-/// the name is read back from the request's bytes on the panic's path.
-#[tokio::test(flavor = "current_thread")]
-async fn a_panic_is_logged_naming_the_tool() {
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(captured.clone())
-        .with_max_level(tracing::Level::ERROR)
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
-    let boom = Tool::new("boom_tool").raw_handler(|_, _| async {
-        if std::hint::black_box(true) {
-            panic!("the handler broke");
-        }
-        Ok(ToolResult::text("never"))
-    });
-    let listening = TestServer::start(wymcp::chain::post::router(Arc::new(
-        Server::builder().tool(boom).build().unwrap(),
-    )))
-    .await;
-    let mut conn = listening.connect().await;
-    let response = conn
-        .request(&call(
-            json!(1),
-            "tools/call",
-            json!({"name": "boom_tool", "arguments": {}}),
-        ))
-        .await;
-    refused(&response, 500, -32603, &json!(1));
-    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
-    let line = logs
-        .lines()
-        .find(|l| l.contains("a handler panicked"))
-        .unwrap_or_else(|| panic!("no panic line in {logs:?}"));
-    assert!(line.contains("handler=tool `boom_tool`"), "{line}");
-    assert!(line.contains("the handler broke"), "{line}");
-}
-
 /// Rule (item 15): a client's string in the answer's message is cut, its
 /// length noted, however long it was sent.
 #[tokio::test]

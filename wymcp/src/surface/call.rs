@@ -230,10 +230,12 @@ fn text_of(params: &Value, key: &str) -> String {
     Bounded(params.get(key).and_then(Value::as_str).unwrap_or_default()).to_string()
 }
 
-/// What a handler of `method` answers, named for a log line: the tool, the
-/// prompt or the resource of `params`.
-fn what(method: &str, params: Option<&Value>) -> String {
-    match (method, params) {
+/// What a handler of `method` answers, named for a log line from the
+/// request's bytes `sent`: the tool, the prompt or the resource of its
+/// `params`, bounded and escaped.
+fn what(method: &str, sent: &[u8]) -> String {
+    let message = serde_json::from_slice::<Value>(sent).ok();
+    match (method, message.as_ref().and_then(|m| m.get("params"))) {
         ("tools/call", Some(p)) => format!("tool `{}`", text_of(p, "name")),
         ("prompts/get", Some(p)) => format!("prompt `{}`", text_of(p, "name")),
         ("resources/read", Some(p)) => format!("resource `{}`", text_of(p, "uri")),
@@ -358,11 +360,9 @@ impl Finisher {
             .copied()
             .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
             .unwrap_or("(not a string)");
-        let sent = serde_json::from_slice::<Value>(&self.sent).ok();
-        let params = sent.as_ref().and_then(|m| m.get("params"));
         tracing::error!(
             target: "wymcp::handler",
-            handler = %what(self.method, params),
+            handler = %what(self.method, &self.sent),
             panic = %Bounded(message),
             "a handler panicked; answered -32603"
         );
@@ -491,5 +491,28 @@ impl Drop for Running {
         if self.run.is_some() {
             tracing::debug!(target: "wymcp::stream", "the client went away; the handler is cancelled");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::what;
+
+    /// The panic line names what the handler answers from the request's
+    /// bytes alone (the call keeps no name of its own): the tool, the
+    /// prompt or the resource, escaped; the method when there is none.
+    #[test]
+    fn what_a_handler_answers_is_read_from_the_request_bytes() {
+        let tool = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"boom\nline","arguments":{}}}"#;
+        assert_eq!(what("tools/call", tool), r"tool `boom\nline`");
+        let prompt = br#"{"method":"prompts/get","params":{"name":"greet"}}"#;
+        assert_eq!(what("prompts/get", prompt), "prompt `greet`");
+        let resource = br#"{"method":"resources/read","params":{"uri":"test://x"}}"#;
+        assert_eq!(what("resources/read", resource), "resource `test://x`");
+        assert_eq!(
+            what("tools/list", br#"{"method":"tools/list"}"#),
+            "`tools/list`"
+        );
+        assert_eq!(what("tools/call", b"not json"), "`tools/call`");
     }
 }
