@@ -88,7 +88,7 @@ pub fn simple_call() -> Request {
 
 fn with_header(mut request: Request, name: &'static str, value: &str) -> Request {
     if let Some(slot) = request.headers.iter_mut().find(|(n, _)| *n == name) {
-        slot.1 = value.to_owned();
+        value.clone_into(&mut slot.1);
     } else {
         request.headers.push((name, value.to_owned()));
     }
