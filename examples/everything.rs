@@ -10,13 +10,18 @@
 //! --client-secret S` (with `--audience AUD`, by default the served URL)
 //! one for opaque tokens (`wymcp::auth::Introspection`). Each takes
 //! `--required-scope S`, as often as needed: every request must hold it
-//! (`403 insufficient_scope` naming them otherwise).
+//! (`403 insufficient_scope` naming them otherwise). `--static-token TOKEN`
+//! lets in exactly one fixed Bearer token (`wymcp::auth::StaticTokens`):
+//! for the benchmark's auth scenarios and local tests, never a deployment.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use wymcp::auth::{AuthConfig, AuthFuture, Authenticator, Credentials, Introspection, JwtVerifier};
+use wymcp::auth::{
+    AuthConfig, AuthFuture, Authenticator, Credentials, Introspection, JwtVerifier, Principal,
+    StaticTokens,
+};
 use wymcp::axum::http::HeaderValue;
 use wymcp::mrtr::{InputKind, InputRequest, SealingKey};
 use wymcp::{CompletionRef, Completions, LogLevel, NoArgs, PromptArgs, TaskSupport, TemplateVars};
@@ -885,7 +890,7 @@ impl Keys {
 const USAGE: &str = "usage: everything [--bind ADDR] [--replica NAME] [--trusted-proxy ADDR[/PREFIX]]… \
     [--jwks-url URL --issuer ISS --audience AUD | \
     --introspection-url URL --client-id ID --client-secret S [--audience AUD] [--issuer ISS]] \
-    [--required-scope S]… [--redis-url URL] | --stdio \
+    [--required-scope S]… [--static-token TOKEN] [--redis-url URL] | --stdio \
     (env WYMCP_REDIS_URL: the Redis the replicas share for the change bus and \
     the task store; WYMCP_TASK_LEASE_MS: a task's lease; \
     WYMCP_SEALING_KEY: a shared requestState secret of at least 32 bytes, \
@@ -902,12 +907,14 @@ struct AuthArgs {
     client_id: Option<String>,
     client_secret: Option<String>,
     required_scopes: Vec<String>,
+    static_token: Option<String>,
 }
 
 /// The resource server the command line asked for.
 enum ResourceServer {
     Jwt(JwtVerifier),
     Introspection(Introspection),
+    Static(StaticTokens),
 }
 
 impl Authenticator for ResourceServer {
@@ -915,6 +922,7 @@ impl Authenticator for ResourceServer {
         match self {
             ResourceServer::Jwt(verifier) => verifier.authenticate(credentials),
             ResourceServer::Introspection(introspection) => introspection.authenticate(credentials),
+            ResourceServer::Static(tokens) => tokens.authenticate(credentials),
         }
     }
 }
@@ -971,6 +979,14 @@ impl AuthArgs {
                 mode: format!("opaque tokens introspected at {url} for {audience}"),
             }));
         }
+        if let Some(token) = &self.static_token {
+            let principal = Principal::new("static-token", self.required_scopes.clone());
+            return Ok(Some(AuthSetup {
+                authenticator: ResourceServer::Static(StaticTokens::new().token(token, principal)),
+                config: config(self.issuer.as_deref().unwrap_or("http://127.0.0.1/")),
+                mode: format!("one static Bearer token for {audience} (benchmarks and tests only)"),
+            }));
+        }
         if self.issuer.is_some() || self.audience.is_some() || !self.required_scopes.is_empty() {
             return Err(
                 "--issuer, --audience and --required-scope need --jwks-url or --introspection-url"
@@ -1013,6 +1029,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ("--client-id", args) => auth.client_id = Some(args.next().ok_or(USAGE)?),
             ("--client-secret", args) => auth.client_secret = Some(args.next().ok_or(USAGE)?),
             ("--required-scope", args) => auth.required_scopes.push(args.next().ok_or(USAGE)?),
+            ("--static-token", args) => auth.static_token = Some(args.next().ok_or(USAGE)?),
             _ => return Err(format!("{USAGE}; got `{arg}`").into()),
         }
     }

@@ -10,6 +10,7 @@
 pub mod bus;
 pub mod fanout;
 pub mod hostile;
+pub mod hotpath;
 pub mod payload;
 pub mod procfs;
 pub mod report;

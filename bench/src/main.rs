@@ -35,6 +35,7 @@ const USAGE: &str = "usage:
   wymcp-bench fanout [--streams N] [--changes N] [--no-pin] [--json FILE]
   wymcp-bench tasks [--tasks N] [--rounds N] [--in-flight N] [--json FILE]
   wymcp-bench startup [--tools N] [--rounds N] [--requests N] [--json FILE]
+  wymcp-bench hotpath --everything PATH [--cores 1,2] [--quick] … (hotpath --help)
   wymcp-bench hostile --server PATH [--seconds S] [--unloaded S] [--json FILE]
   wymcp-bench serve --server floor|wymcp|rmcp [--addr 127.0.0.1:0]
                     [--release-memory-after BYTES|off]
@@ -59,6 +60,7 @@ fn main() -> ExitCode {
         Some("fanout-serve") => capacity::fanout_serve(&args[1..]),
         Some("tasks") => capacity::tasks(&args[1..]),
         Some("startup") => capacity::startup(&args[1..]),
+        Some("hotpath") => wymcp_bench::hotpath::main(&args[1..]),
         Some("run") => run(&args[1..]),
         _ => Err(USAGE.to_owned()),
     };

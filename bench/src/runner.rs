@@ -64,7 +64,7 @@ pub enum Error {
     Harness(String),
 }
 
-fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
     let context = context.into();
     move |source| Error::Io { context, source }
 }
@@ -80,7 +80,7 @@ enum Expect {
 
 /// How a scenario loads the servers.
 #[derive(Debug, Clone, Copy)]
-enum Load {
+pub(crate) enum Load {
     /// For the run's duration, over `connections` keep-alive connections.
     Throughput,
     /// For the run's duration, `connections` at a time, each request on a
@@ -257,17 +257,17 @@ fn pinned(core: Option<usize>, program: &Path) -> Command {
 }
 
 /// What one `oha` invocation is asked to do.
-struct Shot<'a> {
-    url: &'a str,
-    request: &'a Request,
-    body_file: &'a Path,
-    connections: usize,
-    load: Load,
-    duration: Duration,
+pub(crate) struct Shot<'a> {
+    pub(crate) url: &'a str,
+    pub(crate) request: &'a Request,
+    pub(crate) body_file: &'a Path,
+    pub(crate) connections: usize,
+    pub(crate) load: Load,
+    pub(crate) duration: Duration,
 }
 
 /// Runs `oha` once and returns its JSON summary.
-fn oha(options: &Options, shot: &Shot<'_>) -> Result<Value, Error> {
+pub(crate) fn oha(options: &Options, shot: &Shot<'_>) -> Result<Value, Error> {
     let mut command = pinned(options.cores.map(|(_, load)| load), &options.oha);
     command
         .env_remove("GLIBC_TUNABLES")
@@ -312,7 +312,12 @@ fn oha(options: &Options, shot: &Shot<'_>) -> Result<Value, Error> {
 }
 
 /// Reads one run's figures from oha's summary and the server's counters.
-fn run_from(summary: &Value, used: Stat, tick: Duration, body_bytes: usize) -> Result<Run, Error> {
+pub(crate) fn run_from(
+    summary: &Value,
+    used: Stat,
+    tick: Duration,
+    body_bytes: usize,
+) -> Result<Run, Error> {
     let number = |pointer: &str| summary.pointer(pointer).and_then(Value::as_f64);
     let mut statuses = BTreeMap::new();
     let mut requests = 0;
@@ -547,7 +552,7 @@ fn burst(
     Ok(results)
 }
 
-fn command_output(program: &str, args: &[&str]) -> Option<String> {
+pub(crate) fn command_output(program: &str, args: &[&str]) -> Option<String> {
     let out = Command::new(program).args(args).output().ok()?;
     out.status
         .success()

@@ -127,6 +127,137 @@ async fn floor_handler(body: Bytes) -> axum::response::Response {
     }
 }
 
+/// The text `examples/everything`'s `test_simple_text` answers.
+pub const SIMPLE_TEXT: &str = "This is a simple text response for testing.";
+
+/// The floor of the hot-path scenarios (bench/src/hotpath.rs): parse the
+/// body into a `Value`, then serialise `{"jsonrpc":"2.0","id":…,"result":…}`
+/// with the request's id and `result`, which the harness takes from
+/// wymcp's own answer to the same request, so the floor writes exactly the
+/// bytes wymcp writes (the harness checks they are equal) and pays for
+/// serialising them per request, as any server must. `result` is held as an
+/// [`Ordered`] tree, keys in wymcp's order (a `Value` would sort them). No
+/// check of any kind.
+pub fn floor_serving(result: Ordered) -> Router {
+    let result = std::sync::Arc::new(result);
+    Router::new()
+        .route(
+            ENDPOINT,
+            axum::routing::post(move |body: Bytes| {
+                let result = result.clone();
+                async move { floor_serving_handler(&body, &result) }
+            }),
+        )
+        .layer(DefaultBodyLimit::max(CEILING_CALL_BYTES))
+}
+
+fn floor_serving_handler(body: &[u8], result: &Ordered) -> axum::response::Response {
+    #[derive(serde::Serialize)]
+    struct Envelope<'a> {
+        jsonrpc: &'static str,
+        id: &'a serde_json::Value,
+        result: &'a Ordered,
+    }
+    let Ok(request) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let id = request.get("id").unwrap_or(&serde_json::Value::Null);
+    match serde_json::to_vec(&Envelope {
+        jsonrpc: "2.0",
+        id,
+        result,
+    }) {
+        Ok(bytes) => ([(header::CONTENT_TYPE, "application/json")], bytes).into_response(),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+}
+
+/// A JSON tree that keeps its objects' keys in the order read (the
+/// workspace's `serde_json::Value` sorts them): what the floor serialises.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ordered {
+    /// null, a boolean, a number or a string.
+    Scalar(serde_json::Value),
+    /// An array.
+    Array(Vec<Ordered>),
+    /// An object, its members in order.
+    Object(Vec<(String, Ordered)>),
+}
+
+impl serde::Serialize for Ordered {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self {
+            Ordered::Scalar(value) => value.serialize(serializer),
+            Ordered::Array(items) => {
+                let mut seq = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(item)?;
+                }
+                seq.end()
+            }
+            Ordered::Object(members) => {
+                let mut map = serializer.serialize_map(Some(members.len()))?;
+                for (key, value) in members {
+                    map.serialize_entry(key, value)?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Ordered {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Ordered;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("JSON")
+            }
+            fn visit_unit<E>(self) -> Result<Ordered, E> {
+                Ok(Ordered::Scalar(serde_json::Value::Null))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Ordered, E> {
+                Ok(Ordered::Scalar(v.into()))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Ordered, E> {
+                Ok(Ordered::Scalar(v.into()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Ordered, E> {
+                Ok(Ordered::Scalar(v.into()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Ordered, E> {
+                Ok(Ordered::Scalar(v.into()))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Ordered, E> {
+                Ok(Ordered::Scalar(v.into()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Ordered, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(Ordered::Array(items))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Ordered, A::Error> {
+                let mut members = Vec::new();
+                while let Some((key, value)) = map.next_entry()? {
+                    members.push((key, value));
+                }
+                Ok(Ordered::Object(members))
+            }
+        }
+        deserializer.deserialize_any(Visit)
+    }
+}
+
 // ---------------------------------------------------------------- wymcp
 
 /// The wymcp server the benchmark measures: the echo tool registered the way
@@ -202,6 +333,14 @@ mod peer {
         #[allow(clippy::unused_self)]
         fn echo(&self, Parameters(args): Parameters<EchoArgs>) -> String {
             args.text
+        }
+
+        /// `examples/everything`'s simple tool, for the hot-path scenarios
+        /// (bench/src/hotpath.rs).
+        #[tool(description = "Returns simple text")]
+        #[allow(clippy::unused_self)]
+        fn test_simple_text(&self) -> String {
+            super::SIMPLE_TEXT.to_owned()
         }
     }
 

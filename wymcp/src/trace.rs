@@ -61,7 +61,10 @@ pub(crate) fn open(opening: Opening<'_>) -> Span {
         Some("tools/call" | "prompts/get") => text("name"),
         _ => None,
     };
-    let name = match (&method, target) {
+    // The name is built inside the macro's field list: `tracing` evaluates
+    // field values only for a span some subscriber wants, so a filtered-out
+    // span allocates nothing.
+    let name = || match (&method, target) {
         (Some(method), Some(target)) => format!("{method} {}", truncated(target)),
         (Some(method), None) => method.to_string(),
         (None, _) => "mcp".to_owned(),
@@ -69,7 +72,7 @@ pub(crate) fn open(opening: Opening<'_>) -> Span {
     let span = tracing::info_span!(
         target: "wymcp::request",
         "mcp.request",
-        otel.name = name.as_str(),
+        otel.name = name().as_str(),
         otel.kind = "server",
         otel.status_code = Empty,
         mcp.method.name = method.as_deref(),
