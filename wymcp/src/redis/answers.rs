@@ -9,7 +9,7 @@ use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use super::config::{Health, RedisConfig, backoff_after};
+use super::config::{Health, RedisConfig, backoff_after, subscribe};
 use crate::surface::{AnswerFeed, AnswerRelay, BoxFuture};
 
 /// [`RedisAnswers`]: carries a 2025 client's answer to a mid-call request
@@ -245,24 +245,5 @@ async fn listen(relay: Relay, channel: String, feed: AnswerFeed, health: Arc<Hea
         }
         backoff = backoff_after(backoff, &config);
         tokio::time::sleep(backoff).await;
-    }
-}
-
-async fn subscribe(
-    client: &redis::Client,
-    config: &RedisConfig,
-    channel: &str,
-) -> Result<(redis::aio::PubSubSink, redis::aio::PubSubStream), String> {
-    let connect = tokio::time::timeout(config.connect_timeout, client.get_async_pubsub());
-    let pubsub = match connect.await {
-        Ok(Ok(pubsub)) => pubsub,
-        Ok(Err(error)) => return Err(error.to_string()),
-        Err(_) => return Err("connecting timed out".to_owned()),
-    };
-    let (mut sink, stream) = pubsub.split();
-    match tokio::time::timeout(config.command_timeout, sink.subscribe(channel)).await {
-        Ok(Ok(())) => Ok((sink, stream)),
-        Ok(Err(error)) => Err(error.to_string()),
-        Err(_) => Err("SUBSCRIBE timed out".to_owned()),
     }
 }

@@ -7,7 +7,7 @@ use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::config::{Health, RedisConfig, backoff_after};
+use super::config::{Health, RedisConfig, backoff_after, subscribe};
 use crate::surface::{Change, ChangeFeed, ChangeRelay};
 
 /// [`RedisBus`]: the change bus carried between replicas by Redis pub/sub.
@@ -249,7 +249,7 @@ async fn subscriber(
     let mut backoff = Duration::ZERO;
     let mut subscribed_before = false;
     while !feed.is_closed() {
-        match subscribe(&client, &config).await {
+        match subscribe(&client, &config, &config.channel).await {
             Ok((mut sink, mut stream)) => {
                 backoff = Duration::ZERO;
                 if health.succeeded("bus subscriber") || subscribed_before {
@@ -294,25 +294,6 @@ async fn subscriber(
         }
         backoff = backoff_after(backoff, &config);
         tokio::time::sleep(backoff).await;
-    }
-}
-
-/// A subscription to the channel, within the connect and command timeouts.
-async fn subscribe(
-    client: &redis::Client,
-    config: &RedisConfig,
-) -> Result<(redis::aio::PubSubSink, redis::aio::PubSubStream), String> {
-    let connect = tokio::time::timeout(config.connect_timeout, client.get_async_pubsub());
-    let pubsub = match connect.await {
-        Ok(Ok(pubsub)) => pubsub,
-        Ok(Err(error)) => return Err(error.to_string()),
-        Err(_) => return Err("connecting timed out".to_owned()),
-    };
-    let (mut sink, stream) = pubsub.split();
-    match tokio::time::timeout(config.command_timeout, sink.subscribe(&config.channel)).await {
-        Ok(Ok(())) => Ok((sink, stream)),
-        Ok(Err(error)) => Err(error.to_string()),
-        Err(_) => Err("SUBSCRIBE timed out".to_owned()),
     }
 }
 

@@ -154,3 +154,24 @@ impl Health {
 pub(crate) fn backoff_after(now: Duration, config: &RedisConfig) -> Duration {
     (now * 2).clamp(config.backoff_min, config.backoff_max)
 }
+
+/// A subscription to `channel`, within the connect and command timeouts:
+/// the change bus's and the mid-call answers' subscribers both start here.
+pub(super) async fn subscribe(
+    client: &redis::Client,
+    config: &RedisConfig,
+    channel: &str,
+) -> Result<(redis::aio::PubSubSink, redis::aio::PubSubStream), String> {
+    let connect = tokio::time::timeout(config.connect_timeout, client.get_async_pubsub());
+    let pubsub = match connect.await {
+        Ok(Ok(pubsub)) => pubsub,
+        Ok(Err(error)) => return Err(error.to_string()),
+        Err(_) => return Err("connecting timed out".to_owned()),
+    };
+    let (mut sink, stream) = pubsub.split();
+    match tokio::time::timeout(config.command_timeout, sink.subscribe(channel)).await {
+        Ok(Ok(())) => Ok((sink, stream)),
+        Ok(Err(error)) => Err(error.to_string()),
+        Err(_) => Err("SUBSCRIBE timed out".to_owned()),
+    }
+}
