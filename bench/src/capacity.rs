@@ -8,11 +8,8 @@ use std::path::PathBuf;
 use super::{check_flags, value};
 
 fn write_json(args: &[String], value_of: &impl serde::Serialize) -> Result<(), String> {
-    if let Some(path) = value::<PathBuf>(args, "--json")? {
-        let json = serde_json::to_vec_pretty(value_of).map_err(|e| e.to_string())?;
-        std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
-    }
-    Ok(())
+    let json = value::<PathBuf>(args, "--json")?;
+    wymcp_bench::report::write_outputs(None, json.as_deref().map(|p| (p, value_of)))
 }
 
 fn load() -> String {

@@ -753,13 +753,14 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let report = result.map_err(|e| e.to_string())?;
     let markdown = report.markdown();
     println!("{markdown}");
-    if let Some(path) = value::<PathBuf>(args, "--markdown")? {
-        std::fs::write(&path, &markdown).map_err(|e| format!("{}: {e}", path.display()))?;
-    }
-    if let Some(path) = value::<PathBuf>(args, "--json")? {
-        let json = serde_json::to_vec_pretty(&report).map_err(|e| e.to_string())?;
-        std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
-    }
+    let (md, json) = (
+        value::<PathBuf>(args, "--markdown")?,
+        value::<PathBuf>(args, "--json")?,
+    );
+    crate::report::write_outputs(
+        md.as_deref().map(|p| (p, markdown.as_str())),
+        json.as_deref().map(|p| (p, &report)),
+    )?;
     Ok(())
 }
 

@@ -133,10 +133,8 @@ fn hostile(args: &[String]) -> Result<(), String> {
     );
     let report = hostile::run(&options)?;
     println!("{}", report.markdown());
-    if let Some(path) = value::<PathBuf>(args, "--json")? {
-        let json = serde_json::to_vec_pretty(&report).map_err(|e| e.to_string())?;
-        std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
-    }
+    let json = value::<PathBuf>(args, "--json")?;
+    wymcp_bench::report::write_outputs(None, json.as_deref().map(|p| (p, &report)))?;
     report.verdict()
 }
 
@@ -155,10 +153,8 @@ fn bus(args: &[String]) -> Result<(), String> {
     );
     let passes = runtime.block_on(wymcp_bench::bus::run(streams, changes))?;
     println!("{}", wymcp_bench::bus::table(&passes));
-    if let Some(path) = value::<PathBuf>(args, "--json")? {
-        let json = serde_json::to_vec_pretty(&passes).map_err(|e| e.to_string())?;
-        std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
-    }
+    let json = value::<PathBuf>(args, "--json")?;
+    wymcp_bench::report::write_outputs(None, json.as_deref().map(|p| (p, &passes)))?;
     Ok(())
 }
 
@@ -228,12 +224,13 @@ fn run(args: &[String]) -> Result<(), String> {
     let report = report.map_err(|e| e.to_string())?;
     let markdown = report.markdown();
     println!("{markdown}");
-    if let Some(path) = value::<PathBuf>(args, "--markdown")? {
-        std::fs::write(&path, &markdown).map_err(|e| format!("{}: {e}", path.display()))?;
-    }
-    if let Some(path) = value::<PathBuf>(args, "--json")? {
-        let json = serde_json::to_vec_pretty(&report).map_err(|e| e.to_string())?;
-        std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
-    }
+    let (md, json) = (
+        value::<PathBuf>(args, "--markdown")?,
+        value::<PathBuf>(args, "--json")?,
+    );
+    wymcp_bench::report::write_outputs(
+        md.as_deref().map(|p| (p, markdown.as_str())),
+        json.as_deref().map(|p| (p, &report)),
+    )?;
     Ok(())
 }

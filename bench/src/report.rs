@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use std::path::Path;
+
 use serde::Serialize;
 
 use crate::payload::CEILING_CALL_BYTES;
@@ -419,6 +421,23 @@ impl Report {
         }
         out
     }
+}
+
+/// Writes what a subcommand printed where its `--markdown` and `--json`
+/// flags ask (either may be absent): the table as printed, the report as
+/// pretty JSON.
+pub fn write_outputs(
+    markdown: Option<(&Path, &str)>,
+    json: Option<(&Path, &impl Serialize)>,
+) -> Result<(), String> {
+    if let Some((path, text)) = markdown {
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if let Some((path, value)) = json {
+        let bytes = serde_json::to_vec_pretty(value).map_err(|e| e.to_string())?;
+        std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
