@@ -1,11 +1,11 @@
 //! The three servers the benchmark compares, each an `axum::Router` serving
-//! the same `echo` tool on [`ENDPOINT`](crate::payload::ENDPOINT):
+//! the same `echo` tool on [`crate::payload::ENDPOINT`]:
 //!
-//! * [`wymcp`]: wymcp's default chain;
+//! * [`wymcp()`]: wymcp's default chain;
 //! * [`floor`]: a bare axum handler that parses the body into a
 //!   `serde_json::Value` and answers a fixed result, the floor of this HTTP
 //!   stack;
-//! * [`rmcp`]: the official Rust SDK, stateless JSON mode.
+//! * [`rmcp()`]: the official Rust SDK, stateless JSON mode.
 //!
 //! [`serve`] runs one of them on a current-thread tokio runtime, the flavour
 //! all three are measured with.

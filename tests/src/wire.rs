@@ -1,6 +1,6 @@
 //! Socket-level test helpers: what only a real connection shows.
 //!
-//! * [`TestServer`] serves a router on `127.0.0.1:0` with [`wymcp::serve`]
+//! * [`TestServer`] serves a router on `127.0.0.1:0` with [`wymcp::serve()`]
 //!   (HTTP/1.1 and h2c) and stops it when dropped.
 //! * [`RawRequest`] + [`RawConn`]: an HTTP/1.1 client that writes exactly the
 //!   bytes you describe (duplicate headers, no `Host`, a declared length with
@@ -56,7 +56,7 @@ pub struct TestServer {
 }
 
 impl TestServer {
-    /// Serves `router` with [`wymcp::serve`] on `127.0.0.1`, on a free port.
+    /// Serves `router` with [`wymcp::serve()`] on `127.0.0.1`, on a free port.
     pub async fn start(router: Router) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await

@@ -194,7 +194,7 @@ pub enum HeaderParamType {
 ///
 /// The tool registry fills these at registration (after checking the
 /// annotation's constraints); `HeaderBinding` reads them through
-/// [`Server::header_params`](crate::Server::header_params).
+/// `Server::header_params`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeaderParam {
     /// The `{Name}` of `Mcp-Param-{Name}`, as annotated (compared
