@@ -120,15 +120,8 @@ impl ChangeRelay for RedisBus {
 /// 128 random bits, hex (a process that cannot draw them takes its pid and
 /// the time, which is unique enough among a deployment's replicas).
 pub(super) fn origin() -> String {
-    let mut bytes = [0u8; 16];
-    if getrandom::fill(&mut bytes).is_err() {
-        return format!("{}-{}", std::process::id(), crate::tasks::now_ms());
-    }
-    bytes.iter().fold(String::with_capacity(32), |mut out, b| {
-        use std::fmt::Write as _;
-        let _ = write!(out, "{b:02x}");
-        out
-    })
+    crate::tasks::random_hex()
+        .unwrap_or_else(|| format!("{}-{}", std::process::id(), crate::tasks::now_ms()))
 }
 
 /// A change as it travels on the channel: its origin, its kind and its

@@ -387,17 +387,14 @@ impl Handling {
                     };
                     rounds += 1;
                     if rounds > mid_call.peer.limits().max_rounds {
-                        return Outcome::Error(
-                            RpcError::new(
-                                ErrorCode::INTERNAL_ERROR,
-                                format!(
-                                    "the handler of `{}` asked its client for input more than {} times",
-                                    finisher.method,
-                                    mid_call.peer.limits().max_rounds
-                                ),
-                            )
-                            .data(serde_json::json!({"limit": "max_rounds"})),
-                        );
+                        return Outcome::Error(super::mid_call::failed(
+                            format!(
+                                "the handler of `{}` asked its client for input more than {} times",
+                                finisher.method,
+                                mid_call.peer.limits().max_rounds
+                            ),
+                            serde_json::json!({"limit": "max_rounds"}),
+                        ));
                     }
                     let (requests, state, round) = ask.into_task_parts();
                     match mid_call.ask(requests).await {

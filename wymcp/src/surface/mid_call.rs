@@ -50,7 +50,7 @@ use crate::mrtr::{Binding, Sealer};
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::jsonrpc;
 use crate::protocol::revision::Revision;
-use crate::tasks::now_ms;
+use crate::tasks::{now_ms, random_hex};
 
 /// The binding `method` of a session token: no other token opens as one.
 const SESSION: &str = "wymcp/legacy-session";
@@ -280,18 +280,6 @@ impl fmt::Debug for Peer {
     }
 }
 
-/// 128 random bits, hex: a request's nonce, a replica's name without a
-/// relay. `None` when the OS gives none (the request is then not sent).
-fn random_hex() -> Option<String> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).ok()?;
-    Some(bytes.iter().fold(String::with_capacity(32), |mut out, b| {
-        use std::fmt::Write as _;
-        let _ = write!(out, "{b:02x}");
-        out
-    }))
-}
-
 /// What of a client's `initialize` capabilities a server may ask by: the
 /// kinds and modes, names only (`{"elicitation": {"form": {}}}`), so the
 /// token stays small whatever the client sent. `None` when the client
@@ -502,7 +490,7 @@ impl Drop for Waiting<'_> {
 }
 
 /// The -32603 of a round that cannot go on.
-fn failed(message: String, data: Value) -> RpcError {
+pub(crate) fn failed(message: String, data: Value) -> RpcError {
     RpcError::new(ErrorCode::INTERNAL_ERROR, message).data(data)
 }
 

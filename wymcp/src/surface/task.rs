@@ -317,14 +317,8 @@ fn store_error(error: &TaskStoreError) -> RpcError {
 
 /// A fresh task id: 128 bits from the operating system, hex.
 fn new_id() -> Result<String, RpcError> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes)
-        .map_err(|_| RpcError::new(ErrorCode::INTERNAL_ERROR, "no randomness to mint a task id"))?;
-    Ok(bytes.iter().fold(String::with_capacity(32), |mut out, b| {
-        use fmt::Write as _;
-        let _ = write!(out, "{b:02x}");
-        out
-    }))
+    crate::tasks::random_hex()
+        .ok_or_else(|| RpcError::new(ErrorCode::INTERNAL_ERROR, "no randomness to mint a task id"))
 }
 
 /// Milliseconds since the Unix epoch as an RFC 3339 UTC timestamp.

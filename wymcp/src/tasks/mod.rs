@@ -131,3 +131,16 @@ pub fn now_ms() -> u64 {
         .unwrap_or_default();
     u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
 }
+
+/// 128 random bits from the operating system, as 32 hex digits: a task's
+/// id, a replica's origin on the bus, a mid-call request's nonce. `None`
+/// when the system has no randomness to give.
+pub(crate) fn random_hex() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().fold(String::with_capacity(32), |mut out, b| {
+        use std::fmt::Write as _;
+        let _ = write!(out, "{b:02x}");
+        out
+    }))
+}
