@@ -353,3 +353,38 @@ async fn an_answer_reaches_its_call_on_another_replica() {
         "no_waiter",
     );
 }
+
+/// Rule: an answer for a call held by another replica, while Redis does
+/// not answer, is `503` with `Retry-After`, -32603, `id: null`,
+/// `data.reason: "unreachable"`: the client may send it again, and the
+/// answer is never taken as handed.
+#[tokio::test]
+async fn an_answer_that_cannot_be_relayed_is_503_with_retry_after() {
+    use crate::mid_call::{Stream, answer, call, initialize, refused};
+    let Some(mut redis) = RedisServer::start() else {
+        return;
+    };
+    let (a, b) = (answering(&redis), answering(&redis));
+    let (ra, rb) = (chain(a.clone()), chain(b.clone()));
+    for _ in 0..500 {
+        let channels = redis.cli(&["PUBSUB", "CHANNELS", "wymcp:changes:answers:*"]);
+        if channels.is_some_and(|c| c.lines().filter(|l| !l.is_empty()).count() == 2) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let init = send(&ra, initialize(json!({"elicitation": {}}))).await;
+    let session = init.header("mcp-session-id").to_owned();
+    let mut stream = Stream::open(&ra, call(8, "ask", &session)).await;
+    let request = stream.next().await.unwrap();
+    redis.kill();
+    let elicited = json!({"action": "accept", "content": {"name": "Bea"}});
+    let reply = send(&rb, answer(&request["id"], elicited, &session)).await;
+    refused(
+        &reply,
+        StatusCode::SERVICE_UNAVAILABLE,
+        -32603,
+        "unreachable",
+    );
+    assert_eq!(reply.header("retry-after"), "1");
+}
