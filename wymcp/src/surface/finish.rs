@@ -4,6 +4,7 @@
 //! in between (a tool result, a list page).
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::content::Icon;
@@ -83,16 +84,21 @@ pub(crate) struct CachePolicy {
 #[derive(Debug)]
 pub(crate) struct Finishing {
     info: Value,
+    /// `{"io.modelcontextprotocol/serverInfo": info}`, the `_meta` of a
+    /// result serialised straight onto the wire, as its bytes: written by
+    /// every tool call, so serialised here once.
+    meta: Box<RawValue>,
     cache: CachePolicy,
 }
 
 impl Finishing {
     pub(crate) fn new(info: &ServerInfo, cache: CachePolicy) -> Self {
-        Finishing {
-            // A struct of strings always serialises.
-            info: serde_json::to_value(info).unwrap_or(Value::Null),
-            cache,
-        }
+        // A struct of strings always serialises.
+        let info = serde_json::to_value(info).unwrap_or(Value::Null);
+        let mut meta = Map::new();
+        meta.insert(SERVER_INFO.into(), info.clone());
+        let meta = serde_json::value::to_raw_value(&meta).unwrap_or_default();
+        Finishing { info, meta, cache }
     }
 
     /// Completes a result for the wire: on 2026-07-28, `resultType` (unless
@@ -129,6 +135,12 @@ impl Finishing {
     /// The server's identity as it appears in results.
     pub(crate) fn info(&self) -> &Value {
         &self.info
+    }
+
+    /// The `_meta` a result serialised straight onto the wire carries: the
+    /// server's identity alone.
+    pub(crate) fn meta(&self) -> ServerMeta<'_> {
+        ServerMeta(&self.meta)
     }
 
     /// One page of a list, completed as [`finish`](Self::finish) completes a
@@ -170,7 +182,7 @@ impl<T: Serialize> Serialize for WireList<'_, T> {
         }
         if let Some(finishing) = self.finishing {
             map.serialize_entry("resultType", "complete")?;
-            map.serialize_entry("_meta", &ServerMeta(&finishing.info))?;
+            map.serialize_entry("_meta", &finishing.meta())?;
             map.serialize_entry("ttlMs", &finishing.cache.ttl_ms)?;
             map.serialize_entry("cacheScope", finishing.cache.scope.as_str())?;
         }
@@ -178,17 +190,11 @@ impl<T: Serialize> Serialize for WireList<'_, T> {
     }
 }
 
-/// `_meta` holding only the server's identity.
-pub(crate) struct ServerMeta<'a>(pub(crate) &'a Value);
-
-impl Serialize for ServerMeta<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(1))?;
-        map.serialize_entry(SERVER_INFO, self.0)?;
-        map.end()
-    }
-}
+/// `_meta` holding only the server's identity, serialised once by
+/// [`Finishing::new`].
+#[derive(Clone, Copy, Serialize)]
+#[serde(transparent)]
+pub(crate) struct ServerMeta<'a>(&'a RawValue);
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

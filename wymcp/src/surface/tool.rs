@@ -243,15 +243,16 @@ impl ToolResult {
     /// The result completed for the wire as
     /// [`Finishing::finish`](super::finish::Finishing::finish) completes one
     /// (a tool result sets neither `resultType` nor `_meta`, and is never
-    /// cacheable), ready to serialise; `info` is the server's identity.
-    pub(crate) fn wire<'a>(&'a self, era: Era, info: &'a Value) -> WireToolResult<'a> {
+    /// cacheable), ready to serialise; `meta` is the server's identity as
+    /// its `_meta` ([`Finishing::meta`](super::finish::Finishing::meta)).
+    pub(crate) fn wire<'a>(&'a self, era: Era, meta: ServerMeta<'a>) -> WireToolResult<'a> {
         let modern = era == Era::Modern;
         WireToolResult {
             content: &self.content,
             structured_content: self.structured_content.as_ref(),
             is_error: self.is_error,
             result_type: modern.then_some("complete"),
-            meta: modern.then_some(ServerMeta(info)),
+            meta: modern.then_some(meta),
         }
     }
 }
@@ -758,7 +759,7 @@ pub(crate) fn prepare(
         let result = ToolResult::error(invalid_arguments(name, &problems));
         trace::tool_failed(&call.span);
         return Err(Answer::Done(Outcome::Result(
-            reply.result(&result.wire(reply.era(), reply.finishing().info())),
+            reply.result(&result.wire(reply.era(), reply.finishing().meta())),
         )));
     }
     let handling = call.handling("tools/call", env).map_err(Answer::from)?;
@@ -794,7 +795,7 @@ pub(crate) fn run(
             if result.is_error {
                 trace::tool_failed(&span);
             }
-            Ok(reply.result(&result.wire(reply.era(), reply.finishing().info())))
+            Ok(reply.result(&result.wire(reply.era(), reply.finishing().meta())))
         })
     })
 }
@@ -973,7 +974,7 @@ mod tests {
         ];
         for era in [Era::Modern, Era::Legacy] {
             for result in &results {
-                let wire = serde_json::to_value(result.wire(era, finishing.info())).unwrap();
+                let wire = serde_json::to_value(result.wire(era, finishing.meta())).unwrap();
                 let finished = finishing.finish(era, serde_json::to_value(result).unwrap(), false);
                 assert_eq!(wire, finished, "{era:?} {result:?}");
             }
