@@ -58,6 +58,11 @@ impl Stage for SingletonHeaders {
 
 /// The display name of the first singleton header sent more than once.
 fn repeated_header(headers: &http::HeaderMap) -> Option<String> {
+    // No name with a second value: nothing can be repeated (the usual case,
+    // answered without a lookup).
+    if headers.len() == headers.keys_len() {
+        return None;
+    }
     let repeated = |name: &HeaderName| headers.get_all(name).iter().nth(1).is_some();
     if let Some((_, display)) = FIXED.iter().find(|(name, _)| repeated(name)) {
         return Some((*display).to_owned());

@@ -63,6 +63,7 @@ use http::StatusCode;
 
 use crate::exchange::Exchange;
 use crate::protocol::error::ErrorCode;
+use crate::protocol::headers::MCP_PROTOCOL_VERSION;
 use crate::protocol::jsonrpc::{MessageKind, is_response};
 use crate::protocol::revision::Era;
 use crate::protocol::revision::Revision;
@@ -95,10 +96,13 @@ impl Validate {
     /// that era, the newest revision of the era wymcp knows.
     #[must_use]
     pub fn revision(ex: &Exchange<'_>) -> Revision {
+        if let Some(revision) = ex.revision {
+            return revision;
+        }
         let header = ex
             .parts
             .headers
-            .get("mcp-protocol-version")
+            .get(MCP_PROTOCOL_VERSION)
             .and_then(|value| value.to_str().ok())
             .and_then(|value| Revision::parse(value.trim()));
         let message = ex.message.as_ref().unwrap_or(&serde_json::Value::Null);
