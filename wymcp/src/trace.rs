@@ -41,9 +41,10 @@ pub(crate) struct Opening<'a> {
     pub(crate) version: http::Version,
     pub(crate) client: Option<std::net::IpAddr>,
     pub(crate) method: Option<&'a str>,
-    /// The id, when the message is a request.
-    pub(crate) id: Option<&'a Value>,
-    pub(crate) params: Option<&'a Value>,
+    /// The message, read (for its id and params) only for an enabled span.
+    pub(crate) message: Option<&'a Value>,
+    /// Whether the message is a request, whose id the span records.
+    pub(crate) request: bool,
 }
 
 /// The request span of a message, named `{method} {target}`: the tool of
@@ -53,18 +54,19 @@ pub(crate) fn open(opening: Opening<'_>) -> Span {
     let method = opening.method.map(truncated);
     let text = |key: &str| {
         opening
-            .params
+            .message
+            .and_then(|m| m.get("params"))
             .and_then(|p| p.get(key))
             .and_then(Value::as_str)
     };
-    let target = match opening.method {
+    let target = || match opening.method {
         Some("tools/call" | "prompts/get") => text("name"),
         _ => None,
     };
     // The name is built inside the macro's field list: `tracing` evaluates
     // field values only for a span some subscriber wants, so a filtered-out
-    // span allocates nothing.
-    let name = || match (&method, target) {
+    // span allocates nothing and looks up nothing.
+    let name = || match (&method, target()) {
         (Some(method), Some(target)) => format!("{method} {}", truncated(target)),
         (Some(method), None) => method.to_string(),
         (None, _) => "mcp".to_owned(),
@@ -97,7 +99,11 @@ pub(crate) fn open(opening: Opening<'_>) -> Span {
     if let Some(client) = opening.client {
         span.record("client.address", client.to_string());
     }
-    match opening.id {
+    let id = opening
+        .message
+        .filter(|_| opening.request)
+        .and_then(|m| m.get("id"));
+    match id {
         Some(Value::String(id)) => {
             span.record("jsonrpc.request.id", &*truncated(id));
         }
@@ -106,7 +112,7 @@ pub(crate) fn open(opening: Opening<'_>) -> Span {
         }
         _ => {}
     }
-    match (opening.method, target) {
+    match (opening.method, target()) {
         (Some("tools/call"), Some(tool)) => {
             span.record("gen_ai.operation.name", "execute_tool");
             span.record("gen_ai.tool.name", &*truncated(tool));

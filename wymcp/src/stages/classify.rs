@@ -63,12 +63,8 @@ impl Stage for Classify {
             version: ex.parts.version,
             client: ex.parts.extensions.get::<ClientAddr>().map(|c| c.0),
             method: ex.method(),
-            id: ex
-                .message
-                .as_ref()
-                .and_then(|m| m.get("id"))
-                .filter(|_| kind == MessageKind::Request),
-            params: ex.params(),
+            message: ex.message.as_ref(),
+            request: kind == MessageKind::Request,
         });
         ex.set_span(span);
         Flow::Continue

@@ -66,7 +66,10 @@ pub struct Dispatch;
 
 impl Stage for Dispatch {
     async fn run(ex: &mut Exchange<'_>) -> Flow {
-        if let Some(method) = ex.method() {
+        // Only a span some subscriber wants reads the message for it.
+        if !ex.span.is_disabled()
+            && let Some(method) = ex.method()
+        {
             trace::dispatched(
                 &ex.span,
                 method,

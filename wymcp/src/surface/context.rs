@@ -232,7 +232,7 @@ pub struct Context {
     pub(crate) principal: Option<Principal>,
     pub(crate) client_capabilities: Value,
     pub(crate) meta: Value,
-    pub(crate) method: String,
+    pub(crate) method: &'static str,
     pub(crate) era: Era,
     pub(crate) revision: Option<Revision>,
     pub(crate) inputs: Inputs,
@@ -247,7 +247,7 @@ impl Context {
     /// notifications go to `emitter`.
     pub(crate) fn new(
         shared: Arc<http::Extensions>,
-        method: &str,
+        method: &'static str,
         era: Era,
         meta: Value,
         principal: Option<Principal>,
@@ -266,7 +266,7 @@ impl Context {
             principal,
             client_capabilities,
             meta,
-            method: method.to_owned(),
+            method,
             era,
             revision: None,
             inputs,
@@ -306,7 +306,7 @@ impl Context {
     /// The request's method.
     #[must_use]
     pub fn method(&self) -> &str {
-        &self.method
+        self.method
     }
 
     /// The request's era.
