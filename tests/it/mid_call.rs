@@ -208,6 +208,10 @@ pub fn answer(id: &Value, result: Value, session: &str) -> Req {
 pub fn refused(reply: &Reply, status: StatusCode, code: i64, reason: &str) {
     let error = reply.error(status, code, &Value::Null);
     assert_eq!(error["data"]["reason"], reason, "{error}");
+    assert!(
+        reply.headers.get("mcp-session-id").is_none(),
+        "a refusal opens no session: {reply:?}"
+    );
 }
 
 const ELICITED: fn() -> Value = || json!({"action": "accept", "content": {"name": "Ada"}});
