@@ -80,6 +80,12 @@ impl Stage for Dispatch {
         let params = take(ex.message.as_mut(), "params");
         let rejector = ex.rejector();
         let era = ex.era;
+        // A 2025 client's answer mid-call, which Validate held to the
+        // response envelope: moved to the call, not parsed again.
+        let response = match (ex.kind, era) {
+            (Some(MessageKind::Unknown), Era::Legacy) => ex.message.take(),
+            _ => None,
+        };
         let call = Call {
             kind: ex.kind.unwrap_or(MessageKind::Unknown),
             era,
@@ -101,6 +107,7 @@ impl Stage for Dispatch {
                 Era::Modern => None,
             },
             declared: None,
+            response,
         };
         let answer = ex.server().surface.answer(call);
         let auth = ex.server().auth_config();

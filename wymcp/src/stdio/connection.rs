@@ -276,6 +276,7 @@ impl Connection {
             // No header layer: no session token, no mid-call requests.
             session: None,
             declared: None,
+            response: None,
         };
         match self.server.surface.answer(call) {
             // Responses never reach the surface over stdio.

@@ -65,6 +65,10 @@ pub(crate) struct Call<'a> {
     /// The capabilities that session token carries, once the surface has
     /// opened it (transports leave it `None`).
     pub(crate) declared: Option<Value>,
+    /// A 2025 client's JSON-RPC response to a request sent mid-call: the
+    /// whole message, moved out of the exchange (`None` for anything else,
+    /// and over stdio, where no request is sent mid-call).
+    pub(crate) response: Option<Value>,
 }
 
 /// What the surface answers a call with.

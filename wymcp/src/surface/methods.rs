@@ -412,8 +412,8 @@ impl Surface {
             // A 2025 client's answer to a request sent mid-call (Validate
             // held it to the response envelope).
             MessageKind::Unknown if call.era == Era::Legacy => {
-                return match serde_json::from_slice::<Value>(&call.raw) {
-                    Ok(response) if jsonrpc::is_response(&response) => {
+                return match call.response.take() {
+                    Some(response) if jsonrpc::is_response(&response) => {
                         Answer::Delivery(self.peer.deliver(response, call.subject()))
                     }
                     _ => Answer::Refused(Refused::Unknown),
