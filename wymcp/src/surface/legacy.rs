@@ -35,8 +35,8 @@ pub(crate) fn negotiate(revisions: &[Revision], params: Option<&Value>) -> Optio
         .or_else(|| legacy.next_back())
 }
 
-/// The `InitializeResult` for a client asking for `requested`: the
-/// revision [`negotiate`] chooses. A server serving no 2025 revision
+/// The `InitializeResult` for a client asking for `requested`, and the
+/// revision [`negotiate`] chose for it. A server serving no 2025 revision
 /// answers -32602 listing what it serves. `capabilities` and
 /// `instructions` are the server's.
 pub(crate) fn initialize(
@@ -45,7 +45,7 @@ pub(crate) fn initialize(
     instructions: Option<&str>,
     finishing: &Finishing,
     params: Option<&Value>,
-) -> Result<Value, HandlerError> {
+) -> Result<(Value, Revision), HandlerError> {
     let requested = params
         .and_then(|p| p.get("protocolVersion"))
         .and_then(Value::as_str);
@@ -65,7 +65,7 @@ pub(crate) fn initialize(
     if let Some(instructions) = instructions {
         result.insert("instructions".into(), instructions.into());
     }
-    Ok(Value::Object(result))
+    Ok((Value::Object(result), chosen))
 }
 
 /// `logging/setLevel`: checks the level and acknowledges it.

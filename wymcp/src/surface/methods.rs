@@ -456,17 +456,16 @@ impl Surface {
                     params,
                 );
                 return match result {
-                    Ok(result) => {
+                    Ok((result, revision)) => {
                         let outcome = Outcome::Result(call.reply(&self.finishing).result(&result));
                         // A client that declared something the server may ask
                         // mid-call carries it in a session token.
-                        let askable = mid_call::askable(params.and_then(|p| p.get("capabilities")));
-                        match (askable, legacy::negotiate(&self.revisions, params)) {
-                            (Some(askable), Some(revision)) => Answer::Session(
+                        match mid_call::askable(params.and_then(|p| p.get("capabilities"))) {
+                            Some(askable) => Answer::Session(
                                 outcome,
                                 self.peer.mint_session(call.subject(), revision, &askable),
                             ),
-                            _ => Answer::Done(outcome),
+                            None => Answer::Done(outcome),
                         }
                     }
                     Err(error) => error.into_rpc(call.era, method).into(),
