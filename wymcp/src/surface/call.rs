@@ -301,6 +301,21 @@ impl<F: std::future::Future + Unpin> std::future::Future for CatchUnwind<F> {
     }
 }
 
+/// What a handler gave, or the panic that stopped it.
+type Guarded = Result<Result<Vec<u8>, HandlerError>, Box<dyn std::any::Any + Send>>;
+
+/// Makes a handler's future with `run` and runs it to its end, a panic in
+/// either caught: a handler that panics answers -32603, and the connection
+/// and every other call go on.
+async fn guarded(
+    run: &mut (impl FnMut(Context, Reply) -> BoxFuture<Result<Vec<u8>, HandlerError>> + Send),
+    cx: Context,
+    reply: Reply,
+) -> Guarded {
+    let future = std::panic::catch_unwind(AssertUnwindSafe(|| run(cx, reply)))?;
+    CatchUnwind(future).await
+}
+
 /// Removes the member `key` of `value` when it is an object.
 pub(crate) fn take(value: Option<&mut Value>, key: &str) -> Option<Value> {
     value?.as_object_mut()?.remove(key)
@@ -354,36 +369,20 @@ impl Handling {
             mid_call,
         } = self;
         let run: BoxFuture<Outcome> = match mid_call {
-            None => {
-                // A handler that panics, making its future or running it,
-                // answers -32603; the connection and every other call go on.
+            None => Box::pin(async move {
                 let reply = finisher.reply.clone();
-                let made = std::panic::catch_unwind(AssertUnwindSafe(move || run(cx, reply)));
-                match made {
-                    Ok(run) => Box::pin(async move {
-                        match CatchUnwind(run).await {
-                            Ok(outcome) => finisher.answer(outcome),
-                            Err(panic) => finisher.panicked(&*panic),
-                        }
-                    }),
-                    Err(panic) => {
-                        let outcome = finisher.panicked(&*panic);
-                        Box::pin(std::future::ready(outcome))
-                    }
+                match guarded(&mut run, cx, reply).await {
+                    Ok(outcome) => finisher.answer(outcome),
+                    Err(panic) => finisher.panicked(&*panic),
                 }
-            }
+            }),
             Some(mid_call) => Box::pin(async move {
                 let mut cx = cx;
                 let mut rounds = 0u32;
                 loop {
                     let reply = finisher.reply.clone();
-                    let made =
-                        std::panic::catch_unwind(AssertUnwindSafe(|| run(cx.clone(), reply)));
-                    let outcome = match made {
-                        Ok(future) => match CatchUnwind(future).await {
-                            Ok(outcome) => outcome,
-                            Err(panic) => return finisher.panicked(&*panic),
-                        },
+                    let outcome = match guarded(&mut run, cx.clone(), reply).await {
+                        Ok(outcome) => outcome,
                         Err(panic) => return finisher.panicked(&*panic),
                     };
                     let Err(HandlerError::InputRequired(ask)) = outcome else {
