@@ -275,10 +275,12 @@ fn is_loopback_name(name: &str) -> bool {
 /// ``-._~[]:%!$&'()*+,;=``; a table, as every request's `Host` is checked.
 static HOST_BYTES: [bool; 256] = {
     let mut table = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        let c = b as u8;
-        table[b] = c.is_ascii_alphanumeric();
+    let mut b: u8 = 0;
+    loop {
+        table[b as usize] = b.is_ascii_alphanumeric();
+        if b == u8::MAX {
+            break;
+        }
         b += 1;
     }
     let extra = b"-._~[]:%!$&'()*+,;=";
