@@ -3,7 +3,9 @@
 //! the bytes everything answers, and rmcp serving the same tool; one
 //! request failing each stage of the chain (origin, auth, headers,
 //! validation) against the served request of the same server in the same
-//! run; and the small call with the servers on one core and on two.
+//! run; and the small call with the servers on one core and on two (for
+//! scaling, like for like: oha on the servers' one core, then beside them
+//! on both).
 //!
 //! Every server runs on a multi-thread tokio runtime (everything's
 //! `#[tokio::main]`; the floor and rmcp as `wymcp-bench hotpath serve`),
@@ -46,7 +48,8 @@ const USAGE: &str = "usage:
   wymcp-bench hotpath serve floor|rmcp [--answer FILE] [--addr 127.0.0.1:0]
 
 scenarios: simple_call, reject_origin, reject_auth, reject_headers, reject_validation
-(--cores 1,2 also runs simple_call with the servers on both cores: the scaling row)";
+(--cores 1,2 also runs simple_call with the servers and oha on one core, and with the
+servers on both cores: the scaling rows)";
 
 /// The servers of the hot-path scenarios.
 const SERVERS: [&str; 4] = ["floor", "everything", "everything-auth", "rmcp"];
@@ -582,6 +585,27 @@ fn judge(scenarios: &[ScenarioResult]) -> Vec<(String, String, String)> {
             verdict(rejected.zip(full).map(|(r, f)| r < f)),
         ));
     }
+    // Scaling has no number to meet: what one core to two gives each server,
+    // with oha sharing the servers' cores in both rows.
+    let one = scenarios
+        .iter()
+        .find(|s| s.name == "simple_call@1core-shared");
+    let two = scenarios.iter().find(|s| s.name == "simple_call@2cores");
+    if let (Some(one), Some(two)) = (one, two) {
+        let gains: Vec<String> = two
+            .servers
+            .keys()
+            .map(|server| {
+                let gain = one.rps(server).zip(two.rps(server)).map(|(a, b)| b / a);
+                format!("{server} {}×", fmt(gain, 2))
+            })
+            .collect();
+        targets.push((
+            "throughput from 1 core to 2 (oha on the servers' cores in both)".to_owned(),
+            gains.join(", "),
+            "measured".to_owned(),
+        ));
+    }
     targets
 }
 
@@ -642,8 +666,22 @@ impl Report {
             }
         }
         out.push('\n');
-        let scaled = self.scenarios.iter().find(|s| s.cores.contains(','));
-        if let (Some(one), Some(two)) = (served, scaled) {
+        let scaled = self
+            .scenarios
+            .iter()
+            .find(|s| s.name.starts_with("simple_call@") && s.name.ends_with("cores"));
+        // Like for like with the two-core row, where oha shares the
+        // servers' cores: the one-core row where it shares theirs too.
+        let shared = self
+            .scenarios
+            .iter()
+            .find(|s| s.name.ends_with("@1core-shared"));
+        if let (Some(one), Some(two)) = (shared.or(served), scaled) {
+            let _ = writeln!(
+                out,
+                "Scaling: `{}`, servers on {}, against `{}`, servers on {}:\n",
+                one.name, one.cores, two.name, two.cores
+            );
             out.push_str("| scaling | req/s, 1 core | req/s, 2 cores | × | CPU µs/req, 1 core | CPU µs/req, 2 cores |\n");
             out.push_str("|---|---:|---:|---:|---:|---:|\n");
             for server in two.servers.keys() {
@@ -772,23 +810,38 @@ fn run(setup: &Setup, cores: &[usize], pin: bool) -> Result<Report, Error> {
         .filter(|s| setup.runner.only.is_empty() || setup.runner.only.iter().any(|o| o == s.name))
         .collect();
     let mut results = Vec::new();
+    // Each pass: the cores the servers get, and whether oha shares them.
+    // Scaling is read like for like: the servers on one core with oha on
+    // that core too, against the servers on two with oha beside them (the
+    // machine has two; a load generator with cores of its own would need a
+    // third).
+    let mut passes = Vec::new();
     for &n in cores {
-        // One core: the servers on core 0, oha on core 1. Two: the servers
-        // on both, oha unpinned beside them (the machine has two).
-        let (server_cores, oha_core) = match (pin, n) {
-            (false, _) => (None, None),
-            (true, 1) => (Some("0".to_owned()), Some(1)),
-            (true, n) => (
+        if n > 1 && pin && !passes.contains(&(1, true)) {
+            passes.push((1, true));
+        }
+        passes.push((n, false));
+    }
+    for (n, shared) in passes {
+        // One core: the servers on core 0, oha on core 1 (or on core 0 too,
+        // `shared`). Two: the servers on both, oha unpinned beside them.
+        let (server_cores, oha_core) = match (pin, n, shared) {
+            (false, _, _) => (None, None),
+            (true, 1, false) => (Some("0".to_owned()), Some(1)),
+            (true, 1, true) => (Some("0".to_owned()), Some(0)),
+            (true, n, _) => (
                 Some((0..n).map(|c| c.to_string()).collect::<Vec<_>>().join(",")),
                 None,
             ),
         };
-        let label_cores = server_cores
-            .clone()
-            .unwrap_or_else(|| "unpinned".to_owned());
+        let label_cores = match (&server_cores, shared) {
+            (Some(cores), true) => format!("{cores} (oha on {cores} too)"),
+            (Some(cores), false) => cores.clone(),
+            (None, _) => "unpinned".to_owned(),
+        };
         let scenarios: Vec<&&Scenario> = chosen
             .iter()
-            .filter(|s| n == 1 || s.name == "simple_call")
+            .filter(|s| (n == 1 && !shared) || s.name == "simple_call")
             .collect();
         let names: Vec<&'static str> = SERVERS
             .iter()
@@ -798,21 +851,21 @@ fn run(setup: &Setup, cores: &[usize], pin: bool) -> Result<Report, Error> {
                     .iter()
                     .any(|s| s.expect.iter().any(|(n, _)| n == name))
             })
-            .filter(|name| n == 1 || *name != "everything-auth")
+            .filter(|name| (n == 1 && !shared) || *name != "everything-auth")
             .collect();
         if names.is_empty() {
             continue;
         }
         let mut fleet = Fleet::start(setup, &names, server_cores.as_deref())?;
         for scenario in scenarios {
-            let label = if n == 1 {
-                scenario.name.to_owned()
-            } else {
-                format!("{}@{n}cores", scenario.name)
+            let label = match (n, shared) {
+                (1, false) => scenario.name.to_owned(),
+                (1, true) => format!("{}@1core-shared", scenario.name),
+                (n, _) => format!("{}@{n}cores", scenario.name),
             };
             let mut result =
                 run_scenario(setup, &mut fleet, scenario, &label_cores, oha_core, label)?;
-            if n > 1 {
+            if n > 1 || shared {
                 result.servers.remove("everything-auth");
             }
             results.push(result);
