@@ -111,6 +111,9 @@ impl<S: MessageSource + ?Sized> MessageSource for Box<S> {
     }
 }
 
+/// The error envelope as serde writes it: what [`error_envelope`]'s bytes
+/// are held to.
+#[cfg(test)]
 #[derive(Serialize)]
 struct ErrorObject<'a> {
     code: ErrorCode,
@@ -119,6 +122,7 @@ struct ErrorObject<'a> {
     data: Option<&'a Value>,
 }
 
+#[cfg(test)]
 #[derive(Serialize)]
 struct ErrorEnvelope<'a> {
     jsonrpc: &'static str,
@@ -148,18 +152,33 @@ pub(crate) fn error_envelope(
     message: &str,
     data: Option<&Value>,
 ) -> Vec<u8> {
-    let envelope = ErrorEnvelope {
-        jsonrpc: "2.0",
-        id,
-        error: ErrorObject {
-            code,
-            message,
-            data,
-        },
-    };
+    // Every rejection's answer: the envelope's fixed parts written as the
+    // bytes serde would give them, into one buffer sized for the whole
+    // answer (serde_json's own start, 128 bytes, is outgrown by most).
+    let mut bytes = Vec::with_capacity(ERROR_CAPACITY + message.len());
+    bytes.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    let written = serde_json::to_writer(&mut bytes, id).and_then(|()| {
+        bytes.extend_from_slice(br#","error":{"code":"#);
+        serde_json::to_writer(&mut bytes, &code)?;
+        bytes.extend_from_slice(br#","message":"#);
+        serde_json::to_writer(&mut bytes, message)?;
+        if let Some(data) = data {
+            bytes.extend_from_slice(br#","data":"#);
+            serde_json::to_writer(&mut bytes, data)?;
+        }
+        bytes.extend_from_slice(b"}}");
+        Ok(())
+    });
     // Serialising plain data to a Vec cannot fail.
-    serde_json::to_vec(&envelope).unwrap_or_default()
+    match written {
+        Ok(()) => bytes,
+        Err(_) => Vec::new(),
+    }
 }
+
+/// An error answer's bytes besides its message: the envelope (about 60),
+/// an id, and a small `data`.
+const ERROR_CAPACITY: usize = 160;
 
 /// The first allocation of a result's bytes: a 2026 result with its
 /// `_meta` outgrows serde_json's own start (128 bytes) at once.
@@ -219,6 +238,50 @@ pub(crate) fn is_response(message: &Value) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_error_envelope_is_the_bytes_serde_writes() {
+        let ids = [
+            json!(1),
+            json!(-7),
+            json!("a\"b\u{1}"),
+            json!(u64::MAX),
+            Value::Null,
+        ];
+        let messages = [
+            "",
+            "header mismatch: the `Mcp-Name` header does not match the body",
+            "quote \" back\\slash \n line é \u{7f}",
+        ];
+        let data = [
+            None,
+            Some(json!({"pointer": "/params/arguments", "keyword": "type"})),
+            Some(json!({"header": "Mcp-Name", "list": [1, "x", null, {"k": 2.5}]})),
+            Some(json!("text")),
+        ];
+        for id in &ids {
+            for message in messages {
+                for data in &data {
+                    let code = ErrorCode::HEADER_MISMATCH;
+                    let expected = serde_json::to_vec(&ErrorEnvelope {
+                        jsonrpc: "2.0",
+                        id,
+                        error: ErrorObject {
+                            code,
+                            message,
+                            data: data.as_ref(),
+                        },
+                    })
+                    .unwrap();
+                    let bytes = error_envelope(id, code, message, data.as_ref());
+                    assert_eq!(
+                        String::from_utf8(bytes).unwrap(),
+                        String::from_utf8(expected).unwrap()
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn the_table_in_clause_order() {

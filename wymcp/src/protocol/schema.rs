@@ -39,7 +39,7 @@
 //! shared by every [`Server`](crate::Server) through an [`Arc`].
 
 use std::collections::HashMap;
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::sync::{Arc, OnceLock};
 
 use jsonschema::error::ValidationErrorKind;
@@ -282,27 +282,39 @@ impl Definition {
     /// Validates `message`, describing the first failure that matters most: a
     /// failure of the envelope (anything outside `params`) before one inside
     /// `params`. Costs more than [`is_valid`](Self::is_valid); call it only once
-    /// that said no.
+    /// that said no. The failure is chosen by where it lies before any is
+    /// formatted: only the one reported is turned into text.
     pub(crate) fn validate(&self, message: &Value) -> Result<(), SchemaFailure> {
-        let failures = self
-            .validator
-            .iter_errors(message)
-            .map(|error| SchemaFailure::from_error(&error));
-        most_relevant(failures).map_or(Ok(()), Err)
+        let chosen = most_relevant(self.validator.iter_errors(message), lies_in_params);
+        chosen.map_or(Ok(()), |error| Err(SchemaFailure::from_error(&error)))
     }
 }
 
 /// The failure to report: the first outside `params` (the envelope is more
 /// fundamental), else the first inside.
-fn most_relevant(failures: impl IntoIterator<Item = SchemaFailure>) -> Option<SchemaFailure> {
+fn most_relevant<T>(failures: impl IntoIterator<Item = T>, in_params: fn(&T) -> bool) -> Option<T> {
     let mut params = None;
     for failure in failures {
-        if !failure.in_params() {
+        if !in_params(&failure) {
             return Some(failure);
         }
         params.get_or_insert(failure);
     }
     params
+}
+
+/// Whether the pointer [`SchemaFailure::from_error`] gives `error` lies
+/// inside `params` ([`SchemaFailure::in_params`]), read from the error
+/// without building the pointer.
+fn lies_in_params(error: &ValidationError<'_>) -> bool {
+    let path = error.instance_path().as_str();
+    if path.is_empty() {
+        // A missing property of the message itself: `/params` when it is
+        // `params` (an escaped name holds no `/`, so no other is inside).
+        return matches!(error.kind(), ValidationErrorKind::Required { property }
+            if property.as_str() == Some("params"));
+    }
+    path == "/params" || path.starts_with("/params/")
 }
 
 /// The longest pointer or message a failure reports; the rest is cut, since
@@ -334,7 +346,7 @@ impl SchemaFailure {
         SchemaFailure {
             pointer: truncate(pointer),
             keyword: error.kind().keyword().to_owned(),
-            message: truncate(error.masked_with("the value").to_string()),
+            message: truncate(masked(error)),
         }
     }
 
@@ -346,6 +358,19 @@ impl SchemaFailure {
         self.pointer == "/params" || self.pointer.starts_with("/params/")
     }
 }
+
+/// What is wrong, the client's value masked; written into one buffer
+/// sized for the usual message, not grown from empty.
+fn masked(error: &ValidationError<'_>) -> String {
+    let mut text = String::with_capacity(MASKED_CAPACITY);
+    // Writing to a String cannot fail.
+    let _ = write!(text, "{}", error.masked_with("the value"));
+    text
+}
+
+/// Room for the usual masked message (`the value is not of type "object"`:
+/// 34 bytes) and most longer ones.
+const MASKED_CAPACITY: usize = 96;
 
 fn truncate(mut text: String) -> String {
     if text.len() > REPORT_LIMIT {
@@ -676,8 +701,10 @@ mod tests {
             keyword: "type".to_owned(),
             message: String::new(),
         };
-        let pick =
-            |pointers: &[&str]| most_relevant(pointers.iter().map(|p| at(p))).map(|f| f.pointer);
+        let pick = |pointers: &[&str]| {
+            most_relevant(pointers.iter().map(|p| at(p)), SchemaFailure::in_params)
+                .map(|f| f.pointer)
+        };
         assert_eq!(
             pick(&["/params/name", "/jsonrpc", "/id"]),
             Some("/jsonrpc".to_owned())
@@ -726,6 +753,63 @@ mod tests {
                 def.validate(&message)
             );
         }
+    }
+
+    /// The failure as the detailed pass chose it before it picked by
+    /// pointer: every error formatted, then the most relevant taken.
+    fn formatted_then_chosen(def: &Definition, message: &Value) -> Option<SchemaFailure> {
+        let failures = def
+            .validator
+            .iter_errors(message)
+            .map(|error| SchemaFailure::from_error(&error));
+        most_relevant(failures, SchemaFailure::in_params)
+    }
+
+    #[test]
+    fn the_failure_chosen_before_formatting_is_the_one_chosen_after() {
+        let schemas = schemas();
+        let bad_params = [
+            json!("x"),
+            json!([]),
+            json!({}),
+            json!({"_meta": 5}),
+            json!({"_meta": meta(), "name": 7, "arguments": "x", "uri": [], "taskId": {}}),
+            json!({"_meta": {"io.modelcontextprotocol/protocolVersion": 7}, "cursor": 1}),
+            json!({"name": {"a/b~c": 1}, "params": 1, "level": "loud", "ref": null}),
+        ];
+        let mut compared = 0;
+        for revision in Revision::ALL {
+            for (method, def) in schemas.methods(revision) {
+                for params in &bad_params {
+                    let envelopes = [
+                        json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}),
+                        json!({"jsonrpc": "1.0", "id": 1, "method": method, "params": params}),
+                        json!({"jsonrpc": "2.0", "method": method, "params": params}),
+                        json!({"jsonrpc": "2.0", "id": null, "method": 5, "params": params}),
+                        json!({"id": "a", "method": method}),
+                        json!({"jsonrpc": "2.0", "id": 1, "method": method}),
+                        json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params, "x": 1}),
+                    ];
+                    for message in envelopes {
+                        for error in def.validator.iter_errors(&message) {
+                            let failure = SchemaFailure::from_error(&error);
+                            assert_eq!(
+                                lies_in_params(&error),
+                                failure.in_params(),
+                                "{revision} {method}: {message}: {failure:?}"
+                            );
+                        }
+                        assert_eq!(
+                            def.validate(&message).err(),
+                            formatted_then_chosen(def, &message),
+                            "{revision} {method}: {message}"
+                        );
+                        compared += 1;
+                    }
+                }
+            }
+        }
+        assert!(compared > 1_000, "{compared}");
     }
 
     #[test]

@@ -28,13 +28,13 @@
 
 use std::borrow::Cow;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::error::{ErrorCode, RpcError};
 use super::jsonrpc::MessageKind;
 use super::meta::PROTOCOL_VERSION;
 use super::revision::{Era, Revision};
-use super::schema::{DefinitionKind, Schemas};
+use super::schema::{DefinitionKind, SchemaFailure, Schemas};
 use super::text::{Bounded, truncated};
 
 /// The revision whose schema a message of `era` is held to, in order:
@@ -188,16 +188,32 @@ pub(crate) fn check(
         tracing::warn!(method = %Bounded(method), %revision, "schema fast path and detailed pass disagree");
         return Ok(());
     };
+    Err(schema_error(failure))
+}
+
+/// The error of a schema failure: `{what}: {pointer}: {message}`, with
+/// `data` `{"pointer", "keyword"}`. Built in one buffer, the failure's
+/// strings moved into `data` rather than copied: this is the validation
+/// rejection's own cost, which must stay below a served request's.
+fn schema_error(failure: SchemaFailure) -> RpcError {
     let (code, what) = if failure.in_params() {
         (ErrorCode::INVALID_PARAMS, "invalid params")
     } else {
         (ErrorCode::INVALID_REQUEST, "invalid request")
     };
-    Err(RpcError::new(
-        code,
-        format!("{what}: {}: {}", failure.pointer, failure.message),
-    )
-    .data(json!({ "pointer": failure.pointer, "keyword": failure.keyword })))
+    let SchemaFailure {
+        pointer,
+        keyword,
+        message: reason,
+    } = failure;
+    let mut message = String::with_capacity(what.len() + pointer.len() + reason.len() + 4);
+    for part in [what, ": ", &pointer, ": ", &reason] {
+        message.push_str(part);
+    }
+    let mut data = Map::new();
+    data.insert("pointer".to_owned(), Value::String(pointer));
+    data.insert("keyword".to_owned(), Value::String(keyword));
+    RpcError::new(code, message).data(Value::Object(data))
 }
 
 /// What is wrong with a message classification tagged `unknown`, and where.

@@ -50,9 +50,10 @@
 //! unbound.
 
 use std::borrow::Cow;
+use std::fmt::{self, Write as _};
 
 use http::{HeaderMap, HeaderName, StatusCode};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::exchange::Exchange;
 use crate::protocol::error::ErrorCode;
@@ -92,30 +93,54 @@ impl Stage for HeaderBinding {
         };
         match bound {
             Ok(()) => Flow::Continue,
-            Err(mismatch) => ex.reject(
-                Rejection::new(
-                    StatusCode::BAD_REQUEST,
-                    ErrorCode::HEADER_MISMATCH,
-                    format!("header mismatch: {}", mismatch.reason),
+            Err(Mismatch { header, message }) => {
+                let mut data = Map::new();
+                data.insert("header".to_owned(), Value::String(header));
+                ex.reject(
+                    Rejection::new(StatusCode::BAD_REQUEST, ErrorCode::HEADER_MISMATCH, message)
+                        .data(Value::Object(data)),
                 )
-                .data(json!({ "header": mismatch.header })),
-            ),
+            }
         }
     }
 }
 
-/// One failed row: the header's display name and why.
+/// One failed row: the header's display name, and the rejection's message
+/// (`header mismatch: ` and why).
 #[derive(Debug, PartialEq, Eq)]
 struct Mismatch {
     header: String,
-    reason: String,
+    message: String,
 }
 
+/// What every mismatch's message starts with.
+const MISMATCH: &str = "header mismatch: ";
+
 impl Mismatch {
-    fn new(header: impl Into<String>, reason: impl Into<String>) -> Self {
+    fn new(header: &str, reason: impl fmt::Display) -> Self {
+        let mut message = String::from(MISMATCH);
+        // Writing to a String cannot fail.
+        let _ = write!(message, "{reason}");
         Mismatch {
-            header: header.into(),
-            reason: reason.into(),
+            header: header.to_owned(),
+            message,
+        }
+    }
+
+    /// A mismatch whose reason is `parts` in order: the common rows'
+    /// messages, built in one buffer of the right size rather than
+    /// formatted twice (the mismatch is a rejection's own cost, which must
+    /// stay below a served request's).
+    fn says(header: &str, parts: &[&str]) -> Self {
+        let len = MISMATCH.len() + parts.iter().map(|part| part.len()).sum::<usize>();
+        let mut message = String::with_capacity(len);
+        message.push_str(MISMATCH);
+        for part in parts {
+            message.push_str(part);
+        }
+        Mismatch {
+            header: header.to_owned(),
+            message,
         }
     }
 }
@@ -172,9 +197,13 @@ fn present_row(
     }
     match body {
         Some(_) => standard_row(headers, name, display, body, true, reading),
-        None => Err(Mismatch::new(
+        None => Err(Mismatch::says(
             display,
-            format!("the `{display}` header is sent but the body has no value for it"),
+            &[
+                "the `",
+                display,
+                "` header is sent but the body has no value for it",
+            ],
         )),
     }
 }
@@ -268,20 +297,20 @@ fn standard_row(
 ) -> Result<(), Mismatch> {
     let Some(value) = headers.get(name) else {
         return if required {
-            Err(Mismatch::new(
+            Err(Mismatch::says(
                 display,
-                format!("the `{display}` header is missing"),
+                &["the `", display, "` header is missing"],
             ))
         } else {
             Ok(())
         };
     };
-    let text =
-        read(value, reading).map_err(|e| Mismatch::new(display, format!("`{display}`: {e}")))?;
+    let text = read(value, reading)
+        .map_err(|e| Mismatch::new(display, format_args!("`{display}`: {e}")))?;
     match body {
-        Some(body) if text != body => Err(Mismatch::new(
+        Some(body) if text != body => Err(Mismatch::says(
             display,
-            format!("the `{display}` header does not match the body"),
+            &["the `", display, "` header does not match the body"],
         )),
         _ => Ok(()),
     }
@@ -316,9 +345,13 @@ fn param_row(
     let body = match body {
         None | Some(Value::Null) => {
             return match header {
-                Some(_) => Err(Mismatch::new(
+                Some(_) => Err(Mismatch::says(
                     &display,
-                    format!("the `{display}` header is sent but its argument has no value"),
+                    &[
+                        "the `",
+                        &display,
+                        "` header is sent but its argument has no value",
+                    ],
                 )),
                 None => Ok(()),
             };
@@ -334,7 +367,7 @@ fn param_row(
             // (beyond 64 bits): refused rather than left unbound.
             return Err(Mismatch::new(
                 &display,
-                format!(
+                format_args!(
                     "the argument `{display}` mirrors is an integer beyond 64 bits, which no header value can carry exactly"
                 ),
             ));
@@ -343,13 +376,13 @@ fn param_row(
         return Ok(());
     };
     let Some(value) = header else {
-        return Err(Mismatch::new(
+        return Err(Mismatch::says(
             &display,
-            format!("the `{display}` header is missing"),
+            &["the `", &display, "` header is missing"],
         ));
     };
-    let text =
-        decoded_text(value).map_err(|e| Mismatch::new(&display, format!("`{display}`: {e}")))?;
+    let text = decoded_text(value)
+        .map_err(|e| Mismatch::new(&display, format_args!("`{display}`: {e}")))?;
     let equal = match expected {
         Spelling::Text(body) => text == body,
         Spelling::Integer(body) => parse_integer(&text) == Some(body),
@@ -358,9 +391,9 @@ fn param_row(
     if equal {
         Ok(())
     } else {
-        Err(Mismatch::new(
+        Err(Mismatch::says(
             &display,
-            format!("the `{display}` header does not match the body"),
+            &["the `", &display, "` header does not match the body"],
         ))
     }
 }
