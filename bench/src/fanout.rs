@@ -5,8 +5,13 @@
 //! the listening server is a child process (`wymcp-bench fanout-serve`,
 //! `wymcp::serve_with` on loopback, pinned to core 0 with `--pin`), and this
 //! process (core 1) opens the streams as HTTP/1.1 clients, one TCP
-//! connection each, and reads their SSE bytes. Two passes:
+//! connection each, and reads their SSE bytes. Three passes a round,
+//! interleaved, `--rounds` rounds:
 //!
+//! * **floor**: the socket floor (`fanout-serve --floor`, [`serve`] with
+//!   `floor`): bare tokio writing the same bytes, which the harness checks
+//!   (the first and the last stream's, up to the warm-up change) in every
+//!   pass; wymcp's verdict adds its ratio to the floor of the same round;
 //! * **in-process**: the change is published on the server holding the
 //!   streams (its own change bus);
 //! * **redis**: two replicas sharing a `redis-server` this command starts;
@@ -897,9 +902,14 @@ pub fn ratio_table(ratios: &[Ratio]) -> String {
     out
 }
 
+/// The middle value; of an even count, the mean of the middle two.
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
-    percentile(&values, 0.5)
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => f64::midpoint(values[n / 2 - 1], values[n / 2]),
+    }
 }
 
 /// Whether the passes meet the targets of issue 15: in-process, p99 to
@@ -968,6 +978,13 @@ mod tests {
             masked_date(b"HTTP/1.1 200 OK\r\nx: 2\r\n"),
             masked_date(b"HTTP/1.1 200 OK\r\nx: 1\r\n")
         );
+    }
+
+    #[test]
+    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        assert!((median(vec![2.0, 1.0]) - 1.5).abs() < 1e-9);
+        assert!((median(vec![3.0, 1.0, 2.0]) - 2.0).abs() < 1e-9);
+        assert!(median(Vec::new()).is_nan());
     }
 
     #[test]
