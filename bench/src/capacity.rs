@@ -21,20 +21,34 @@ fn load() -> String {
 /// One change reaching N listen streams over TCP, in-process and through
 /// Redis; prints the verdict on the targets (a number never fails it).
 pub fn fanout(args: &[String]) -> Result<(), String> {
-    check_flags(args, &["--streams", "--changes", "--json"], &["--no-pin"])?;
+    check_flags(
+        args,
+        &["--streams", "--changes", "--rounds", "--json"],
+        &["--no-pin"],
+    )?;
     let streams = value(args, "--streams")?.unwrap_or(10_000);
     let changes = value(args, "--changes")?.unwrap_or(50);
+    let rounds: usize = value(args, "--rounds")?.unwrap_or(2);
     let pin = !args.iter().any(|a| a == "--no-pin");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
     println!(
-        "== listen fan-out: a change reaching {streams} streams over TCP, {changes} changes one at a time (load average: {})",
+        "== listen fan-out: a change reaching {streams} streams over TCP, {changes} changes one at a time, {rounds} round(s) of floor, in-process, redis (load average: {})",
         load()
     );
-    let passes = runtime.block_on(wymcp_bench::fanout::run(streams, changes, pin))?;
+    let passes = runtime.block_on(wymcp_bench::fanout::run(
+        streams,
+        changes,
+        pin,
+        rounds.max(1),
+    ))?;
     println!("{}", wymcp_bench::fanout::table(&passes));
+    println!(
+        "{}",
+        wymcp_bench::fanout::ratio_table(&wymcp_bench::fanout::ratios(&passes))
+    );
     for line in wymcp_bench::fanout::verdict(&passes) {
         println!("{line}");
     }
@@ -43,11 +57,12 @@ pub fn fanout(args: &[String]) -> Result<(), String> {
 
 /// The server `fanout` starts.
 pub fn fanout_serve(args: &[String]) -> Result<(), String> {
-    check_flags(args, &["--streams", "--addr", "--redis"], &[])?;
+    check_flags(args, &["--streams", "--addr", "--redis"], &["--floor"])?;
     let streams = value(args, "--streams")?.unwrap_or(10_000);
     let addr: SocketAddr = value(args, "--addr")?.unwrap_or_else(|| ([127, 0, 0, 1], 0).into());
     let redis: Option<String> = value(args, "--redis")?;
-    wymcp_bench::fanout::serve(addr, streams, redis.as_deref())
+    let floor = args.iter().any(|a| a == "--floor");
+    wymcp_bench::fanout::serve(addr, streams, redis.as_deref(), floor)
 }
 
 /// Task create, poll and finish per core, in-memory and Redis stores.

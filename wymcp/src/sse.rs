@@ -16,6 +16,7 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -33,13 +34,61 @@ pub(crate) const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The comment line that keeps an idle stream (and its proxies) alive.
 pub(crate) const KEEP_ALIVE_COMMENT: &[u8] = b": keep-alive\n\n";
 
+/// What an SSE event carrying a JSON message starts with.
+pub(crate) const EVENT_HEAD: &[u8] = b"data: ";
+
+/// What it ends with.
+pub(crate) const EVENT_TAIL: &[u8] = b"\n\n";
+
 /// One SSE event carrying one JSON message.
 pub(crate) fn event(json: &[u8]) -> Bytes {
-    let mut event = Vec::with_capacity(json.len() + 8);
-    event.extend_from_slice(b"data: ");
+    let mut event = Vec::with_capacity(json.len() + EVENT_HEAD.len() + EVENT_TAIL.len());
+    event.extend_from_slice(EVENT_HEAD);
     event.extend_from_slice(json);
-    event.extend_from_slice(b"\n\n");
+    event.extend_from_slice(EVENT_TAIL);
     Bytes::from(event)
+}
+
+/// The JSON message an [`event`] carries, sharing its bytes.
+pub(crate) fn message_of(event: &Bytes) -> Bytes {
+    event.slice(EVENT_HEAD.len()..event.len() - EVENT_TAIL.len())
+}
+
+/// What an SSE answer writes: its events (each an [`event`]), one at a time.
+/// A [`MessageSource`] is one through [`respond`]; a source that keeps its
+/// messages as events (a listen stream, whose notifications are rendered
+/// once) gives them as they are, without a copy per event.
+pub(crate) trait EventSource: Send + Unpin + 'static {
+    /// The next event; `Ready(None)` once there are no more.
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>>;
+
+    /// Whether the event just given was the last.
+    fn finished(&self) -> bool;
+}
+
+impl<E: EventSource + ?Sized> EventSource for Box<E> {
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        (**self).poll_event(cx)
+    }
+
+    fn finished(&self) -> bool {
+        (**self).finished()
+    }
+}
+
+/// A message source's messages, each framed as its own event.
+struct Messages<S>(S);
+
+impl<S: MessageSource> EventSource for Messages<S> {
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        self.0
+            .poll_message(cx)
+            .map(|message| message.map(|m| event(&m)))
+    }
+
+    fn finished(&self) -> bool {
+        self.0.finished()
+    }
 }
 
 /// The `200` SSE response writing `first` (messages already there), then
@@ -48,11 +97,21 @@ pub(crate) fn respond<S: MessageSource>(
     first: impl IntoIterator<Item = Bytes>,
     source: S,
 ) -> http::Response<Body> {
+    respond_events(first.into_iter().map(|m| event(&m)), Messages(source))
+}
+
+/// The `200` SSE response writing the events `first`, then every event
+/// of `source`.
+pub(crate) fn respond_events<E: EventSource>(
+    first: impl IntoIterator<Item = Bytes>,
+    source: E,
+) -> http::Response<Body> {
     let body = Stream {
-        pending: first.into_iter().map(|m| event(&m)).collect(),
+        pending: first.into_iter().collect(),
         done: source.finished(),
         source,
-        keep_alive: keep_alive_timer(),
+        keep_alive: Box::pin(tokio::time::sleep(KEEP_ALIVE)),
+        last_sent: tokio::time::Instant::now(),
     };
     let mut response = http::Response::new(Body::new(body));
     *response.status_mut() = StatusCode::OK;
@@ -66,22 +125,22 @@ pub(crate) fn respond<S: MessageSource>(
     response
 }
 
-fn keep_alive_timer() -> tokio::time::Interval {
-    let mut timer = tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
-    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    timer
-}
-
 /// The body of an SSE answer: the events not yet sent, the source of the
 /// rest, and the keep-alive timer.
+///
+/// The timer is not reset at each event (a reset per event per stream is
+/// what a change fanned out to many streams would pay): an event records
+/// when it was sent, and the timer, when it fires, waits on until
+/// [`KEEP_ALIVE`] after the last event if there was one since.
 pub(crate) struct Stream<S> {
     pending: VecDeque<Bytes>,
     source: S,
-    keep_alive: tokio::time::Interval,
+    keep_alive: Pin<Box<tokio::time::Sleep>>,
+    last_sent: tokio::time::Instant,
     done: bool,
 }
 
-impl<S: MessageSource> http_body::Body for Stream<S> {
+impl<S: EventSource> http_body::Body for Stream<S> {
     type Data = Bytes;
     type Error = Infallible;
 
@@ -92,15 +151,15 @@ impl<S: MessageSource> http_body::Body for Stream<S> {
         let this = self.get_mut();
         loop {
             if let Some(event) = this.pending.pop_front() {
-                this.keep_alive.reset();
+                this.last_sent = tokio::time::Instant::now();
                 return Poll::Ready(Some(Ok(Frame::data(event))));
             }
             if this.done {
                 return Poll::Ready(None);
             }
-            match this.source.poll_message(cx) {
-                Poll::Ready(Some(message)) => {
-                    this.pending.push_back(event(&message));
+            match this.source.poll_event(cx) {
+                Poll::Ready(Some(event)) => {
+                    this.pending.push_back(event);
                     this.done = this.source.finished();
                     continue;
                 }
@@ -110,9 +169,17 @@ impl<S: MessageSource> http_body::Body for Stream<S> {
                 }
                 Poll::Pending => {}
             }
-            if this.keep_alive.poll_tick(cx).is_ready() {
-                this.pending
-                    .push_back(Bytes::from_static(KEEP_ALIVE_COMMENT));
+            if this.keep_alive.as_mut().poll(cx).is_ready() {
+                let due = this.last_sent + KEEP_ALIVE;
+                let now = tokio::time::Instant::now();
+                if due > now {
+                    // An event went out since: silent for less than KEEP_ALIVE.
+                    this.keep_alive.as_mut().reset(due);
+                } else {
+                    this.keep_alive.as_mut().reset(now + KEEP_ALIVE);
+                    this.pending
+                        .push_back(Bytes::from_static(KEEP_ALIVE_COMMENT));
+                }
                 continue;
             }
             return Poll::Pending;
@@ -184,5 +251,37 @@ mod tests {
         let mut body = respond([], Silent).into_body();
         let frame = body.frame().await.unwrap().unwrap().into_data().unwrap();
         assert_eq!(&frame[..], KEEP_ALIVE_COMMENT);
+    }
+
+    /// Says one message `after` the stream opens, then nothing.
+    struct Later(Pin<Box<tokio::time::Sleep>>, bool);
+
+    impl MessageSource for Later {
+        fn poll_message(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+            if self.1 || self.0.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            self.1 = true;
+            Poll::Ready(Some(Bytes::from_static(b"{}")))
+        }
+    }
+
+    /// The keep-alive comes a full KEEP_ALIVE after the last event, not at
+    /// the timer's first tick (the timer is not reset per event).
+    #[tokio::test(start_paused = true)]
+    async fn the_keep_alive_waits_a_full_interval_after_the_last_event() {
+        let opened = tokio::time::Instant::now();
+        let later = Duration::from_secs(10);
+        let mut body = respond([], Later(Box::pin(tokio::time::sleep(later)), false)).into_body();
+        let frame = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert_eq!(&frame[..], b"data: {}\n\n");
+        assert_eq!(opened.elapsed(), later);
+        let frame = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert_eq!(&frame[..], KEEP_ALIVE_COMMENT);
+        assert_eq!(opened.elapsed(), later + KEEP_ALIVE);
+        // And every KEEP_ALIVE of silence after that.
+        let frame = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert_eq!(&frame[..], KEEP_ALIVE_COMMENT);
+        assert_eq!(opened.elapsed(), later + KEEP_ALIVE * 2);
     }
 }

@@ -138,7 +138,7 @@ async fn respond(
         Answer::Forbidden { what, scopes } => forbidden(&rejector, auth, &what, &scopes),
         Answer::Accepted => reply::accepted(),
         Answer::Done(outcome) => finished(outcome, &rejector, era),
-        Answer::Listen(stream) => sse::respond([], stream),
+        Answer::Listen(stream) => sse::respond_events([], stream),
         Answer::Busy {
             error,
             over,

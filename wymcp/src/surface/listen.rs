@@ -52,6 +52,7 @@ use tokio::sync::broadcast;
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::jsonrpc::MessageSource;
 use crate::protocol::meta::SUBSCRIPTION_ID;
+use crate::sse;
 
 /// How many unread changes a listen stream may fall behind before it is told
 /// conservatively (see the [module docs](self)).
@@ -665,7 +666,7 @@ impl Listen {
         result_meta.insert(SUBSCRIPTION_ID.into(), self.id.clone());
         let envelopes = Envelopes::new(&self.id, &filter);
         ListenStream {
-            pending: VecDeque::from([message(&ack)]),
+            pending: VecDeque::from([event(&ack)]),
             next_change: Some(next(changes)),
             next_close: Some(next(closes)),
             next_resync: Some(next(resyncs)),
@@ -681,21 +682,26 @@ impl Listen {
     }
 }
 
-fn message(message: &Value) -> Bytes {
+/// `message` as the SSE event that carries it: a stream keeps its messages
+/// so, and gives a transport that wants the JSON alone a slice of it
+/// ([`sse::message_of`]).
+fn event(message: &Value) -> Bytes {
     // Serialising a Value cannot fail.
-    Bytes::from(serde_json::to_vec(message).unwrap_or_default())
+    sse::event(&serde_json::to_vec(message).unwrap_or_default())
 }
 
-/// The notifications of one stream, rendered when it opens: each
-/// list_changed whole, and the two halves of an `updated` around its URI.
+/// The notifications of one stream, rendered when it opens, each as the SSE
+/// event that carries it (so a change costs each stream no rendering, copy
+/// or allocation): each list_changed whole, and the two halves of an
+/// `updated` around its URI.
 #[derive(Debug)]
 struct Envelopes {
     tools: Bytes,
     prompts: Bytes,
     resources: Bytes,
-    /// `…"params":{"uri":`
+    /// `data: {…"params":{"uri":`
     updated_head: &'static [u8],
-    /// `,"_meta":{…}}}`
+    /// `,"_meta":{…}}}` and the event's end
     updated_tail: Bytes,
 }
 
@@ -704,7 +710,7 @@ impl Envelopes {
         let meta = json!({ SUBSCRIPTION_ID: id });
         let changed = |on: bool, method: &str| {
             if on {
-                message(&json!({"jsonrpc": "2.0", "method": method, "params": {"_meta": meta}}))
+                event(&json!({"jsonrpc": "2.0", "method": method, "params": {"_meta": meta}}))
             } else {
                 Bytes::new()
             }
@@ -714,6 +720,7 @@ impl Envelopes {
             tail.extend(serde_json::to_vec(&meta).unwrap_or_default());
         }
         tail.extend_from_slice(b"}}");
+        tail.extend_from_slice(sse::EVENT_TAIL);
         Envelopes {
             tools: changed(
                 filter.tools_list_changed,
@@ -728,7 +735,7 @@ impl Envelopes {
                 "notifications/resources/list_changed",
             ),
             updated_head:
-                br#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"#,
+                br#"data: {"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"#,
             updated_tail: Bytes::from(tail),
         }
     }
@@ -839,7 +846,7 @@ impl ListenStream {
             "result": {"resultType": "complete", "_meta": self.result_meta},
         });
         self.catching_up = None;
-        self.pending.push_back(message(&result));
+        self.pending.push_back(event(&result));
         self.next_change = None;
         self.next_close = None;
         self.next_resync = None;
@@ -850,6 +857,18 @@ impl ListenStream {
 
 impl MessageSource for ListenStream {
     fn poll_message(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        sse::EventSource::poll_event(self, cx).map(|event| event.map(|e| sse::message_of(&e)))
+    }
+
+    fn finished(&self) -> bool {
+        self.done && self.pending.is_empty()
+    }
+}
+
+/// The stream's messages are kept as events: an SSE answer writes them as
+/// they are.
+impl sse::EventSource for ListenStream {
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
         loop {
             if let Some(message) = self.pending.pop_front() {
                 return Poll::Ready(Some(message));
