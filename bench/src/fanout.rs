@@ -280,35 +280,10 @@ fn sse_chunk(json: &str) -> Vec<u8> {
     format!("{:X}\r\n{event}\r\n", event.len()).into_bytes()
 }
 
-/// An HTTP date (RFC 9110 IMF-fixdate), as hyper writes it.
+/// An HTTP date (RFC 9110 IMF-fixdate), as hyper writes it: with hyper's
+/// own formatter, `httpdate`.
 fn http_date(at: std::time::SystemTime) -> String {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let secs = at
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    // Civil from days (Howard Hinnant's algorithm), for days since 1970.
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    #[allow(clippy::cast_possible_truncation)]
-    let (weekday, month_name) = (DAYS[(days % 7) as usize], MONTHS[(month - 1) as usize]);
-    format!(
-        "{weekday}, {day:02} {month_name} {year} {:02}:{:02}:{:02} GMT",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    httpdate::fmt_http_date(at)
 }
 
 /// A child server, killed when dropped.
