@@ -300,18 +300,21 @@ fn answering(redis: &RedisServer) -> Arc<Server> {
     Arc::new(crate::mid_call::tools(builder).build().unwrap())
 }
 
-/// Rule: a 2025 client's answer that lands on another replica reaches the
-/// call waiting on the first, through Redis (`202`, and the call answers
-/// on its own stream); one whose replica is gone finds nobody (`400`,
-/// -32600, `id: null`, `data.reason: "no_waiter"`).
-#[tokio::test]
-async fn an_answer_reaches_its_call_on_another_replica() {
-    use crate::mid_call::{Stream, answer, call, initialize, refused};
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
-    let (a, b) = (answering(&redis), answering(&redis));
-    let (ra, rb) = (chain(a.clone()), chain(b.clone()));
+/// Two replicas on `redis`, each listening on its own answer channel, and
+/// a 2025 call of `ask` (id 8) on A waiting for its elicitation.
+struct Waiting {
+    a: Arc<Server>,
+    ra: axum::Router,
+    rb: axum::Router,
+    session: String,
+    stream: crate::mid_call::Stream,
+    request: Value,
+}
+
+async fn waiting_on_a(redis: &RedisServer) -> Waiting {
+    use crate::mid_call::{Stream, call, initialize};
+    let (a, b) = (answering(redis), answering(redis));
+    let (ra, rb) = (chain(a.clone()), chain(b));
     // Both replicas listen on a channel of their own.
     for _ in 0..500 {
         let channels = redis.cli(&["PUBSUB", "CHANNELS", "wymcp:changes:answers:*"]);
@@ -324,6 +327,34 @@ async fn an_answer_reaches_its_call_on_another_replica() {
     let session = init.header("mcp-session-id").to_owned();
     let mut stream = Stream::open(&ra, call(8, "ask", &session)).await;
     let request = stream.next().await.unwrap();
+    Waiting {
+        a,
+        ra,
+        rb,
+        session,
+        stream,
+        request,
+    }
+}
+
+/// Rule: a 2025 client's answer that lands on another replica reaches the
+/// call waiting on the first, through Redis (`202`, and the call answers
+/// on its own stream); one whose replica is gone finds nobody (`400`,
+/// -32600, `id: null`, `data.reason: "no_waiter"`).
+#[tokio::test]
+async fn an_answer_reaches_its_call_on_another_replica() {
+    use crate::mid_call::{Stream, answer, call, refused};
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let Waiting {
+        a,
+        ra,
+        rb,
+        session,
+        mut stream,
+        request,
+    } = waiting_on_a(&redis).await;
     assert_eq!(request["method"], "elicitation/create");
     let elicited = json!({"action": "accept", "content": {"name": "Bea"}});
     let accepted = send(&rb, answer(&request["id"], elicited.clone(), &session)).await;
@@ -360,23 +391,19 @@ async fn an_answer_reaches_its_call_on_another_replica() {
 /// answer is never taken as handed.
 #[tokio::test]
 async fn an_answer_that_cannot_be_relayed_is_503_with_retry_after() {
-    use crate::mid_call::{Stream, answer, call, initialize, refused};
+    use crate::mid_call::{answer, refused};
     let Some(mut redis) = RedisServer::start() else {
         return;
     };
-    let (a, b) = (answering(&redis), answering(&redis));
-    let (ra, rb) = (chain(a.clone()), chain(b.clone()));
-    for _ in 0..500 {
-        let channels = redis.cli(&["PUBSUB", "CHANNELS", "wymcp:changes:answers:*"]);
-        if channels.is_some_and(|c| c.lines().filter(|l| !l.is_empty()).count() == 2) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let init = send(&ra, initialize(json!({"elicitation": {}}))).await;
-    let session = init.header("mcp-session-id").to_owned();
-    let mut stream = Stream::open(&ra, call(8, "ask", &session)).await;
-    let request = stream.next().await.unwrap();
+    // A and its call stay alive: the call waits on A while B is answered.
+    let Waiting {
+        a: _a,
+        ra: _ra,
+        rb,
+        session,
+        stream: _stream,
+        request,
+    } = waiting_on_a(&redis).await;
     redis.kill();
     let elicited = json!({"action": "accept", "content": {"name": "Bea"}});
     let reply = send(&rb, answer(&request["id"], elicited, &session)).await;
