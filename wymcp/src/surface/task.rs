@@ -61,7 +61,8 @@ use crate::mrtr::Inputs;
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::meta::{CLIENT_CAPABILITIES, TASKS_EXTENSION};
 use crate::protocol::revision::Era;
-use crate::tasks::{MemoryTaskStore, TaskEntry, TaskStore, TaskStoreError, now_ms};
+use crate::protocol::ids::{now_ms, random_hex};
+use crate::tasks::{MemoryTaskStore, TaskEntry, TaskStore, TaskStoreError};
 
 /// How often a write that lost a race on a task is tried again.
 const RETRIES: usize = 8;
@@ -317,7 +318,7 @@ fn store_error(error: &TaskStoreError) -> RpcError {
 
 /// A fresh task id: 128 bits from the operating system, hex.
 fn new_id() -> Result<String, RpcError> {
-    crate::tasks::random_hex()
+    random_hex()
         .ok_or_else(|| RpcError::new(ErrorCode::INTERNAL_ERROR, "no randomness to mint a task id"))
 }
 
