@@ -8,7 +8,7 @@ use tokio::sync::broadcast;
 
 use super::context::Context;
 use super::error::SurfaceError;
-use super::listen::{Change, ChangeBus};
+use super::bus::{Change, ChangeBus};
 use super::notify::Emitter;
 use super::prompt::Prompt;
 use super::resource::{RegisteredTemplate, Resource, ResourceTemplate, TemplateVars};
