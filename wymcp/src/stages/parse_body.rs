@@ -243,7 +243,9 @@ fn declares_json(value: &HeaderValue) -> bool {
 fn percent_decodes_to_utf8(query: &[u8]) -> bool {
     // Without a `%` nothing is copied: `http::Uri` holds a query as text,
     // so undecoded it is UTF-8 already.
-    percent_encoding::percent_decode(query).decode_utf8().is_ok()
+    percent_encoding::percent_decode(query)
+        .decode_utf8()
+        .is_ok()
 }
 
 /// Why a body read did not produce the body.

@@ -138,7 +138,6 @@ pub(crate) enum Over {
     Server,
 }
 
-
 /// Admission to a listen stream, within [`ListenLimits`]: the bus keeps the
 /// count (its clones share it), the listen stream its limits.
 impl ChangeBus {
