@@ -51,6 +51,8 @@ mod strings;
 mod task;
 mod tool;
 
+pub(crate) use bus::ChangeBus;
+pub use bus::{Change, ChangeFeed, ChangeRelay};
 pub use catalog::Catalog;
 pub use completion::{CompletionRef, CompletionRequest, Completions, MAX_COMPLETION_VALUES};
 pub use content::{Annotations, Content, Icon, IconTheme, PromptRole, ResourceContents};
@@ -58,8 +60,6 @@ pub use context::{BoxFuture, Context, HandlerError};
 pub use error::SurfaceError;
 pub(crate) use finish::CachePolicy;
 pub use finish::{CacheScope, ServerInfo};
-pub use bus::{Change, ChangeFeed, ChangeRelay};
-pub(crate) use bus::ChangeBus;
 pub use listen::ListenLimits;
 pub(crate) use listen::Over;
 pub use methods::DEFAULT_PAGE_SIZE;
