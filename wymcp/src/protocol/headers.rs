@@ -18,7 +18,10 @@
 //!    literally.
 //!
 //! [`HeaderParam`] describes one `x-mcp-header` annotation of a tool, the
-//! row `HeaderBinding` checks for `Mcp-Param-{Name}`.
+//! row `HeaderBinding` checks for `Mcp-Param-{Name}`: [`header_params`]
+//! finds them in a tool's `inputSchema` and checks each annotation's rules,
+//! and [`Spelling`] is how an argument's value reads in its header, and
+//! whether a header's value spells it.
 
 // Public for the fuzz targets (`wymcp::fuzzing`), crate-private otherwise.
 #![cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub, dead_code))]
@@ -26,6 +29,7 @@
 use std::borrow::Cow;
 
 use http::{HeaderName, HeaderValue};
+use serde_json::Value;
 
 /// `MCP-Protocol-Version`: the revision the request speaks.
 pub const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -237,9 +241,216 @@ impl HeaderParam {
     }
 }
 
+/// Why an `x-mcp-header` annotation was refused: where it sits and the
+/// rule it breaks (the surface names the tool).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AnnotationError {
+    /// The annotated property, as a path from the schema root (`a.b`), or
+    /// `(root)`.
+    pub(crate) property: String,
+    /// The rule broken.
+    pub(crate) reason: String,
+}
+
+/// Keywords whose values are data, not schemas: an `x-mcp-header` inside
+/// them is not an annotation.
+const DATA_KEYWORDS: [&str; 4] = ["const", "enum", "default", "examples"];
+
+/// Finds and checks every `x-mcp-header` annotation of `schema` (spec notes
+/// §3): a non-empty RFC 9110 token, unique case-insensitively, on a
+/// `string`, `integer` or `boolean` property reached from the root through
+/// `properties` only.
+pub(crate) fn header_params(schema: &Value) -> Result<Vec<HeaderParam>, AnnotationError> {
+    let mut found = Vec::new();
+    walk(schema, &mut Vec::new(), true, &mut found)?;
+    Ok(found)
+}
+
+fn walk(
+    node: &Value,
+    path: &mut Vec<String>,
+    reachable: bool,
+    found: &mut Vec<HeaderParam>,
+) -> Result<(), AnnotationError> {
+    match node {
+        Value::Object(object) => {
+            if let Some(annotation) = object.get("x-mcp-header") {
+                let error = |reason: &str| AnnotationError {
+                    property: if path.is_empty() {
+                        "(root)".to_owned()
+                    } else {
+                        path.join(".")
+                    },
+                    reason: reason.to_owned(),
+                };
+                if !reachable || path.is_empty() {
+                    return Err(error(
+                        "it must sit on a property reached from the schema root through `properties` only \
+                         (not inside `items`, `oneOf`/`anyOf`/`allOf`/`not`, `if`/`then`/`else`, `$defs` or `$ref`)",
+                    ));
+                }
+                let name = annotation
+                    .as_str()
+                    .ok_or_else(|| error("the annotation must be a string"))?;
+                if name.is_empty() {
+                    return Err(error("the header name must not be empty"));
+                }
+                if let Some(bad) = name.chars().find(|c| !is_tchar(*c)) {
+                    return Err(error(&format!(
+                        "the header name `{}` has {bad:?}, which is not an RFC 9110 token character",
+                        name.escape_debug()
+                    )));
+                }
+                if let Some(other) = found.iter().find(|p| p.name.eq_ignore_ascii_case(name)) {
+                    return Err(error(&format!(
+                        "the header name `{name}` repeats `{}` of property `{}` (names are compared case-insensitively)",
+                        other.name,
+                        other.path.join(".")
+                    )));
+                }
+                let kind = header_kind(object.get("type")).ok_or_else(|| {
+                    error("the property's `type` must be `string`, `integer` or `boolean`")
+                })?;
+                found.push(HeaderParam::nested(name, path.iter().cloned(), kind));
+            }
+            for (key, value) in object {
+                if key == "x-mcp-header" || DATA_KEYWORDS.contains(&key.as_str()) {
+                    continue;
+                }
+                if key == "properties" {
+                    if let Value::Object(properties) = value {
+                        for (property, schema) in properties {
+                            path.push(property.clone());
+                            walk(schema, path, reachable, found)?;
+                            path.pop();
+                        }
+                    }
+                    continue;
+                }
+                path.push(key.clone());
+                walk(value, path, false, found)?;
+                path.pop();
+            }
+            Ok(())
+        }
+        Value::Array(items) => {
+            for item in items {
+                walk(item, path, false, found)?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn header_kind(ty: Option<&Value>) -> Option<HeaderParamType> {
+    let kind = |s: &str| match s {
+        "string" => Some(HeaderParamType::String),
+        "integer" => Some(HeaderParamType::Integer),
+        "boolean" => Some(HeaderParamType::Boolean),
+        _ => None,
+    };
+    match ty? {
+        Value::String(s) => kind(s),
+        // `["string", "null"]`: a nullable value, whose header is omitted when null.
+        Value::Array(types) => {
+            let mut non_null = types.iter().filter(|t| t.as_str() != Some("null"));
+            let only = non_null.next()?.as_str()?;
+            if non_null.next().is_some() {
+                return None;
+            }
+            kind(only)
+        }
+        _ => None,
+    }
+}
+
+/// RFC 9110 `tchar`.
+fn is_tchar(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
+}
+
+/// A body value as an `Mcp-Param-{Name}` header spells it.
+pub(crate) enum Spelling<'a> {
+    Text(&'a str),
+    Integer(i128),
+    Boolean(bool),
+}
+
+impl Spelling<'_> {
+    /// Whether a header's text (decoded, see [`decoded_text`]) spells this
+    /// body value: a string exactly and case-sensitively, an integer
+    /// numerically (`42.0` equals `42`), a boolean as `true` or `false`.
+    pub(crate) fn matches(&self, text: &str) -> bool {
+        match *self {
+            Spelling::Text(body) => text == body,
+            Spelling::Integer(body) => parse_integer(text) == Some(body),
+            Spelling::Boolean(body) => text == if body { "true" } else { "false" },
+        }
+    }
+}
+
+/// The spelling of `value` for an annotation of type `ty`; `None` when the
+/// value is not of that type (left to Validate).
+pub(crate) fn header_spelling(value: &Value, ty: HeaderParamType) -> Option<Spelling<'_>> {
+    match (ty, value) {
+        (HeaderParamType::String, Value::String(s)) => Some(Spelling::Text(s)),
+        (HeaderParamType::Boolean, Value::Bool(b)) => Some(Spelling::Boolean(*b)),
+        (HeaderParamType::Integer, Value::Number(n)) => number_as_integer(n).map(Spelling::Integer),
+        _ => None,
+    }
+}
+
+fn number_as_integer(n: &serde_json::Number) -> Option<i128> {
+    if let Some(i) = n.as_i64() {
+        return Some(i128::from(i));
+    }
+    if let Some(u) = n.as_u64() {
+        return Some(i128::from(u));
+    }
+    n.as_f64().and_then(float_as_integer)
+}
+
+/// Whether a JSON number has no fractional part (a schema's `integer`).
+pub(crate) fn is_integral(value: &Value) -> bool {
+    value
+        .as_f64()
+        .is_some_and(|f| f.is_finite() && f.fract() == 0.0)
+        || value.is_i64()
+        || value.is_u64()
+}
+
+/// An integral float within `±2^64` as an integer.
+fn float_as_integer(f: f64) -> Option<i128> {
+    const LIMIT: f64 = 18_446_744_073_709_551_616.0; // 2^64
+    if f.is_finite() && f.fract() == 0.0 && f.abs() < LIMIT {
+        // Integral and within range, so the conversion is exact.
+        #[allow(clippy::cast_possible_truncation)]
+        Some(f as i128)
+    } else {
+        None
+    }
+}
+
+/// A header's integer, compared numerically: `42`, `-7`, `42.0`, `4.2e1`.
+fn parse_integer(text: &str) -> Option<i128> {
+    if let Ok(i) = text.parse::<i128>() {
+        return Some(i);
+    }
+    let plausible = text
+        .bytes()
+        .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b));
+    if !plausible {
+        return None;
+    }
+    text.parse::<f64>().ok().and_then(float_as_integer)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn hv(bytes: &[u8]) -> HeaderValue {
@@ -338,5 +549,40 @@ mod tests {
             encode_value("=?base64?literal?="),
             "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
         );
+    }
+
+    fn check(schema: &Value) -> Result<Vec<HeaderParam>, AnnotationError> {
+        header_params(schema)
+    }
+
+    #[test]
+    fn nested_properties_are_reachable() {
+        let params = check(&json!({"type": "object", "properties": {
+            "a": {"type": "object", "properties": {"b": {"type": "integer", "x-mcp-header": "B"}}}
+        }}))
+        .unwrap();
+        assert_eq!(params[0].path, ["a", "b"]);
+        assert_eq!(params[0].ty, HeaderParamType::Integer);
+    }
+
+    #[test]
+    fn integers_compare_numerically() {
+        assert_eq!(parse_integer("42"), Some(42));
+        assert_eq!(parse_integer("-7"), Some(-7));
+        assert_eq!(parse_integer("42.0"), Some(42));
+        assert_eq!(parse_integer("4.2e1"), Some(42));
+        assert_eq!(parse_integer("42.5"), None);
+        assert_eq!(parse_integer("inf"), None);
+        assert_eq!(parse_integer("NaN"), None);
+        assert_eq!(parse_integer(""), None);
+        assert_eq!(parse_integer("0x2a"), None);
+        assert_eq!(
+            parse_integer("18446744073709551615"),
+            Some(i128::from(u64::MAX))
+        );
+        let n: serde_json::Number = serde_json::from_str("42.0").unwrap();
+        assert_eq!(number_as_integer(&n), Some(42));
+        let n: serde_json::Number = serde_json::from_str("1e300").unwrap();
+        assert_eq!(number_as_integer(&n), None);
     }
 }

@@ -1,6 +1,7 @@
 //! The protocol's vocabulary, knowing no server: JSON-RPC messages and their
 //! ids, the message kinds, error codes, every `_meta` key, the standard
-//! header values, the revisions and their schemas.
+//! header values, the revisions and their schemas, and how ids are minted
+//! and the time read.
 //!
 //! Everything above this layer (the parts, the server, the stages) speaks
 //! these words; nothing here knows who speaks them.
@@ -8,6 +9,7 @@
 pub(crate) mod error;
 pub(crate) mod fields;
 pub(crate) mod headers;
+pub(crate) mod ids;
 pub(crate) mod json;
 pub(crate) mod jsonrpc;
 #[cfg(feature = "fuzzing")]

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::config::{Health, RedisConfig, backoff_after, subscribe};
+use crate::protocol::ids::{now_ms, random_hex};
 use crate::surface::{Change, ChangeFeed, ChangeRelay};
 
 /// [`RedisBus`]: the change bus carried between replicas by Redis pub/sub.
@@ -120,8 +121,7 @@ impl ChangeRelay for RedisBus {
 /// 128 random bits, hex (a process that cannot draw them takes its pid and
 /// the time, which is unique enough among a deployment's replicas).
 pub(super) fn origin() -> String {
-    crate::tasks::random_hex()
-        .unwrap_or_else(|| format!("{}-{}", std::process::id(), crate::tasks::now_ms()))
+    random_hex().unwrap_or_else(|| format!("{}-{}", std::process::id(), now_ms()))
 }
 
 /// A change as it travels on the channel: its origin, its kind and its

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use super::config::{Health, RedisConfig};
-use crate::tasks::{StoreFuture, TaskEntry, TaskStore, TaskStoreError, now_ms};
+use crate::protocol::ids::now_ms;
+use crate::tasks::{StoreFuture, TaskEntry, TaskStore, TaskStoreError};
 
 /// The compare-and-set of a replacement: `ARGV[1]` the version replaced,
 /// `ARGV[2]` the new one, `ARGV[3]` the data.

@@ -59,7 +59,7 @@ use crate::exchange::Exchange;
 use crate::protocol::error::ErrorCode;
 use crate::protocol::headers::{
     HeaderParam, HeaderParamType, HeaderValueError, MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION,
-    decoded_text, plain_text,
+    decoded_text, header_spelling, is_integral, plain_text,
 };
 use crate::protocol::jsonrpc::MessageKind;
 use crate::protocol::revision::{Era, Revision};
@@ -383,12 +383,7 @@ fn param_row(
     };
     let text = decoded_text(value)
         .map_err(|e| Mismatch::new(&display, format_args!("`{display}`: {e}")))?;
-    let equal = match expected {
-        Spelling::Text(body) => text == body,
-        Spelling::Integer(body) => parse_integer(&text) == Some(body),
-        Spelling::Boolean(body) => text == if body { "true" } else { "false" },
-    };
-    if equal {
+    if expected.matches(&text) {
         Ok(())
     } else {
         Err(Mismatch::says(
@@ -396,69 +391,6 @@ fn param_row(
             &["the `", &display, "` header does not match the body"],
         ))
     }
-}
-
-/// A body value as the header spells it.
-enum Spelling<'a> {
-    Text(&'a str),
-    Integer(i128),
-    Boolean(bool),
-}
-
-/// The spelling of `value` for an annotation of type `ty`; `None` when the
-/// value is not of that type (left to Validate).
-fn header_spelling(value: &Value, ty: HeaderParamType) -> Option<Spelling<'_>> {
-    match (ty, value) {
-        (HeaderParamType::String, Value::String(s)) => Some(Spelling::Text(s)),
-        (HeaderParamType::Boolean, Value::Bool(b)) => Some(Spelling::Boolean(*b)),
-        (HeaderParamType::Integer, Value::Number(n)) => number_as_integer(n).map(Spelling::Integer),
-        _ => None,
-    }
-}
-
-fn number_as_integer(n: &serde_json::Number) -> Option<i128> {
-    if let Some(i) = n.as_i64() {
-        return Some(i128::from(i));
-    }
-    if let Some(u) = n.as_u64() {
-        return Some(i128::from(u));
-    }
-    n.as_f64().and_then(float_as_integer)
-}
-
-/// Whether a JSON number has no fractional part (a schema's `integer`).
-fn is_integral(value: &Value) -> bool {
-    value
-        .as_f64()
-        .is_some_and(|f| f.is_finite() && f.fract() == 0.0)
-        || value.is_i64()
-        || value.is_u64()
-}
-
-/// An integral float within `±2^64` as an integer.
-fn float_as_integer(f: f64) -> Option<i128> {
-    const LIMIT: f64 = 18_446_744_073_709_551_616.0; // 2^64
-    if f.is_finite() && f.fract() == 0.0 && f.abs() < LIMIT {
-        // Integral and within range, so the conversion is exact.
-        #[allow(clippy::cast_possible_truncation)]
-        Some(f as i128)
-    } else {
-        None
-    }
-}
-
-/// A header's integer, compared numerically: `42`, `-7`, `42.0`, `4.2e1`.
-fn parse_integer(text: &str) -> Option<i128> {
-    if let Ok(i) = text.parse::<i128>() {
-        return Some(i);
-    }
-    let plausible = text
-        .bytes()
-        .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b));
-    if !plausible {
-        return None;
-    }
-    text.parse::<f64>().ok().and_then(float_as_integer)
 }
 
 /// The legacy era's version row: a present `MCP-Protocol-Version` names a
@@ -493,31 +425,4 @@ fn legacy(ex: &mut Exchange<'_>) -> Flow {
             "requested": requested.trim_matches([' ', '\t']),
         })),
     )
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn integers_compare_numerically() {
-        assert_eq!(parse_integer("42"), Some(42));
-        assert_eq!(parse_integer("-7"), Some(-7));
-        assert_eq!(parse_integer("42.0"), Some(42));
-        assert_eq!(parse_integer("4.2e1"), Some(42));
-        assert_eq!(parse_integer("42.5"), None);
-        assert_eq!(parse_integer("inf"), None);
-        assert_eq!(parse_integer("NaN"), None);
-        assert_eq!(parse_integer(""), None);
-        assert_eq!(parse_integer("0x2a"), None);
-        assert_eq!(
-            parse_integer("18446744073709551615"),
-            Some(i128::from(u64::MAX))
-        );
-        let n: serde_json::Number = serde_json::from_str("42.0").unwrap();
-        assert_eq!(number_as_integer(&n), Some(42));
-        let n: serde_json::Number = serde_json::from_str("1e300").unwrap();
-        assert_eq!(number_as_integer(&n), None);
-    }
 }

@@ -237,33 +237,15 @@ fn declares_json(value: &HeaderValue) -> bool {
         .eq_ignore_ascii_case(b"application/json")
 }
 
-/// Whether a query string is UTF-8 once its `%XX` escapes are decoded.
+/// Whether a query string is UTF-8 once its `%XX` escapes are decoded; a
+/// `%` not followed by two hex digits is taken literally, as
+/// `percent_encoding` decodes it.
 fn percent_decodes_to_utf8(query: &[u8]) -> bool {
-    if !query.contains(&b'%') {
-        // `http::Uri` holds a query as text, so undecoded it is UTF-8 already.
-        return std::str::from_utf8(query).is_ok();
-    }
-    let mut decoded = Vec::with_capacity(query.len());
-    let mut rest = query;
-    while let Some((&byte, tail)) = rest.split_first() {
-        if byte == b'%'
-            && let [high, low, after @ ..] = tail
-            && let (Some(high), Some(low)) = (hex(*high), hex(*low))
-        {
-            decoded.push(high << 4 | low);
-            rest = after;
-        } else {
-            decoded.push(byte);
-            rest = tail;
-        }
-    }
-    std::str::from_utf8(&decoded).is_ok()
-}
-
-fn hex(digit: u8) -> Option<u8> {
-    char::from(digit)
-        .to_digit(16)
-        .and_then(|value| u8::try_from(value).ok())
+    // Without a `%` nothing is copied: `http::Uri` holds a query as text,
+    // so undecoded it is UTF-8 already.
+    percent_encoding::percent_decode(query)
+        .decode_utf8()
+        .is_ok()
 }
 
 /// Why a body read did not produce the body.
@@ -523,5 +505,19 @@ mod tests {
         assert!(!percent_decodes_to_utf8(b"q=%FF"));
         assert!(!percent_decodes_to_utf8(b"q=%C3"));
         assert!(!percent_decodes_to_utf8(b"q=%C3%28"));
+    }
+
+    /// Rule (step 3): a `%` not followed by two hex digits is taken
+    /// literally: it stays in the decoded bytes (so it can break the
+    /// sequence around it) and takes nothing after it (so an escape right
+    /// after it is still decoded).
+    #[test]
+    fn a_malformed_escape_is_one_literal_percent() {
+        // `%` then `%C3%A9`: "%é".
+        assert!(percent_decodes_to_utf8(b"q=%%C3%A9"));
+        // `%C` then `%C3%A9`: "%Cé".
+        assert!(percent_decodes_to_utf8(b"q=%C%C3%A9"));
+        // The literal `%` sits between the two bytes of "é".
+        assert!(!percent_decodes_to_utf8(b"q=%C3%%A9"));
     }
 }

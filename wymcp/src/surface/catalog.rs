@@ -6,9 +6,9 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+use super::bus::{Change, ChangeBus};
 use super::context::Context;
 use super::error::SurfaceError;
-use super::listen::{Change, ChangeBus};
 use super::notify::Emitter;
 use super::prompt::Prompt;
 use super::resource::{RegisteredTemplate, Resource, ResourceTemplate, TemplateVars};

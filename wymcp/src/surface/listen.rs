@@ -1,7 +1,7 @@
 //! `subscriptions/listen`: the long-lived stream of change notifications
-//! (2026-07-28, SUB; SEP-2575 §HTTP subscriptions), the bus it hears them
-//! on, and the limits that keep streams from taking a server down. Over HTTP
-//! the stream is an SSE answer (see [`crate::sse`]).
+//! (2026-07-28, SUB; SEP-2575 §HTTP subscriptions), heard on the change
+//! bus ([`bus`](super::bus)), and the limits that keep streams from taking a
+//! server down. Over HTTP the stream is an SSE answer (see [`crate::sse`]).
 //!
 //! The stream, in order:
 //!
@@ -26,7 +26,8 @@
 //! (`notifications/message`) are never sent here (LOG §Per-request log
 //! level).
 //!
-//! **Falling behind.** A stream that falls more than [`BUS_CAPACITY`]
+//! **Falling behind.** A stream that falls more than
+//! [`BUS_CAPACITY`](super::bus::BUS_CAPACITY)
 //! changes behind skips the backlog it missed and is told conservatively: a
 //! list_changed for each list it watches and an `updated` for each URI it
 //! watches, since a redundant re-read is harmless and a missed one is not.
@@ -37,11 +38,9 @@
 //! (the principal when authenticated, else the client's address), watched
 //! URIs per stream and their length, and a stream's lifetime.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -49,14 +48,11 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
+use super::bus::{Change, ChangeBus, Slot};
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::jsonrpc::MessageSource;
 use crate::protocol::meta::SUBSCRIPTION_ID;
 use crate::sse;
-
-/// How many unread changes a listen stream may fall behind before it is told
-/// conservatively (see the [module docs](self)).
-pub(crate) const BUS_CAPACITY: usize = 256;
 
 /// The limits of `subscriptions/listen` streams, each a setting whose
 /// default is meant for a public endpoint (see
@@ -133,126 +129,6 @@ impl ListenLimits {
 /// How long a client refused for want of a stream slot is asked to wait.
 pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(10);
 
-/// A change a listen stream may report.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Change {
-    /// The tool list changed.
-    ToolsListChanged,
-    /// The prompt list changed.
-    PromptsListChanged,
-    /// The resource (or template) list changed.
-    ResourcesListChanged,
-    /// The resource with this URI changed.
-    ResourceUpdated(String),
-    /// A message of the application's own, carried to every replica's bus
-    /// like any change (by its [`ChangeRelay`]) and heard through
-    /// [`Catalog::subscribe`](crate::Catalog::subscribe); never written on
-    /// a listen stream. `examples/everything` applies the catalog changes of
-    /// other replicas with it (docs/deployment.md).
-    Application {
-        /// What the message is about (the application's own namespace).
-        topic: String,
-        /// The message.
-        body: String,
-    },
-}
-
-/// Carries a replica's changes to the other replicas and theirs to it: the
-/// backend of the change bus. Without one the bus is this process's alone
-/// (the default); `wymcp::redis::RedisBus` (feature `redis`) carries it
-/// through Redis pub/sub. Set with
-/// [`ServerBuilder::change_relay`](crate::ServerBuilder::change_relay).
-///
-/// ```
-/// use wymcp::{Change, ChangeFeed, ChangeRelay};
-///
-/// /// Prints every change this replica publishes; hears nothing back.
-/// #[derive(Debug)]
-/// struct Print;
-///
-/// impl ChangeRelay for Print {
-///     fn publish(&self, change: &Change) {
-///         println!("{change:?}");
-///     }
-///     fn start(&self, _feed: ChangeFeed) {}
-/// }
-///
-/// let server = wymcp::Server::builder().change_relay(Print).build()?;
-/// server.notify_tools_changed();
-/// # Ok::<(), wymcp::BuildError>(())
-/// ```
-pub trait ChangeRelay: Send + Sync + std::fmt::Debug + 'static {
-    /// Called with every change published on this replica (whose own
-    /// listen streams the bus tells itself). Called on the publishing
-    /// request's thread: it must not block (queue the change, and let a
-    /// task of its own send it).
-    fn publish(&self, change: &Change);
-
-    /// Called once, when the server is built (inside its Tokio runtime):
-    /// `feed` delivers the changes heard from other replicas to this
-    /// replica's listen streams. A relay must not deliver this replica's
-    /// own changes back (they were delivered when published).
-    fn start(&self, feed: ChangeFeed);
-}
-
-/// Where a [`ChangeRelay`] delivers what other replicas published: this
-/// replica's listen streams (and whoever holds a
-/// [`Catalog::subscribe`](crate::Catalog::subscribe) receiver),
-/// never the relay again. It does not keep the bus alive: once the server
-/// is gone, delivering reaches nobody and [`is_closed`](Self::is_closed)
-/// says so.
-#[derive(Debug, Clone)]
-pub struct ChangeFeed {
-    changes: broadcast::WeakSender<Change>,
-    resyncs: broadcast::WeakSender<()>,
-}
-
-impl ChangeFeed {
-    /// Delivers another replica's change; how many subscribers heard it.
-    pub fn deliver(&self, change: Change) -> usize {
-        self.changes
-            .upgrade()
-            .and_then(|changes| changes.send(change).ok())
-            .unwrap_or(0)
-    }
-
-    /// Tells every open listen stream that it may have missed changes (the
-    /// relay lost touch with the other replicas for a while): each is told
-    /// conservatively, as a stream that fell behind is — a list_changed for
-    /// each list it watches, an `updated` for each URI it watches.
-    pub fn resync(&self) -> usize {
-        self.resyncs
-            .upgrade()
-            .and_then(|resyncs| resyncs.send(()).ok())
-            .unwrap_or(0)
-    }
-
-    /// Whether the server this feed delivers to is gone.
-    #[must_use]
-    pub fn is_closed(&self) -> bool {
-        self.changes.upgrade().is_none()
-    }
-}
-
-/// The server's change bus: every open listen stream hears what is published,
-/// and the relay, when there is one, carries it to the other replicas.
-/// Clones share one bus.
-#[derive(Debug, Clone)]
-pub(crate) struct ChangeBus {
-    changes: broadcast::Sender<Change>,
-    closes: broadcast::Sender<()>,
-    resyncs: broadcast::Sender<()>,
-    relay: Option<Arc<dyn ChangeRelay>>,
-    streams: Arc<Streams>,
-}
-
-impl Default for ChangeBus {
-    fn default() -> Self {
-        ChangeBus::new()
-    }
-}
-
 /// Who is over a limit of open streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Over {
@@ -262,127 +138,20 @@ pub(crate) enum Over {
     Server,
 }
 
-/// The open streams, counted: in all and per caller.
-#[derive(Debug, Default)]
-struct Streams {
-    total: AtomicUsize,
-    per_caller: Mutex<HashMap<String, usize>>,
-}
-
-/// One open stream's place in the counts; given back when dropped.
-#[derive(Debug)]
-pub(crate) struct Slot {
-    streams: Arc<Streams>,
-    caller: String,
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        let mut per_caller = self
-            .streams
-            .per_caller
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(count) = per_caller.get_mut(&self.caller) {
-            *count -= 1;
-            if *count == 0 {
-                per_caller.remove(&self.caller);
-            }
-        }
-        self.streams.total.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
+/// Admission to a listen stream, within [`ListenLimits`]: the bus keeps the
+/// count (its clones share it), the listen stream its limits.
 impl ChangeBus {
-    /// A bus with no listeners.
-    #[must_use]
-    pub(crate) fn new() -> Self {
-        ChangeBus {
-            changes: broadcast::channel(BUS_CAPACITY).0,
-            closes: broadcast::channel(1).0,
-            resyncs: broadcast::channel(1).0,
-            relay: None,
-            streams: Arc::default(),
-        }
-    }
-
-    /// A bus whose changes `relay` carries to the other replicas, started
-    /// with this bus's feed.
-    #[must_use]
-    pub(crate) fn relayed(relay: Arc<dyn ChangeRelay>) -> Self {
-        let mut bus = ChangeBus::new();
-        relay.start(bus.feed());
-        bus.relay = Some(relay);
-        bus
-    }
-
-    /// Where other replicas' changes are delivered on this bus.
-    #[must_use]
-    pub(crate) fn feed(&self) -> ChangeFeed {
-        ChangeFeed {
-            changes: self.changes.downgrade(),
-            resyncs: self.resyncs.downgrade(),
-        }
-    }
-
-    /// Hands `change` to the relay, and tells every open listen stream of
-    /// this replica about it (each forwards it if its filter asked for it).
-    /// Returns how many
-    /// subscribers of this replica heard it.
-    pub(crate) fn publish(&self, change: Change) -> usize {
-        if let Some(relay) = &self.relay {
-            relay.publish(&change);
-        }
-        self.changes.send(change).unwrap_or(0)
-    }
-
-    /// A bus of its own sharing nothing: what publishing on it reaches is
-    /// nobody (a view of a catalog whose changes are not announced).
-    #[must_use]
-    pub(crate) fn silent() -> Self {
-        ChangeBus::new()
-    }
-
-    /// Receives every change published from now on.
-    #[must_use]
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Change> {
-        self.changes.subscribe()
-    }
-
-    /// Ends every open listen stream cleanly: the `complete` result, then the
-    /// end of the stream. Streams opened afterwards are unaffected. Returns how
-    /// many streams were told.
-    pub(crate) fn close_all(&self) -> usize {
-        self.closes.send(()).unwrap_or(0)
-    }
-
-    /// How many listen streams are open.
-    #[must_use]
-    pub(crate) fn listeners(&self) -> usize {
-        self.streams.total.load(Ordering::Relaxed)
-    }
-
     /// A place for one more stream of `caller`, within `limits`; who is over
     /// when there is none.
     pub(crate) fn admit(&self, caller: &str, limits: &ListenLimits) -> Result<Slot, Over> {
-        let mut per_caller = self
-            .streams
-            .per_caller
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let mine = per_caller.get(caller).copied().unwrap_or(0);
-        if mine >= limits.max_streams_per_caller {
-            return Err(Over::Caller);
-        }
-        // Counted under the lock, so two admissions cannot both take the last.
-        if self.streams.total.load(Ordering::Relaxed) >= limits.max_streams {
-            return Err(Over::Server);
-        }
-        self.streams.total.fetch_add(1, Ordering::Relaxed);
-        *per_caller.entry(caller.to_owned()).or_insert(0) += 1;
-        Ok(Slot {
-            streams: Arc::clone(&self.streams),
-            caller: caller.to_owned(),
+        self.take_slot(caller, |mine, total| {
+            if mine >= limits.max_streams_per_caller {
+                return Err(Over::Caller);
+            }
+            if total >= limits.max_streams {
+                return Err(Over::Server);
+            }
+            Ok(())
         })
     }
 }
@@ -650,9 +419,9 @@ impl Listen {
     /// no change published after this call is missed.
     #[must_use]
     pub(crate) fn open(self, bus: &ChangeBus, slot: Slot) -> ListenStream {
-        let changes = bus.changes.subscribe();
-        let closes = bus.closes.subscribe();
-        let resyncs = bus.resyncs.subscribe();
+        let changes = bus.subscribe();
+        let closes = bus.subscribe_closes();
+        let resyncs = bus.subscribe_resyncs();
         let filter = self.filter.honoured(self.support);
         let ack = json!({
             "jsonrpc": "2.0",
@@ -937,9 +706,11 @@ impl sse::EventSource for ListenStream {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
     use super::*;
+    use crate::surface::bus::BUS_CAPACITY;
 
     #[allow(clippy::needless_pass_by_value)]
     fn filter(notifications: Value) -> Filter {

@@ -20,13 +20,14 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use super::bus::ChangeBus;
 use super::call::{Answer, Call, Env, Outcome};
 use super::catalog::Catalog;
 use super::completion::{self, CompletionFn};
 use super::context::HandlerError;
 use super::error::SurfaceError;
 use super::finish::{CachePolicy, Finishing, ServerInfo};
-use super::listen::{self, ChangeBus, Filter, Listen, ListenLimits, Support};
+use super::listen::{self, Filter, Listen, ListenLimits, Support};
 use super::mid_call::{self, AnswerRelay, LegacyRequests, Peer, Refused};
 use super::prompt::{self, Prompt};
 use super::resource::{self, Resource, ResourceTemplate, Target};

@@ -48,9 +48,9 @@ use super::notify::Emitter;
 use crate::mrtr::seal::UnsealError;
 use crate::mrtr::{Binding, Sealer};
 use crate::protocol::error::{ErrorCode, RpcError};
+use crate::protocol::ids::{now_ms, random_hex};
 use crate::protocol::jsonrpc;
 use crate::protocol::revision::Revision;
-use crate::tasks::{now_ms, random_hex};
 
 /// The binding `method` of a session token: no other token opens as one.
 const SESSION: &str = "wymcp/legacy-session";

@@ -23,12 +23,13 @@
 //! streams.
 //!
 //! The files, from the bottom up: `error`, `content`, `notify`, `finish`,
-//! `listen` and `context` know nothing of the others but each other's
-//! vocabulary; `call` is the transport-free call; `tool`, `resource`,
+//! `bus` (the change bus), `listen` (the stream that hears it) and
+//! `context` know nothing of the others but each other's vocabulary; `call` is the transport-free call; `tool`, `resource`,
 //! `prompt` and `completion` define what they register and how a call of
 //! theirs is answered; `catalog` holds them; `methods` is the method table
 //! and the [`Surface`] a server holds.
 
+mod bus;
 pub(crate) mod call;
 mod catalog;
 mod completion;
@@ -50,6 +51,8 @@ mod strings;
 mod task;
 mod tool;
 
+pub(crate) use bus::ChangeBus;
+pub use bus::{Change, ChangeFeed, ChangeRelay};
 pub use catalog::Catalog;
 pub use completion::{CompletionRef, CompletionRequest, Completions, MAX_COMPLETION_VALUES};
 pub use content::{Annotations, Content, Icon, IconTheme, PromptRole, ResourceContents};
@@ -57,8 +60,8 @@ pub use context::{BoxFuture, Context, HandlerError};
 pub use error::SurfaceError;
 pub(crate) use finish::CachePolicy;
 pub use finish::{CacheScope, ServerInfo};
-pub use listen::{Change, ChangeFeed, ChangeRelay, ListenLimits};
-pub(crate) use listen::{ChangeBus, Over};
+pub use listen::ListenLimits;
+pub(crate) use listen::Over;
 pub use methods::DEFAULT_PAGE_SIZE;
 pub(crate) use methods::{Surface, SurfaceBuilder};
 pub use mid_call::{AnswerFeed, AnswerRelay, LegacyRequests};

@@ -31,7 +31,7 @@ use super::error::SurfaceError;
 use super::finish::ServerMeta;
 use super::scopes::Scopes;
 use crate::protocol::error::{ErrorCode, RpcError};
-use crate::protocol::headers::{HeaderParam, HeaderParamType};
+use crate::protocol::headers::{self, HeaderParam};
 use crate::protocol::revision::Era;
 use crate::protocol::text::{Bounded, truncated};
 use crate::trace;
@@ -823,124 +823,15 @@ pub(crate) async fn execute(
     Ok(result)
 }
 
-/// Keywords whose values are data, not schemas: an `x-mcp-header` inside
-/// them is not an annotation.
-const DATA_KEYWORDS: [&str; 4] = ["const", "enum", "default", "examples"];
-
-/// Finds and checks every `x-mcp-header` annotation of `schema` (spec notes
-/// §3): a non-empty RFC 9110 token, unique case-insensitively, on a
-/// `string`, `integer` or `boolean` property reached from the root through
-/// `properties` only.
-pub(crate) fn header_params(tool: &str, schema: &Value) -> Result<Vec<HeaderParam>, SurfaceError> {
-    let mut found = Vec::new();
-    walk(tool, schema, &mut Vec::new(), true, &mut found)?;
-    Ok(found)
-}
-
-fn walk(
-    tool: &str,
-    node: &Value,
-    path: &mut Vec<String>,
-    reachable: bool,
-    found: &mut Vec<HeaderParam>,
-) -> Result<(), SurfaceError> {
-    match node {
-        Value::Object(object) => {
-            if let Some(annotation) = object.get("x-mcp-header") {
-                let error = |reason: &str| SurfaceError::HeaderAnnotation {
-                    tool: tool.to_owned(),
-                    property: if path.is_empty() {
-                        "(root)".to_owned()
-                    } else {
-                        path.join(".")
-                    },
-                    reason: reason.to_owned(),
-                };
-                if !reachable || path.is_empty() {
-                    return Err(error(
-                        "it must sit on a property reached from the schema root through `properties` only \
-                         (not inside `items`, `oneOf`/`anyOf`/`allOf`/`not`, `if`/`then`/`else`, `$defs` or `$ref`)",
-                    ));
-                }
-                let name = annotation
-                    .as_str()
-                    .ok_or_else(|| error("the annotation must be a string"))?;
-                if name.is_empty() {
-                    return Err(error("the header name must not be empty"));
-                }
-                if let Some(bad) = name.chars().find(|c| !is_tchar(*c)) {
-                    return Err(error(&format!(
-                        "the header name `{}` has {bad:?}, which is not an RFC 9110 token character",
-                        name.escape_debug()
-                    )));
-                }
-                if let Some(other) = found.iter().find(|p| p.name.eq_ignore_ascii_case(name)) {
-                    return Err(error(&format!(
-                        "the header name `{name}` repeats `{}` of property `{}` (names are compared case-insensitively)",
-                        other.name,
-                        other.path.join(".")
-                    )));
-                }
-                let kind = header_kind(object.get("type")).ok_or_else(|| {
-                    error("the property's `type` must be `string`, `integer` or `boolean`")
-                })?;
-                found.push(HeaderParam::nested(name, path.iter().cloned(), kind));
-            }
-            for (key, value) in object {
-                if key == "x-mcp-header" || DATA_KEYWORDS.contains(&key.as_str()) {
-                    continue;
-                }
-                if key == "properties" {
-                    if let Value::Object(properties) = value {
-                        for (property, schema) in properties {
-                            path.push(property.clone());
-                            walk(tool, schema, path, reachable, found)?;
-                            path.pop();
-                        }
-                    }
-                    continue;
-                }
-                path.push(key.clone());
-                walk(tool, value, path, false, found)?;
-                path.pop();
-            }
-            Ok(())
-        }
-        Value::Array(items) => {
-            for item in items {
-                walk(tool, item, path, false, found)?;
-            }
-            Ok(())
-        }
-        _ => Ok(()),
-    }
-}
-
-fn header_kind(ty: Option<&Value>) -> Option<HeaderParamType> {
-    let kind = |s: &str| match s {
-        "string" => Some(HeaderParamType::String),
-        "integer" => Some(HeaderParamType::Integer),
-        "boolean" => Some(HeaderParamType::Boolean),
-        _ => None,
-    };
-    match ty? {
-        Value::String(s) => kind(s),
-        // `["string", "null"]`: a nullable value, whose header is omitted when null.
-        Value::Array(types) => {
-            let mut non_null = types.iter().filter(|t| t.as_str() != Some("null"));
-            let only = non_null.next()?.as_str()?;
-            if non_null.next().is_some() {
-                return None;
-            }
-            kind(only)
-        }
-        _ => None,
-    }
-}
-
-/// RFC 9110 `tchar`.
-fn is_tchar(c: char) -> bool {
-    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
+/// Finds and checks every `x-mcp-header` annotation of `tool`'s input
+/// schema ([`headers::header_params`]); a broken rule is the tool's
+/// registration error.
+fn header_params(tool: &str, schema: &Value) -> Result<Vec<HeaderParam>, SurfaceError> {
+    headers::header_params(schema).map_err(|refused| SurfaceError::HeaderAnnotation {
+        tool: tool.to_owned(),
+        property: refused.property,
+        reason: refused.reason,
+    })
 }
 
 #[cfg(test)]
@@ -979,19 +870,5 @@ mod tests {
                 assert_eq!(wire, finished, "{era:?} {result:?}");
             }
         }
-    }
-
-    fn check(schema: &Value) -> Result<Vec<HeaderParam>, SurfaceError> {
-        header_params("t", schema)
-    }
-
-    #[test]
-    fn nested_properties_are_reachable() {
-        let params = check(&json!({"type": "object", "properties": {
-            "a": {"type": "object", "properties": {"b": {"type": "integer", "x-mcp-header": "B"}}}
-        }}))
-        .unwrap();
-        assert_eq!(params[0].path, ["a", "b"]);
-        assert_eq!(params[0].ty, HeaderParamType::Integer);
     }
 }

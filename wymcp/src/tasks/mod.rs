@@ -28,9 +28,12 @@ mod memory;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 pub use memory::MemoryTaskStore;
+// The clock entries' expiries are read on, public where a store's
+// implementer reads it.
+pub use crate::protocol::ids::now_ms;
 
 /// A boxed future of a store operation.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, TaskStoreError>> + Send + 'a>>;
@@ -120,27 +123,4 @@ impl<T: TaskStore> TaskStore for std::sync::Arc<T> {
     fn replace(&self, entry: TaskEntry) -> StoreFuture<'_, bool> {
         (**self).replace(entry)
     }
-}
-
-/// Milliseconds since the Unix epoch, now (the clock tasks' timestamps,
-/// expiries and leases are read on).
-#[must_use]
-pub fn now_ms() -> u64 {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// 128 random bits from the operating system, as 32 hex digits: a task's
-/// id, a replica's origin on the bus, a mid-call request's nonce. `None`
-/// when the system has no randomness to give.
-pub(crate) fn random_hex() -> Option<String> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).ok()?;
-    Some(bytes.iter().fold(String::with_capacity(32), |mut out, b| {
-        use std::fmt::Write as _;
-        let _ = write!(out, "{b:02x}");
-        out
-    }))
 }

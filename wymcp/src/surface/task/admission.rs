@@ -1,0 +1,281 @@
+//! Who may start a task and how many run: the extension declared in a
+//! request's `_meta`, the settings ([`TaskLimits`]), the handlers this
+//! replica runs (in all and per caller, each holding a [`Slot`]), and the
+//! [`Tasks`] of a server that holds them.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::protocol::error::{ErrorCode, RpcError};
+use crate::protocol::ids::random_hex;
+use crate::protocol::meta::{CLIENT_CAPABILITIES, TASKS_EXTENSION};
+use crate::surface::call::Answer;
+use crate::surface::listen::Over;
+use crate::tasks::{MemoryTaskStore, TaskStore};
+
+/// The settings of the tasks extension, each with a default meant for a
+/// public endpoint (see
+/// [`ServerBuilder::task_limits`](crate::ServerBuilder::task_limits)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskLimits {
+    /// How long a task stays readable after it was created (`ttlMs`), its
+    /// result included. Default 1 hour.
+    pub ttl: Duration,
+    /// The polling interval suggested to clients (`pollIntervalMs`).
+    /// Default 500 ms.
+    pub poll_interval: Duration,
+    /// How long a replica's hold on a task it runs lasts without a
+    /// heartbeat: a `working` task whose lease ran out is `failed`.
+    /// Default 15 s.
+    pub lease: Duration,
+    /// How often the replica running a task renews its lease (and sees a
+    /// cancellation made elsewhere). Default 5 s; keep it well under the
+    /// lease.
+    pub heartbeat: Duration,
+    /// Task handlers running at once on this replica; one more task is
+    /// refused `503` (-32603) with `Retry-After`. Default 256.
+    pub max_running: usize,
+    /// Task handlers running at once on this replica for one caller (the
+    /// principal's subject when the server authenticates, else the
+    /// client's address, as for listen streams); one more is refused `429`
+    /// (-32600) with `Retry-After`. Default 16.
+    pub max_running_per_caller: usize,
+    /// The largest task record stored, in bytes: the call's arguments and
+    /// `_meta`, the answers gathered, the result. A call whose record would
+    /// be larger is refused -32602 (`data.limit: "max_task_bytes"`); a
+    /// result that would make it larger fails the task. Default 1 MiB.
+    pub max_task_bytes: usize,
+    /// How long one store operation may take before the request is answered
+    /// -32603. Default 2 s.
+    pub store_timeout: Duration,
+    /// Tasks the default in-memory store holds (expired ones swept first);
+    /// one more is refused -32603. Default 10,000.
+    pub memory_capacity: usize,
+}
+
+impl Default for TaskLimits {
+    fn default() -> Self {
+        TaskLimits {
+            ttl: Duration::from_secs(3600),
+            poll_interval: Duration::from_millis(500),
+            lease: Duration::from_secs(15),
+            heartbeat: Duration::from_secs(5),
+            max_running: 256,
+            max_running_per_caller: 16,
+            max_task_bytes: 1024 * 1024,
+            store_timeout: Duration::from_secs(2),
+            memory_capacity: 10_000,
+        }
+    }
+}
+
+impl TaskLimits {
+    /// Sets [`ttl`](Self::ttl).
+    #[must_use]
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// Sets [`poll_interval`](Self::poll_interval).
+    #[must_use]
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = interval;
+        self
+    }
+
+    /// Sets [`lease`](Self::lease) and [`heartbeat`](Self::heartbeat).
+    #[must_use]
+    pub fn lease(mut self, lease: Duration, heartbeat: Duration) -> Self {
+        self.lease = lease;
+        self.heartbeat = heartbeat;
+        self
+    }
+
+    /// Sets [`max_running`](Self::max_running).
+    #[must_use]
+    pub fn max_running(mut self, max: usize) -> Self {
+        self.max_running = max;
+        self
+    }
+
+    /// Sets [`max_running_per_caller`](Self::max_running_per_caller).
+    #[must_use]
+    pub fn max_running_per_caller(mut self, max: usize) -> Self {
+        self.max_running_per_caller = max;
+        self
+    }
+
+    /// Sets [`max_task_bytes`](Self::max_task_bytes).
+    #[must_use]
+    pub fn max_task_bytes(mut self, max: usize) -> Self {
+        self.max_task_bytes = max;
+        self
+    }
+
+    /// Sets [`store_timeout`](Self::store_timeout).
+    #[must_use]
+    pub fn store_timeout(mut self, timeout: Duration) -> Self {
+        self.store_timeout = timeout;
+        self
+    }
+
+    /// Sets [`memory_capacity`](Self::memory_capacity).
+    #[must_use]
+    pub fn memory_capacity(mut self, capacity: usize) -> Self {
+        self.memory_capacity = capacity;
+        self
+    }
+}
+
+/// How long a client refused for want of a running slot is asked to wait.
+const RETRY_AFTER: Duration = Duration::from_secs(5);
+
+/// Whether the request's `_meta` declares the tasks extension.
+pub(crate) fn declared(params: Option<&Value>) -> bool {
+    params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(CLIENT_CAPABILITIES))
+        .and_then(|c| c.get("extensions"))
+        .and_then(|e| e.get(TASKS_EXTENSION))
+        .is_some()
+}
+
+/// The -32021 of a request that needs the extension and did not declare it.
+pub(crate) fn undeclared(method: &str) -> RpcError {
+    RpcError::new(
+        ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        format!("`{method}` needs the client to declare the `{TASKS_EXTENSION}` extension"),
+    )
+    .data(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}))
+}
+
+/// A fresh task id: 128 bits from the operating system, hex.
+pub(super) fn new_id() -> Result<String, RpcError> {
+    random_hex()
+        .ok_or_else(|| RpcError::new(ErrorCode::INTERNAL_ERROR, "no randomness to mint a task id"))
+}
+
+/// Whether `id` has the shape [`new_id`] mints: 32 lowercase hex digits.
+pub(super) fn minted(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The running handlers of this replica, counted.
+#[derive(Debug, Default)]
+pub(super) struct Local {
+    pub(super) total: usize,
+    pub(super) per_caller: HashMap<String, usize>,
+    pub(super) aborts: HashMap<String, tokio::task::AbortHandle>,
+}
+
+/// A place among the running handlers, given back when dropped (when the
+/// handler finishes, fails or is dropped by a cancellation).
+#[derive(Debug)]
+pub(super) struct Slot {
+    tasks: Arc<Tasks>,
+    caller: String,
+    pub(super) id: Option<String>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut local = self.tasks.local();
+        local.total -= 1;
+        if let Some(count) = local.per_caller.get_mut(&self.caller) {
+            *count -= 1;
+            if *count == 0 {
+                local.per_caller.remove(&self.caller);
+            }
+        }
+        if let Some(id) = &self.id {
+            local.aborts.remove(id);
+        }
+    }
+}
+
+/// The tasks of a server: the store, the settings, this replica's name and
+/// the handlers it runs.
+pub(crate) struct Tasks {
+    pub(super) store: Arc<dyn TaskStore>,
+    pub(super) limits: TaskLimits,
+    /// This process's name in a task's `runner` (random, per process).
+    pub(super) replica: String,
+    pub(super) local: Mutex<Local>,
+}
+
+impl fmt::Debug for Tasks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tasks")
+            .field("store", &self.store)
+            .field("limits", &self.limits)
+            .field("replica", &self.replica)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tasks {
+    /// Tasks kept in `store` (the in-memory default when `None`).
+    pub(crate) fn new(store: Option<Arc<dyn TaskStore>>, limits: TaskLimits) -> Self {
+        let store = store.unwrap_or_else(|| Arc::new(MemoryTaskStore::new(limits.memory_capacity)));
+        Tasks {
+            store,
+            limits,
+            replica: new_id().unwrap_or_else(|_| format!("pid-{}", std::process::id())),
+            local: Mutex::default(),
+        }
+    }
+
+    pub(super) fn local(&self) -> std::sync::MutexGuard<'_, Local> {
+        self.local.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How many task handlers run on this replica.
+    pub(crate) fn running(&self) -> usize {
+        self.local().total
+    }
+
+    pub(super) fn admit(self: &Arc<Self>, caller: &str) -> Result<Slot, Over> {
+        let mut local = self.local();
+        let mine = local.per_caller.get(caller).copied().unwrap_or(0);
+        if mine >= self.limits.max_running_per_caller {
+            return Err(Over::Caller);
+        }
+        if local.total >= self.limits.max_running {
+            return Err(Over::Server);
+        }
+        local.total += 1;
+        *local.per_caller.entry(caller.to_owned()).or_insert(0) += 1;
+        Ok(Slot {
+            tasks: Arc::clone(self),
+            caller: caller.to_owned(),
+            id: None,
+        })
+    }
+
+    pub(super) fn busy(&self, over: Over) -> Answer {
+        let (code, limit, max) = match over {
+            Over::Caller => (
+                ErrorCode::INVALID_REQUEST,
+                "max_running_per_caller",
+                self.limits.max_running_per_caller,
+            ),
+            Over::Server => (
+                ErrorCode::INTERNAL_ERROR,
+                "max_running",
+                self.limits.max_running,
+            ),
+        };
+        Answer::Busy {
+            error: RpcError::new(code, format!("too many tasks running: the limit is {max}"))
+                .data(json!({"limit": limit, "max": max})),
+            over,
+            retry_after: RETRY_AFTER,
+        }
+    }
+}
