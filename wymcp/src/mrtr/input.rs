@@ -351,6 +351,9 @@ impl InputRequired {
     }
 }
 
+/// The methods on which a server may answer `input_required` (SEP-2322 §Supported Requests).
+pub const MRTR_METHODS: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
