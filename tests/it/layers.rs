@@ -52,6 +52,9 @@ enum Kind {
     Cycle,
     /// A `mod.rs` holding an item that is neither `mod` nor `use`.
     ModRsDefines,
+    /// A file importing a sibling (or a file of its own directory) through
+    /// that directory's `mod.rs`, not from the file that defines it.
+    ThroughModRs,
     /// A directory or top-level file of `src` the page's table does not name.
     Unnamed,
     /// A path the page's table names that does not exist.
@@ -435,6 +438,8 @@ struct Edge {
     to: String,
     line: usize,
     path: String,
+    /// The first `mod.rs` whose re-export the path was resolved through.
+    through: Option<String>,
 }
 
 /// What a tree's files define and bind.
@@ -484,9 +489,11 @@ impl<'t> Crate<'t> {
     /// The file that defines what `path` names: the longest prefix that is
     /// a module, then, while the next segment is a name that module's file
     /// binds with `use`, that name's own path. The face's `use`s are not
-    /// followed. `None`: another crate's item.
-    fn resolve(&self, path: &[String]) -> Option<&'t str> {
+    /// followed. `None`: another crate's item. With the file, the first
+    /// `mod.rs` whose `use` was followed on the way.
+    fn resolve(&self, path: &[String]) -> Option<(&'t str, Option<&'t str>)> {
         let mut path = path.to_vec();
+        let mut through = None;
         for _hop in 0..16 {
             let n = (0..=path.len())
                 .rev()
@@ -496,9 +503,12 @@ impl<'t> Crate<'t> {
                 .then(|| self.bindings.get(file)?.get(&path[n]))
                 .flatten();
             match bound {
-                None => return Some(file),
+                None => return Some((file, through)),
                 Some(None) => return None,
                 Some(Some(target)) => {
+                    if through.is_none() && (file == "mod.rs" || file.ends_with("/mod.rs")) {
+                        through = Some(file);
+                    }
                     let mut next = target.clone();
                     next.extend(path[n + 1..].iter().cloned());
                     path = next;
@@ -528,7 +538,7 @@ fn edges(tree: &BTreeMap<String, String>) -> Vec<Edge> {
                     seen_from.push("(inline)".to_owned());
                 }
             }
-            let Some(target) = krate.resolve(&absolute(&path, &seen_from)) else {
+            let Some((target, through)) = krate.resolve(&absolute(&path, &seen_from)) else {
                 continue;
             };
             if target != file {
@@ -537,6 +547,7 @@ fn edges(tree: &BTreeMap<String, String>) -> Vec<Edge> {
                     to: target.to_owned(),
                     line,
                     path,
+                    through: through.map(str::to_owned),
                 });
             }
         }
@@ -754,6 +765,25 @@ fn verdict(tree: &BTreeMap<String, String>, parts: &[Part]) -> Vec<Violation> {
             });
         }
     }
+    // A file names its directory's items where they are defined.
+    for edge in &edges {
+        let Some(through) = &edge.through else {
+            continue;
+        };
+        let directory = through.strip_suffix("mod.rs").unwrap_or_default();
+        if edge.from != *through && edge.from.starts_with(directory) {
+            found.push(Violation {
+                kind: Kind::ThroughModRs,
+                file: edge.from.clone(),
+                target: edge.to.clone(),
+                said: format!(
+                    "wymcp/src/{}:{} imports `{}` through wymcp/src/{through}: name it from \
+                     wymcp/src/{}, the file that defines it",
+                    edge.from, edge.line, edge.path, edge.to
+                ),
+            });
+        }
+    }
     // No cycle, within a part too.
     let mut graph: BTreeMap<&str, BTreeSet<&str>> =
         tree.keys().map(|f| (f.as_str(), BTreeSet::new())).collect();
@@ -869,6 +899,14 @@ fn every_import_runs_down_a_layer() {
 fn no_file_import_cycle() {
     let said = real_violations(&[Kind::Cycle]);
     assert!(said.is_empty(), "import cycles:\n{said}");
+}
+
+/// Rule: a file imports its siblings directly, never through its
+/// directory's `mod.rs`.
+#[test]
+fn siblings_are_imported_from_their_own_files() {
+    let said = real_violations(&[Kind::ThroughModRs]);
+    assert!(said.is_empty(), "imports through a mod.rs:\n{said}");
 }
 
 /// Rule: every `mod.rs` only declares its files and re-exports.
@@ -1131,6 +1169,20 @@ More prose.
                 .iter()
                 .any(|v| v.kind == Kind::Cycle && v.said.contains(hop)),
             "expected a cycle through {hop}; the verdict named:\n{found:#?}"
+        );
+    }
+
+    #[test]
+    fn a_sibling_imported_through_mod_rs_is_named() {
+        let found = judge(
+            &planted("protocol/wire.rs", "use super::Id;\npub struct Wire(Id);\n"),
+            PAGE,
+        );
+        assert_named(
+            &found,
+            Kind::ThroughModRs,
+            "protocol/wire.rs",
+            "protocol/ids.rs",
         );
     }
 
