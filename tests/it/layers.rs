@@ -343,8 +343,16 @@ fn inline_modules(code: &str) -> Vec<std::ops::Range<usize>> {
 /// The words a path of this crate starts with.
 const ROOTS: [&str; 4] = ["crate::", "super::", "self::", "wymcp::"];
 
-/// The `use` statements of `code`: each one's offset, span and bindings.
-fn uses(code: &str) -> Vec<(usize, std::ops::Range<usize>, Vec<(String, String)>)> {
+/// One `use` statement: where it is and what it binds.
+struct Use {
+    /// Its whole text, from `use` to its `;`.
+    span: std::ops::Range<usize>,
+    /// Each path and the name it binds.
+    bindings: Vec<(String, String)>,
+}
+
+/// The `use` statements of `code`.
+fn uses(code: &str) -> Vec<Use> {
     let mut found = Vec::new();
     let mut search = 0;
     while let Some(n) = code[search..].find("use ") {
@@ -362,7 +370,10 @@ fn uses(code: &str) -> Vec<(usize, std::ops::Range<usize>, Vec<(String, String)>
             .into_iter()
             .map(|(path, name)| (path.trim_start_matches("::").to_owned(), name))
             .collect();
-        found.push((at, at..at + end, bindings));
+        found.push(Use {
+            span: at..at + end,
+            bindings,
+        });
     }
     found
 }
@@ -374,10 +385,11 @@ fn paths(code: &str) -> Vec<(usize, usize, String)> {
     let line_of = |at: usize| code[..at].matches('\n').count() + 1;
     // `use` statements, whole (their trees may span lines).
     let statements = uses(code);
-    for (at, _, bindings) in &statements {
-        for (path, _) in bindings {
+    for statement in &statements {
+        let at = statement.span.start;
+        for (path, _) in &statement.bindings {
             if ROOTS.iter().any(|r| path.starts_with(r)) {
-                found.push((*at, line_of(*at), path.clone()));
+                found.push((at, line_of(at), path.clone()));
             }
         }
     }
@@ -387,7 +399,7 @@ fn paths(code: &str) -> Vec<(usize, usize, String)> {
         while let Some(n) = code[search..].find(keyword) {
             let at = search + n;
             search = at + keyword.len();
-            if statements.iter().any(|(_, span, _)| span.contains(&at)) {
+            if statements.iter().any(|u| u.span.contains(&at)) {
                 continue;
             }
             let before = &code[..at];
@@ -460,11 +472,14 @@ impl<'t> Crate<'t> {
             let module = module_of(file);
             let inline = inline_modules(code);
             let mut names = BTreeMap::new();
-            for (at, _, found) in uses(code) {
-                if inline.iter().any(|span| span.contains(&at)) {
+            for statement in uses(code) {
+                if inline
+                    .iter()
+                    .any(|span| span.contains(&statement.span.start))
+                {
                     continue;
                 }
-                for (path, name) in found {
+                for (path, name) in statement.bindings {
                     let first = path.split("::").next().unwrap_or_default();
                     let target = if ROOTS.iter().any(|r| path.starts_with(r)) {
                         Some(absolute(&path, &module))
