@@ -25,7 +25,7 @@
 //! | [`drain_timeout`](ServeConfig::drain_timeout) | 30 s | on shutdown, connections still open after it are dropped |
 //!
 //! The body's own ceilings (size, stalled reads) are the parse step's, set
-//! with [`Limits`](crate::Limits) on the [`Server`].
+//! with [`Limits`](crate::Limits) on the [`Server`](crate::Server).
 //!
 //! **The header read timeout** bounds everything before a request head is
 //! whole: the first bytes of a connection (while the protocol is not yet
