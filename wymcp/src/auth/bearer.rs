@@ -7,7 +7,7 @@ use std::future::Future;
 
 use sha2::{Digest, Sha256};
 
-use super::{AuthError, AuthFuture, Authenticator, Credentials, Principal};
+use super::authenticator::{AuthError, AuthFuture, Authenticator, Credentials, Principal};
 
 /// An [`Authenticator`] for `Authorization: Bearer` tokens, verified by a
 /// closure. A request without a well-formed Bearer token is

@@ -27,10 +27,10 @@ use base64::engine::general_purpose::STANDARD;
 use http::{HeaderValue, Uri};
 use serde_json::Value;
 
+use super::authenticator::{AuthError, AuthFuture, Authenticator, Credentials, Principal};
 use super::cache::{TokenCache, digest};
 use super::fetch::{FetchSettings, Fetcher, Outage};
 use super::verifier::{self, VerifierConfigError};
-use super::{AuthError, AuthFuture, Authenticator, Credentials, Principal};
 
 /// The default longest time an introspection answer is reused.
 pub(crate) const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(60);

@@ -27,10 +27,10 @@ use jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER;
 use serde_json::{Map, Value};
 
 use super::algorithm::Algorithm;
+use super::authenticator::{AuthError, AuthFuture, Authenticator, Credentials, Principal};
 use super::fetch::{FetchSettings, Fetcher};
 use super::jwks::{self, Key, Keys, Missing, Source};
 use super::verifier::{self, VerifierConfigError};
-use super::{AuthError, AuthFuture, Authenticator, Credentials, Principal};
 
 // What a refused JWT's challenge says, beyond the shared descriptions.
 pub(crate) const MALFORMED: &str = "the token is not a well-formed JWT";

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
 
-use super::{AuthError, Credentials, Principal};
+use super::authenticator::{AuthError, Credentials, Principal};
 
 /// Why a [`JwtVerifier`](super::JwtVerifier) or an
 /// [`Introspection`](super::Introspection) cannot be built.

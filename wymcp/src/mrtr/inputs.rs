@@ -216,6 +216,26 @@ mod tests {
         p
     }
 
+    /// A retry may ask what its client declared, and no more: a client
+    /// that declares `sampling` without `sampling.tools` is not sent a
+    /// sampling request with tools (moved from `input.rs`'s
+    /// `modes_and_options_need_their_sub_capabilities`, so that `input.rs`
+    /// does not import this file, which imports it).
+    #[test]
+    fn a_retry_allows_only_the_sub_capabilities_declared() {
+        let plain = InputRequest::sample_text("hi", 5);
+        let with_tools =
+            InputRequest::sampling(json!({"messages": [], "maxTokens": 5, "tools": []}));
+        let inputs = Inputs::from_request(
+            &sealer(),
+            "",
+            "tools/call",
+            Some(&json!({"_meta": {crate::protocol::meta::CLIENT_CAPABILITIES: {"sampling": {}}}})),
+        )
+        .unwrap();
+        assert!(inputs.allows(&plain) && !inputs.allows(&with_tools));
+    }
+
     #[test]
     fn inputs_round_trip_through_input_required() {
         let s = sealer();

@@ -87,13 +87,12 @@ mod inputs;
 mod round;
 pub(crate) mod seal;
 
-pub use input::{InputKind, InputRequest, InputRequired, UndeclaredInput, missing_capabilities};
+pub use input::{
+    InputKind, InputRequest, InputRequired, MRTR_METHODS, UndeclaredInput, missing_capabilities,
+};
 pub use inputs::Inputs;
 #[cfg(not(feature = "fuzzing"))]
 pub(crate) use seal::{Binding, Sealer};
 #[cfg(feature = "fuzzing")]
 pub use seal::{Binding, Sealer, UnsealError, params_digest};
 pub use seal::{DEFAULT_TTL, KeyError, MIN_SECRET_LEN, SealingKey};
-
-/// The methods on which a server may answer `input_required` (SEP-2322 §Supported Requests).
-pub const MRTR_METHODS: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];

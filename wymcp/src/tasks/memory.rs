@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
-use super::{StoreFuture, TaskEntry, TaskStore, TaskStoreError};
+use super::store::{StoreFuture, TaskEntry, TaskStore, TaskStoreError};
 use crate::protocol::ids::now_ms;
 
 /// Tasks in this process's memory: the default store, for one process (a

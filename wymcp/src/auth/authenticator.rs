@@ -1,0 +1,262 @@
+//! Who the caller is and how a request is judged: [`Principal`], the
+//! [`Authenticator`] trait, what it is shown of a request, and the
+//! authenticator a server was built with.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use http::request::Parts;
+use http::{HeaderValue, header};
+use serde_json::Value;
+
+use crate::protocol::jsonrpc::MessageKind;
+
+use super::config::{AuthConfig, AuthConfigError};
+
+/// Who made the request, as the authenticator established it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Principal {
+    /// A stable identifier of the caller (a token's `sub`, a client id, …).
+    pub subject: String,
+    /// The scopes the caller holds.
+    pub scopes: Vec<String>,
+    /// The OAuth client the token was issued to (a JWT's `client_id` or
+    /// `azp`, an introspection answer's `client_id`), when known.
+    pub client_id: Option<String>,
+}
+
+impl Principal {
+    /// A caller called `subject` holding `scopes`, its client unknown.
+    ///
+    /// ```
+    /// use wymcp::auth::{Principal, StaticTokens};
+    ///
+    /// let tokens = StaticTokens::new()
+    ///     .token("read-token", Principal::new("reader", ["notes:read"]));
+    /// # let _ = tokens;
+    /// ```
+    pub fn new(
+        subject: impl Into<String>,
+        scopes: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Principal {
+            subject: subject.into(),
+            scopes: scopes.into_iter().map(Into::into).collect(),
+            client_id: None,
+        }
+    }
+}
+
+impl AuthError {
+    /// [`AuthError::InvalidToken`] with this description.
+    ///
+    /// ```
+    /// use wymcp::auth::AuthError;
+    ///
+    /// let refused = AuthError::invalid_token("the token has expired");
+    /// assert_eq!(refused.to_string(), "invalid token: the token has expired");
+    /// ```
+    #[must_use]
+    pub fn invalid_token(description: impl Into<String>) -> Self {
+        AuthError::InvalidToken {
+            description: description.into(),
+        }
+    }
+}
+
+/// The future an [`Authenticator`] answers with.
+pub type AuthFuture<'a> = Pin<Box<dyn Future<Output = Result<Principal, AuthError>> + Send + 'a>>;
+
+/// Why a request was not let through.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthError {
+    /// No credentials, or credentials that are malformed, invalid, expired or
+    /// not meant for this server: answered `401` with a `WWW-Authenticate:
+    /// Bearer` challenge that names no error (RFC 6750 §3.1: what a request
+    /// without a token is answered).
+    #[error("missing or invalid credentials")]
+    Unauthorized,
+    /// A bearer token was sent and is not accepted (malformed, badly signed,
+    /// expired, not yet valid, for another audience or issuer, inactive, or
+    /// not verifiable now): answered `401` with `WWW-Authenticate: Bearer
+    /// error="invalid_token", error_description="…"`.
+    ///
+    /// The description is for the client, so it says what was wrong and
+    /// nothing more: never key material, never the token. The challenge
+    /// keeps at most [`MAX_ERROR_DESCRIPTION`](super::MAX_ERROR_DESCRIPTION) characters of it, each
+    /// outside RFC 6750's `error_description` set replaced by `?`.
+    #[error("invalid token: {description}")]
+    InvalidToken {
+        /// What was wrong with the token.
+        description: String,
+    },
+    /// Valid credentials that lack scopes this request needs: answered `403`
+    /// with `WWW-Authenticate: Bearer error="insufficient_scope"` naming
+    /// `required`.
+    #[error("insufficient scope")]
+    InsufficientScope {
+        /// The scopes the request needs.
+        required: Vec<String>,
+    },
+}
+
+/// What an [`Authenticator`] is shown of a request.
+///
+/// The request has been parsed and classified but not validated: the message
+/// may be read to require per-method scopes, but nothing in it is trusted.
+#[derive(Debug, Clone, Copy)]
+pub struct Credentials<'a> {
+    parts: &'a Parts,
+    authorization: Option<&'a HeaderValue>,
+    message: Option<&'a Value>,
+    kind: Option<MessageKind>,
+}
+
+impl<'a> Credentials<'a> {
+    /// The request line and headers.
+    #[must_use]
+    pub fn parts(&self) -> &'a Parts {
+        self.parts
+    }
+
+    /// The one `Authorization` header, if sent. A request with more than one
+    /// never reaches the authenticator.
+    #[must_use]
+    pub fn authorization(&self) -> Option<&'a HeaderValue> {
+        self.authorization
+    }
+
+    /// The token of an `Authorization: Bearer <token>` header (RFC 6750
+    /// §2.1: the scheme case-insensitive, the token a `token68`).
+    #[must_use]
+    pub fn bearer(&self) -> Option<&'a str> {
+        bearer_token(self.authorization?)
+    }
+
+    /// The parsed, unvalidated JSON-RPC message.
+    #[must_use]
+    pub fn message(&self) -> Option<&'a Value> {
+        self.message
+    }
+
+    /// The message's `method`, when it is a string.
+    #[must_use]
+    pub fn method(&self) -> Option<&'a str> {
+        self.message?.get("method")?.as_str()
+    }
+
+    /// The message kind classification tagged.
+    #[must_use]
+    pub fn kind(&self) -> Option<MessageKind> {
+        self.kind
+    }
+}
+
+fn bearer_token(value: &HeaderValue) -> Option<&str> {
+    let text = value.to_str().ok()?.trim_matches([' ', '\t']);
+    let (scheme, token) = text.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let token = token.trim_start_matches(' ');
+    let body = token.trim_end_matches('=');
+    let token68 = !body.is_empty()
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b));
+    token68.then_some(token)
+}
+
+/// Decides who a request comes from.
+///
+/// Implement it for a token introspection client, a JWT verifier, …; or use
+/// [`BearerAuth`](super::BearerAuth) with a closure, or
+/// [`StaticTokens`](super::StaticTokens) for tests. The trait is
+/// object-safe: the server holds it as `Arc<dyn Authenticator>`.
+pub trait Authenticator: Send + Sync + 'static {
+    /// Authenticates one request: `Ok` with the caller, or why not.
+    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> AuthFuture<'a>;
+}
+
+/// The authenticator and configuration a server was built with.
+#[derive(Clone)]
+pub(crate) struct AuthSetup {
+    pub(crate) authenticator: Arc<dyn Authenticator>,
+    pub(crate) config: AuthConfig,
+}
+
+impl fmt::Debug for AuthSetup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuthSetup")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AuthSetup {
+    pub(crate) fn new(authenticator: impl Authenticator, config: AuthConfig) -> Self {
+        AuthSetup {
+            authenticator: Arc::new(authenticator),
+            config,
+        }
+    }
+
+    pub(crate) fn check(&self) -> Result<(), AuthConfigError> {
+        self.config.check()
+    }
+
+    /// Runs the authenticator on one request; a request with more than one
+    /// `Authorization` header is unauthorized without consulting it.
+    pub(crate) async fn authenticate(
+        &self,
+        parts: &Parts,
+        message: Option<&Value>,
+        kind: Option<MessageKind>,
+    ) -> Result<Principal, AuthError> {
+        let mut values = parts.headers.get_all(header::AUTHORIZATION).iter();
+        let authorization = values.next();
+        if values.next().is_some() {
+            return Err(AuthError::Unauthorized);
+        }
+        let principal = self
+            .authenticator
+            .authenticate(Credentials {
+                parts,
+                authorization,
+                message,
+                kind,
+            })
+            .await?;
+        let required = self.config.required();
+        if required.iter().any(|s| !principal.scopes.contains(s)) {
+            return Err(AuthError::InsufficientScope {
+                required: required.to_vec(),
+            });
+        }
+        Ok(principal)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_tokens_are_read_strictly() {
+        let token = |v: &str| bearer_token(&HeaderValue::from_str(v).unwrap()).map(str::to_owned);
+        assert_eq!(
+            token("Bearer abc.DEF-_~+/=="),
+            Some("abc.DEF-_~+/==".into())
+        );
+        assert_eq!(token("bearer   abc"), Some("abc".into()));
+        assert_eq!(token("Basic abc"), None);
+        assert_eq!(token("Bearer"), None);
+        assert_eq!(token("Bearer a b"), None);
+        assert_eq!(token("Bearer ==="), None);
+        assert_eq!(token("Bearer a=b"), None);
+    }
+}
