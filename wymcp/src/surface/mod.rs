@@ -24,7 +24,8 @@
 //!
 //! The files, from the bottom up: `error`, `content`, `notify`, `finish`,
 //! `listen` and `context` know nothing of the others but each other's
-//! vocabulary; `call` is the transport-free call; `tool`, `resource`,
+//! vocabulary; `call` is the transport-free call; `item` is what every
+//! registered item has (and its setters, once); `tool`, `resource`,
 //! `prompt` and `completion` define what they register and how a call of
 //! theirs is answered; `catalog` holds them; `methods` is the method table
 //! and the [`Surface`] a server holds.
@@ -37,6 +38,7 @@ mod context;
 mod discover;
 mod error;
 mod finish;
+mod item;
 mod legacy;
 mod listen;
 mod methods;
@@ -57,6 +59,7 @@ pub use context::{BoxFuture, Context, HandlerError};
 pub use error::SurfaceError;
 pub(crate) use finish::CachePolicy;
 pub use finish::{CacheScope, ServerInfo};
+pub use item::Item;
 pub use listen::{Change, ChangeFeed, ChangeRelay, ListenLimits};
 pub(crate) use listen::{ChangeBus, Over};
 pub use methods::DEFAULT_PAGE_SIZE;
@@ -65,10 +68,10 @@ pub use mid_call::{AnswerFeed, AnswerRelay, LegacyRequests};
 #[cfg(test)]
 pub(crate) use notify::Notifications;
 pub use notify::{Emitter, LEGACY_LOG_LEVEL, LogLevel};
-pub use prompt::{Prompt, PromptArgs, PromptArgument, PromptMessage, PromptResult};
-pub use resource::{Resource, ResourceTemplate, TemplateVars};
+pub use prompt::{Prompt, PromptArgs, PromptArgument, PromptKind, PromptMessage, PromptResult};
+pub use resource::{Resource, ResourceKind, ResourceTemplate, TemplateKind, TemplateVars};
 pub use task::TaskLimits;
-pub use tool::{NoArgs, Structured, TaskSupport, Tool, ToolOutput, ToolResult};
+pub use tool::{NoArgs, Structured, TaskSupport, Tool, ToolKind, ToolOutput, ToolResult};
 
 pub(crate) use completion::boxed as boxed_completion;
 pub(crate) use legacy::negotiate;
