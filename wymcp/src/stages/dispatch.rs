@@ -25,7 +25,9 @@
 //!   later 2025 request to the surface, which opens it (`404` when it does
 //!   not open); a 2026-07-28 request's is ignored.
 //! * A 2025 client's JSON-RPC response (its answer to a request a call sent
-//!   mid-call; Validate held it to the response envelope) is handed to the
+//!   mid-call; Validate held it to the response envelope) is no call: it
+//!   goes to the surface's other entry, `Surface::deliver`, before any
+//!   `Call` is built, and is handed to the
 //!   waiting call: `202 Accepted`, empty body, once the call has it; else
 //!   `400` (not this server's id, too late, nobody waits), `403` (another
 //!   caller's) or `503` (the replica holding the call unreachable), each

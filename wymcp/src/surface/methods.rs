@@ -894,6 +894,18 @@ mod tests {
         }
     }
 
+    /// A surface with nothing registered, serving every revision.
+    fn surface() -> Surface {
+        SurfaceBuilder::default()
+            .build(
+                Revision::ALL.to_vec(),
+                Sealer::random().unwrap(),
+                ChangeBus::new(),
+                false,
+            )
+            .unwrap()
+    }
+
     fn error_of(answer: Answer) -> RpcError {
         match answer {
             Answer::Done(Outcome::Error(error), Session::Unchanged) => error,
@@ -905,7 +917,7 @@ mod tests {
     /// -32601 naming it: unknown, removed in 2026, or 2026-only.
     #[test]
     fn an_unrouted_method_is_method_not_found() {
-        let server = crate::Server::builder().build().unwrap();
+        let surface = surface();
         for (era, method) in [
             (Era::Modern, "no/such"),
             (Era::Modern, "initialize"),
@@ -915,13 +927,11 @@ mod tests {
             // No tool registered: tools are not advertised.
             (Era::Modern, "tools/call"),
         ] {
-            let error = error_of(server.surface.answer(request(era, method)));
+            let error = error_of(surface.answer(request(era, method)));
             assert_eq!(error.code, ErrorCode::METHOD_NOT_FOUND, "{era:?} {method}");
             assert_eq!(error.data, Some(json!({"method": method})));
         }
-        let answer = server
-            .surface
-            .answer(request(Era::Modern, "server/discover"));
+        let answer = surface.answer(request(Era::Modern, "server/discover"));
         assert!(matches!(answer, Answer::Done(Outcome::Result(_), _)));
     }
 
@@ -929,10 +939,9 @@ mod tests {
     /// as a done answer saying so, whatever it asks.
     #[test]
     fn a_session_token_that_does_not_open_is_refused() {
-        let server = crate::Server::builder().build().unwrap();
         let mut call = request(Era::Legacy, "ping");
         call.session = Some("forged");
-        match server.surface.answer(call) {
+        match surface().answer(call) {
             Answer::Done(Outcome::Error(error), Session::Refused) => {
                 assert_eq!(error.data, Some(json!({"reason": "session"})));
             }
