@@ -15,8 +15,12 @@ use serde_json::{Map, Value};
 use super::content::{Icon, insert_icons};
 use super::scopes::Scopes;
 
-/// An item a server registers: what every item has (see the
-/// [module docs](self)) and what its kind `K` adds. Never named as such:
+/// An item a server registers: what every item has (a title, a
+/// description, icons, the scopes a caller must hold, its `_meta`, each set
+/// by the setters written once here) and what its kind `K` adds (a tool's
+/// schemas and handler, a resource's URI and contents, set by setters
+/// beside the kind). The setters are inherent methods, so
+/// `Tool::new("t").title("T")` needs nothing imported. Never named as such:
 /// write [`Tool`](crate::Tool), [`Prompt`](crate::Prompt),
 /// [`Resource`](crate::Resource) or
 /// [`ResourceTemplate`](crate::ResourceTemplate).
