@@ -66,9 +66,9 @@ pub use stage::{Role, Stage, StageInfo, StageKind};
 pub use surface::{
     Annotations, AnswerFeed, AnswerRelay, BoxFuture, CacheScope, Catalog, Change, ChangeFeed,
     ChangeRelay, CompletionRef, CompletionRequest, Completions, Content, Context,
-    DEFAULT_PAGE_SIZE, Emitter, HandlerError, Icon, IconTheme, LEGACY_LOG_LEVEL, LegacyRequests,
-    ListenLimits, LogLevel, MAX_COMPLETION_VALUES, NoArgs, Prompt, PromptArgs, PromptArgument,
-    PromptMessage, PromptResult, PromptRole, Resource, ResourceContents, ResourceTemplate,
-    ServerInfo, Structured, SurfaceError, TaskLimits, TaskSupport, TemplateVars, Tool, ToolOutput,
-    ToolResult,
+    DEFAULT_PAGE_SIZE, Emitter, HandlerError, Icon, IconTheme, Item, LEGACY_LOG_LEVEL,
+    LegacyRequests, ListenLimits, LogLevel, MAX_COMPLETION_VALUES, NoArgs, Prompt, PromptArgs,
+    PromptArgument, PromptKind, PromptMessage, PromptResult, PromptRole, Resource,
+    ResourceContents, ResourceKind, ResourceTemplate, ServerInfo, Structured, SurfaceError,
+    TaskLimits, TaskSupport, TemplateKind, TemplateVars, Tool, ToolKind, ToolOutput, ToolResult,
 };

@@ -25,7 +25,9 @@
 //!   later 2025 request to the surface, which opens it (`404` when it does
 //!   not open); a 2026-07-28 request's is ignored.
 //! * A 2025 client's JSON-RPC response (its answer to a request a call sent
-//!   mid-call; Validate held it to the response envelope) is handed to the
+//!   mid-call; Validate held it to the response envelope) is no call: it
+//!   goes to the surface's other entry, `Surface::deliver`, before any
+//!   `Call` is built, and is handed to the
 //!   waiting call: `202 Accepted`, empty body, once the call has it; else
 //!   `400` (not this server's id, too late, nobody waits), `403` (another
 //!   caller's) or `503` (the replica holding the call unreachable), each
@@ -56,7 +58,7 @@ use crate::reply::{self, Flow, Rejection, Rejector, Response};
 use crate::sse;
 use crate::stage::Stage;
 use crate::surface::Over;
-use crate::surface::call::{Answer, Call, Emitted, Outcome, Running, take};
+use crate::surface::call::{Answer, Call, Emitted, Outcome, Running, Session, take};
 use crate::surface::mid_call::Refused;
 use crate::trace;
 
@@ -77,15 +79,30 @@ impl Stage for Dispatch {
                 ex.params(),
             );
         }
-        let params = take(ex.message.as_mut(), "params");
         let rejector = ex.rejector();
         let era = ex.era;
-        // A 2025 client's answer mid-call, which Validate held to the
-        // response envelope: moved to the call, not parsed again.
-        let response = match (ex.kind, era) {
-            (Some(MessageKind::Unknown), Era::Legacy) => ex.message.take(),
-            _ => None,
+        // A 2025 client's session token (2026-07-28 requests ignore it).
+        let session = match era {
+            Era::Legacy => ex
+                .parts
+                .headers
+                .get(MCP_SESSION_ID)
+                .and_then(|v| v.to_str().ok()),
+            Era::Modern => None,
         };
+        if let (Some(MessageKind::Unknown), Era::Legacy) = (ex.kind, era) {
+            // A 2025 client's answer mid-call, which Validate held to the
+            // response envelope: no call, but a delivery (the message moved,
+            // not parsed again).
+            let message = ex.message.take();
+            let subject = ex.principal.as_ref().map_or("", |p| p.subject.as_str());
+            let delivery = ex.server().surface.deliver(message, subject, session);
+            return Flow::Answer(match delivery.0.await {
+                Ok(()) => reply::accepted(),
+                Err(refused) => refusal(&rejector, refused),
+            });
+        }
+        let params = take(ex.message.as_mut(), "params");
         let call = Call {
             kind: ex.kind.unwrap_or(MessageKind::Unknown),
             era,
@@ -97,17 +114,7 @@ impl Stage for Dispatch {
             client: ex.parts.extensions.get::<ClientAddr>().map(|c| c.0),
             raw: ex.bytes.clone(),
             span: ex.span.clone(),
-            // A 2025 client's session token (2026-07-28 requests ignore it).
-            session: match era {
-                Era::Legacy => ex
-                    .parts
-                    .headers
-                    .get(MCP_SESSION_ID)
-                    .and_then(|v| v.to_str().ok()),
-                Era::Modern => None,
-            },
-            declared: None,
-            response,
+            session,
         };
         let answer = ex.server().surface.answer(call);
         let auth = ex.server().auth_config();
@@ -137,7 +144,16 @@ async fn respond(
     match answer {
         Answer::Forbidden { what, scopes } => forbidden(&rejector, auth, &what, &scopes),
         Answer::Accepted => reply::accepted(),
-        Answer::Done(outcome) => finished(outcome, &rejector, era),
+        Answer::Done(outcome, Session::Unchanged) => finished(outcome, &rejector, era),
+        Answer::Done(outcome, Session::Issued(token)) => {
+            let mut response = finished(outcome, &rejector, era);
+            if let Ok(value) = HeaderValue::try_from(token) {
+                response.headers_mut().insert(MCP_SESSION_ID, value);
+            }
+            response
+        }
+        // The outcome is the same error; the refusal gives it its status.
+        Answer::Done(_, Session::Refused) => refusal(&rejector, Refused::Session),
         Answer::Listen(stream) => sse::respond_events([], stream),
         Answer::Busy {
             error,
@@ -152,18 +168,6 @@ async fn respond(
             rejector.response(Rejection::of(status, error).header(header::RETRY_AFTER, seconds))
         }
         Answer::Running(running) => run(running, rejector, era).await,
-        Answer::Session(outcome, token) => {
-            let mut response = finished(outcome, &rejector, era);
-            if let Ok(value) = HeaderValue::try_from(token) {
-                response.headers_mut().insert(MCP_SESSION_ID, value);
-            }
-            response
-        }
-        Answer::Refused(refused) => refusal(&rejector, refused),
-        Answer::Delivery(delivery) => match delivery.0.await {
-            Ok(()) => reply::accepted(),
-            Err(refused) => refusal(&rejector, refused),
-        },
     }
 }
 

@@ -273,15 +273,14 @@ impl Connection {
             raw: line,
             // The request span is the HTTP router's; stdio has none yet.
             span: tracing::Span::none(),
-            // No header layer: no session token, no mid-call requests.
+            // No header layer: no session token, so no mid-call requests
+            // (a client's response is dropped by the checks above).
             session: None,
-            declared: None,
-            response: None,
         };
         match self.server.surface.answer(call) {
-            // Responses never reach the surface over stdio.
-            Answer::Accepted | Answer::Delivery(_) => {}
-            Answer::Done(outcome) | Answer::Session(outcome, _) => {
+            Answer::Accepted => {}
+            // Without a token, what a done answer says of one is nothing.
+            Answer::Done(outcome, _) => {
                 if matches!(outcome, Outcome::Result(_)) && negotiated.is_some() {
                     self.negotiated = negotiated;
                 }
@@ -313,10 +312,6 @@ impl Connection {
             }
             // Over stdio there is no `Retry-After`: the error says it all.
             Answer::Busy { error, .. } => self.refuse(&id, &error, Check::Surface).await,
-            // A call here carries no session token; refused should one ever.
-            Answer::Refused(refused) => {
-                self.refuse(&id, &refused.rpc_error(), Check::Surface).await;
-            }
         }
     }
 

@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 use super::context::{BoxFuture, Context, HandlerError};
 use super::finish::Finishing;
 use super::listen::{ListenStream, Over};
-use super::mid_call::{Delivery, MidCall, Peer, Refused};
+use super::mid_call::{MidCall, Peer};
 use super::notify::{Emitter, Notifications};
 use crate::auth::Principal;
 use crate::mrtr::{Binding, InputRequired, Inputs, MRTR_METHODS, Sealer};
@@ -60,15 +60,9 @@ pub(crate) struct Call<'a> {
     /// [`trace`](crate::trace)).
     pub(crate) span: tracing::Span,
     /// A 2025 request's `Mcp-Session-Id`, when the transport has one (see
-    /// [`mid_call`](super::mid_call)).
+    /// [`mid_call`](super::mid_call)). The surface opens it into what the
+    /// client declared, which it keeps for the call ([`Env::declared`]).
     pub(crate) session: Option<&'a str>,
-    /// The capabilities that session token carries, once the surface has
-    /// opened it (transports leave it `None`).
-    pub(crate) declared: Option<Value>,
-    /// A 2025 client's JSON-RPC response to a request sent mid-call: the
-    /// whole message, moved out of the exchange (`None` for anything else,
-    /// and over stdio, where no request is sent mid-call).
-    pub(crate) response: Option<Value>,
 }
 
 /// What the surface answers a call with.
@@ -76,8 +70,8 @@ pub(crate) struct Call<'a> {
 pub(crate) enum Answer {
     /// A notification, accepted: nothing is sent back.
     Accepted,
-    /// The answer, already made.
-    Done(Outcome),
+    /// The answer, already made, and what it says of the session token.
+    Done(Outcome, Session),
     /// A handler to run; its notifications come before its answer.
     Running(Running),
     /// A `subscriptions/listen` stream (boxed: it is far larger than the
@@ -103,16 +97,22 @@ pub(crate) enum Answer {
         /// When to try again.
         retry_after: std::time::Duration,
     },
-    /// A 2025 `initialize` answered, with the session token that carries
-    /// what the client declared (see [`mid_call`](super::mid_call)): the
-    /// transport sends it as `Mcp-Session-Id`.
-    Session(Outcome, String),
-    /// A 2025 message refused (a session token that does not open, a
-    /// response nobody waits for); the transport gives each its status.
-    Refused(Refused),
-    /// A 2025 client's response on its way to the waiting call: accepted
-    /// once it is handed over (possibly on another replica), else refused.
-    Delivery(Delivery),
+}
+
+/// What a done answer says of a 2025 client's session token (see
+/// [`mid_call`](super::mid_call)): nothing (every answer but two), the
+/// token a 2025 `initialize` mints for what the client declared (the
+/// transport sends it as `Mcp-Session-Id`), or that the request's token
+/// does not open (the client must initialize again: HTTP answers `404`,
+/// as 2025-11-25 asks of a session the server does not know).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Session {
+    /// Nothing to say of a token.
+    Unchanged,
+    /// A 2025 `initialize` answered: the token of what the client declared.
+    Issued(String),
+    /// The request's token does not open; the outcome is its error.
+    Refused,
 }
 
 /// A request's answer: a result, or an error for the transport to send.
@@ -126,11 +126,19 @@ pub(crate) enum Outcome {
 
 impl From<RpcError> for Answer {
     fn from(error: RpcError) -> Self {
-        Answer::Done(Outcome::Error(error))
+        Answer::done(Outcome::Error(error))
     }
 }
 
-/// What every handled method's answer needs of the server.
+impl Answer {
+    /// The answer `outcome`, saying nothing of a session token.
+    pub(crate) fn done(outcome: Outcome) -> Self {
+        Answer::Done(outcome, Session::Unchanged)
+    }
+}
+
+/// What every handled method's answer needs of the server, and what the
+/// surface learnt of the caller's client for this call.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Env<'a> {
     /// What completes every result.
@@ -141,6 +149,10 @@ pub(crate) struct Env<'a> {
     pub(crate) shared: &'a Arc<http::Extensions>,
     /// The mid-call requests of 2025 calls.
     pub(crate) peer: &'a Arc<Peer>,
+    /// What a 2025 client declared at `initialize`, from the session token
+    /// its request carries, once the surface opened it (`None` for a
+    /// 2026-07-28 call, and for a 2025 one without a token).
+    pub(crate) declared: Option<&'a Value>,
 }
 
 /// Renders a request's result: its id, its era, the server's identity.
@@ -211,7 +223,7 @@ impl Call<'_> {
         method: &'static str,
         env: Env<'_>,
     ) -> Result<Handling, RpcError> {
-        let (inputs, (emitter, notifications)) = match (self.era, &self.declared) {
+        let (inputs, (emitter, notifications)) = match (self.era, env.declared) {
             (Era::Modern, _) => (
                 Inputs::from_request(env.sealer, self.subject(), method, self.params.as_ref())?,
                 Emitter::for_params(self.params.as_ref()),
@@ -227,7 +239,7 @@ impl Call<'_> {
                 Emitter::for_legacy_params(self.params.as_ref()),
             ),
         };
-        let mid_call = match (self.era, &self.declared) {
+        let mid_call = match (self.era, env.declared) {
             (Era::Legacy, Some(declared)) if MRTR_METHODS.contains(&method) => Some(MidCall {
                 peer: Arc::clone(env.peer),
                 capabilities: declared.clone(),

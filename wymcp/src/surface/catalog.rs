@@ -165,13 +165,20 @@ impl Catalog {
 
     /// Adds a prompt.
     pub fn add_prompt(&self, prompt: Prompt) -> Result<(), SurfaceError> {
-        prompt.scopes.check(&format!("prompt `{}`", prompt.name))?;
+        prompt
+            .about
+            .scopes
+            .check(&format!("prompt `{}`", prompt.kind.name))?;
         {
             let mut registries = self.write();
-            if registries.prompts.iter().any(|p| p.name == prompt.name) {
+            if registries
+                .prompts
+                .iter()
+                .any(|p| p.kind.name == prompt.kind.name)
+            {
                 return Err(SurfaceError::Duplicate {
                     kind: "prompt",
-                    name: prompt.name,
+                    name: prompt.kind.name,
                 });
             }
             registries.prompts.push(Arc::new(prompt));
@@ -185,7 +192,7 @@ impl Catalog {
         let removed = {
             let mut registries = self.write();
             let before = registries.prompts.len();
-            registries.prompts.retain(|p| p.name != name);
+            registries.prompts.retain(|p| p.kind.name != name);
             registries.prompts.len() != before
         };
         if removed {
@@ -197,14 +204,19 @@ impl Catalog {
     /// Adds a resource.
     pub fn add_resource(&self, resource: Resource) -> Result<(), SurfaceError> {
         resource
+            .about
             .scopes
-            .check(&format!("resource `{}`", resource.uri))?;
+            .check(&format!("resource `{}`", resource.kind.uri))?;
         {
             let mut registries = self.write();
-            if registries.resources.iter().any(|r| r.uri == resource.uri) {
+            if registries
+                .resources
+                .iter()
+                .any(|r| r.kind.uri == resource.kind.uri)
+            {
                 return Err(SurfaceError::Duplicate {
                     kind: "resource",
-                    name: resource.uri,
+                    name: resource.kind.uri,
                 });
             }
             registries.resources.push(Arc::new(resource));
@@ -218,7 +230,7 @@ impl Catalog {
         let removed = {
             let mut registries = self.write();
             let before = registries.resources.len();
-            registries.resources.retain(|r| r.uri != uri);
+            registries.resources.retain(|r| r.kind.uri != uri);
             registries.resources.len() != before
         };
         if removed {
@@ -235,11 +247,11 @@ impl Catalog {
             if registries
                 .templates
                 .iter()
-                .any(|t| t.template.uri_template == registered.template.uri_template)
+                .any(|t| t.template.kind.uri_template == registered.template.kind.uri_template)
             {
                 return Err(SurfaceError::Duplicate {
                     kind: "resource template",
-                    name: registered.template.uri_template.clone(),
+                    name: registered.template.kind.uri_template.clone(),
                 });
             }
             registries.templates.push(registered);
@@ -261,7 +273,11 @@ impl Catalog {
     /// The names of the prompts, in listing order.
     #[must_use]
     pub fn prompt_names(&self) -> Vec<String> {
-        self.read().prompts.iter().map(|p| p.name.clone()).collect()
+        self.read()
+            .prompts
+            .iter()
+            .map(|p| p.kind.name.clone())
+            .collect()
     }
 
     pub(crate) fn tool(&self, name: &str) -> Option<Arc<Registered>> {
@@ -273,7 +289,11 @@ impl Catalog {
     }
 
     pub(crate) fn prompt(&self, name: &str) -> Option<Arc<Prompt>> {
-        self.read().prompts.iter().find(|p| p.name == name).cloned()
+        self.read()
+            .prompts
+            .iter()
+            .find(|p| p.kind.name == name)
+            .cloned()
     }
 
     pub(crate) fn prompts(&self) -> Vec<Arc<Prompt>> {
@@ -289,7 +309,11 @@ impl Catalog {
     }
 
     pub(crate) fn resource(&self, uri: &str) -> Option<Arc<Resource>> {
-        self.read().resources.iter().find(|r| r.uri == uri).cloned()
+        self.read()
+            .resources
+            .iter()
+            .find(|r| r.kind.uri == uri)
+            .cloned()
     }
 
     /// The template whose URI template is `uri_template`.
@@ -297,7 +321,7 @@ impl Catalog {
         self.read()
             .templates
             .iter()
-            .find(|t| t.template.uri_template == uri_template)
+            .find(|t| t.template.kind.uri_template == uri_template)
             .cloned()
     }
 

@@ -149,7 +149,7 @@ fn check_reference(request: &CompletionRequest, catalog: &Catalog) -> Result<(),
             let prompt = catalog
                 .prompt(name)
                 .ok_or_else(|| unknown(format!("unknown prompt `{}`", truncated(name)), name))?;
-            if !prompt.arguments.iter().any(|a| a.name == argument) {
+            if !prompt.kind.arguments.iter().any(|a| a.name == argument) {
                 return Err(unknown(
                     format!(
                         "prompt `{}` has no argument `{}`",

@@ -21,19 +21,19 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::bus::ChangeBus;
-use super::call::{Answer, Call, Env, Outcome};
+use super::call::{Answer, Call, Env, Outcome, Session};
 use super::catalog::Catalog;
 use super::completion::{self, CompletionFn};
 use super::context::HandlerError;
 use super::error::SurfaceError;
 use super::finish::{CachePolicy, Finishing, ServerInfo};
 use super::listen::{self, Filter, Listen, ListenLimits, Support};
-use super::mid_call::{self, AnswerRelay, LegacyRequests, Peer, Refused};
+use super::mid_call::{self, AnswerRelay, Delivery, LegacyRequests, Peer, Refused};
 use super::prompt::{self, Prompt};
-use super::resource::{self, Resource, ResourceTemplate, Target};
+use super::resource::{self, RegisteredTemplate, Resource, ResourceTemplate, Target};
 use super::scopes::Scopes;
 use super::task::{TaskLimits, Tasks};
-use super::tool::{self, TaskSupport, Tool};
+use super::tool::{self, Registered, TaskSupport, Tool};
 use super::{discover, legacy, pagination};
 use crate::mrtr::Sealer;
 use crate::protocol::error::{ErrorCode, RpcError};
@@ -219,20 +219,20 @@ impl SurfaceBuilder {
         let prompt = || {
             self.prompts
                 .iter()
-                .find(|p| !p.scopes.is_empty())
-                .map(|p| format!("prompt `{}`", p.name))
+                .find(|p| !p.about.scopes.is_empty())
+                .map(|p| format!("prompt `{}`", p.kind.name))
         };
         let resource = || {
             self.resources
                 .iter()
-                .find(|r| !r.scopes.is_empty())
-                .map(|r| format!("resource `{}`", r.uri))
+                .find(|r| !r.about.scopes.is_empty())
+                .map(|r| format!("resource `{}`", r.kind.uri))
         };
         let template = || {
             self.templates
                 .iter()
-                .find(|t| !t.scopes.is_empty())
-                .map(|t| format!("resource template `{}`", t.uri_template))
+                .find(|t| !t.about.scopes.is_empty())
+                .map(|t| format!("resource template `{}`", t.kind.uri_template))
         };
         tool.or_else(prompt).or_else(resource).or_else(template)
     }
@@ -303,58 +303,115 @@ impl SurfaceBuilder {
     }
 }
 
-/// What answers a method.
+/// Which era a method is served in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Route {
-    Discover,
-    Initialize,
-    Empty,
-    SetLevel,
-    ToolsList,
-    ToolsCall,
-    ResourcesList,
-    TemplatesList,
-    ResourcesRead,
-    PromptsList,
-    PromptsGet,
-    Complete,
-    Listen,
-    TasksGet,
-    TasksUpdate,
-    TasksCancel,
+enum Eras {
+    /// 2026-07-28 only.
+    Modern,
+    /// The 2025 legacy path only.
+    Legacy,
+    /// Both.
+    Both,
 }
 
-impl Route {
-    /// The route of `method` in `era`, when the server serves it.
-    fn of(method: &str, era: Era, a: Advertised) -> Option<Route> {
-        let route = match (method, era) {
-            ("server/discover", Era::Modern) => Route::Discover,
-            ("subscriptions/listen", Era::Modern) if a.listen() != Support::default() => {
-                Route::Listen
-            }
-            ("initialize", Era::Legacy) => Route::Initialize,
-            ("ping", Era::Legacy) => Route::Empty,
-            ("logging/setLevel", Era::Legacy) => Route::SetLevel,
-            // Acknowledged (2025 servers answer `{}`), though never
-            // advertised: nothing can be delivered to a 2025 client.
-            ("resources/subscribe" | "resources/unsubscribe", Era::Legacy) if a.resources => {
-                Route::Empty
-            }
-            ("tools/list", _) if a.tools => Route::ToolsList,
-            ("tools/call", _) if a.tools => Route::ToolsCall,
-            ("resources/list", _) if a.resources => Route::ResourcesList,
-            ("resources/templates/list", _) if a.resources => Route::TemplatesList,
-            ("resources/read", _) if a.resources => Route::ResourcesRead,
-            ("prompts/list", _) if a.prompts => Route::PromptsList,
-            ("prompts/get", _) if a.prompts => Route::PromptsGet,
-            ("completion/complete", _) if a.completions => Route::Complete,
-            ("tasks/get", Era::Modern) if a.tasks => Route::TasksGet,
-            ("tasks/update", Era::Modern) if a.tasks => Route::TasksUpdate,
-            ("tasks/cancel", Era::Modern) if a.tasks => Route::TasksCancel,
-            _ => return None,
-        };
-        Some(route)
+impl Eras {
+    fn has(self, era: Era) -> bool {
+        match self {
+            Eras::Both => true,
+            Eras::Modern => era == Era::Modern,
+            Eras::Legacy => era == Era::Legacy,
+        }
     }
+}
+
+/// The answer of one method: the surface, the call, and what the call's
+/// answer needs of the server and of its client.
+type Method = fn(&Surface, Call<'_>, Env<'_>) -> Answer;
+
+/// One row of the method table: a method, the eras it is served in,
+/// whether this server serves it (a capability it advertises), and its
+/// answer.
+struct Route {
+    method: &'static str,
+    eras: Eras,
+    served: fn(Advertised) -> bool,
+    answer: Method,
+}
+
+/// A row of [`ROUTES`].
+const fn row(
+    method: &'static str,
+    eras: Eras,
+    served: fn(Advertised) -> bool,
+    answer: Method,
+) -> Route {
+    Route {
+        method,
+        eras,
+        served,
+        answer,
+    }
+}
+
+/// Every method the surface answers (see the [module docs](self)).
+/// Adding a method is its function and its row here.
+#[rustfmt::skip] // one row a line, as a table reads
+const ROUTES: &[Route] = &[
+    row("server/discover", Eras::Modern, always, discover),
+    row("subscriptions/listen", Eras::Modern, listens, listen),
+    row("initialize", Eras::Legacy, always, initialize),
+    row("ping", Eras::Legacy, always, empty),
+    row("logging/setLevel", Eras::Legacy, always, set_level),
+    // Acknowledged (2025 servers answer `{}`), though never advertised:
+    // nothing can be delivered to a 2025 client.
+    row("resources/subscribe", Eras::Legacy, resources, empty),
+    row("resources/unsubscribe", Eras::Legacy, resources, empty),
+    row("tools/list", Eras::Both, tools, list::<Registered>),
+    row("tools/call", Eras::Both, tools, tools_call),
+    row("resources/list", Eras::Both, resources, list::<Resource>),
+    row("resources/templates/list", Eras::Both, resources, list::<RegisteredTemplate>),
+    row("resources/read", Eras::Both, resources, resources_read),
+    row("prompts/list", Eras::Both, prompts, list::<Prompt>),
+    row("prompts/get", Eras::Both, prompts, prompts_get),
+    row("completion/complete", Eras::Both, completions, complete),
+    row("tasks/get", Eras::Modern, tasks, tasks_get),
+    row("tasks/update", Eras::Modern, tasks, tasks_update),
+    row("tasks/cancel", Eras::Modern, tasks, tasks_cancel),
+];
+
+/// The row of `method` in `era`, when the server serves it.
+fn route(method: &str, era: Era, a: Advertised) -> Option<&'static Route> {
+    ROUTES
+        .iter()
+        .find(|r| r.method == method && r.eras.has(era) && (r.served)(a))
+}
+
+fn always(_: Advertised) -> bool {
+    true
+}
+
+fn listens(a: Advertised) -> bool {
+    a.listen() != Support::default()
+}
+
+fn tools(a: Advertised) -> bool {
+    a.tools
+}
+
+fn resources(a: Advertised) -> bool {
+    a.resources
+}
+
+fn prompts(a: Advertised) -> bool {
+    a.prompts
+}
+
+fn completions(a: Advertised) -> bool {
+    a.completions
+}
+
+fn tasks(a: Advertised) -> bool {
+    a.tasks
 }
 
 impl Advertised {
@@ -367,14 +424,6 @@ impl Advertised {
             resources_list_changed: self.resources && self.list_changed,
             resource_subscriptions: self.resources && self.subscribe,
         }
-    }
-}
-
-/// The answer to a call of an item whose `scopes` the caller lacks.
-fn forbidden(what: String, scopes: &Scopes) -> Answer {
-    Answer::Forbidden {
-        what,
-        scopes: scopes.to_vec(),
     }
 }
 
@@ -395,31 +444,284 @@ fn text<'p>(params: Option<&'p Value>, key: &str) -> &'p str {
         .unwrap_or_default()
 }
 
+/// The answer of a method answered at once: its result, or its error.
+fn immediate(s: &Surface, call: &Call<'_>, result: Result<Value, HandlerError>) -> Answer {
+    match result {
+        Ok(result) => Answer::done(Outcome::Result(call.reply(&s.finishing).result(&result))),
+        Err(error) => error
+            .into_rpc(call.era, call.method.unwrap_or_default())
+            .into(),
+    }
+}
+
+/// `server/discover`.
+#[allow(clippy::needless_pass_by_value)] // every row's answer takes the call by value
+fn discover(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
+    let result = discover::result(
+        &s.revisions,
+        s.capabilities(Era::Modern),
+        s.instructions.as_deref(),
+        &s.finishing,
+    );
+    immediate(s, &call, Ok(result))
+}
+
+/// A 2025 `initialize`: a client that declared something the server may
+/// ask mid-call carries it in a session token, minted here.
+#[allow(clippy::needless_pass_by_value)] // every row's answer takes the call by value
+fn initialize(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
+    let params = call.params.as_ref();
+    let result = legacy::initialize(
+        &s.revisions,
+        s.capabilities(Era::Legacy),
+        s.instructions.as_deref(),
+        &s.finishing,
+        params,
+    );
+    let (result, revision) = match result {
+        Ok(negotiated) => negotiated,
+        Err(error) => return immediate(s, &call, Err(error)),
+    };
+    let outcome = Outcome::Result(call.reply(&s.finishing).result(&result));
+    let session = match mid_call::askable(params.and_then(|p| p.get("capabilities"))) {
+        Some(askable) => Session::Issued(s.peer.mint_session(call.subject(), revision, &askable)),
+        None => Session::Unchanged,
+    };
+    Answer::Done(outcome, session)
+}
+
+/// `ping`, `resources/subscribe` and `resources/unsubscribe` of a 2025
+/// client: `{}`.
+#[allow(clippy::needless_pass_by_value)] // every row's answer takes the call by value
+fn empty(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
+    immediate(s, &call, Ok(json!({})))
+}
+
+/// `logging/setLevel`.
+#[allow(clippy::needless_pass_by_value)] // every row's answer takes the call by value
+fn set_level(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
+    immediate(s, &call, legacy::set_level(call.params.as_ref()))
+}
+
+/// What a list method lists: the key of its result, the catalog's items,
+/// what each requires of a caller, and its listing.
+trait Listed: Sized {
+    /// The member of the result holding the page.
+    const KEY: &'static str;
+    /// The catalog's items, in order.
+    fn items(catalog: &Catalog) -> Vec<Arc<Self>>;
+    /// What a caller must hold to see it.
+    fn scopes(&self) -> &Scopes;
+    /// Its entry on a page.
+    fn listing(&self) -> impl Serialize + '_;
+}
+
+impl Listed for Registered {
+    const KEY: &'static str = "tools";
+    fn items(catalog: &Catalog) -> Vec<Arc<Self>> {
+        catalog.tools()
+    }
+    fn scopes(&self) -> &Scopes {
+        &self.scopes
+    }
+    // Each definition was serialised at registration; the page copies
+    // those bytes.
+    fn listing(&self) -> impl Serialize + '_ {
+        &*self.definition
+    }
+}
+
+impl Listed for Resource {
+    const KEY: &'static str = "resources";
+    fn items(catalog: &Catalog) -> Vec<Arc<Self>> {
+        catalog.resources()
+    }
+    fn scopes(&self) -> &Scopes {
+        &self.about.scopes
+    }
+    fn listing(&self) -> impl Serialize + '_ {
+        Resource::listing(self)
+    }
+}
+
+impl Listed for RegisteredTemplate {
+    const KEY: &'static str = "resourceTemplates";
+    fn items(catalog: &Catalog) -> Vec<Arc<Self>> {
+        catalog.templates()
+    }
+    fn scopes(&self) -> &Scopes {
+        &self.template.about.scopes
+    }
+    fn listing(&self) -> impl Serialize + '_ {
+        RegisteredTemplate::listing(self)
+    }
+}
+
+impl Listed for Prompt {
+    const KEY: &'static str = "prompts";
+    fn items(catalog: &Catalog) -> Vec<Arc<Self>> {
+        catalog.prompts()
+    }
+    fn scopes(&self) -> &Scopes {
+        &self.about.scopes
+    }
+    fn listing(&self) -> impl Serialize + '_ {
+        Prompt::listing(self)
+    }
+}
+
+/// A list method: one page of the items the caller may see, serialised
+/// from the catalog's own values straight into the answer.
+#[allow(clippy::needless_pass_by_value)] // every row's answer takes the call by value
+fn list<T: Listed>(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
+    let items = T::items(&s.catalog);
+    let listings: Vec<_> = items
+        .iter()
+        .filter(|item| s.list_all || item.scopes().permit(call.principal))
+        .map(|item| item.listing())
+        .collect();
+    match pagination::page(&listings, call.params.as_ref(), s.page_size) {
+        Ok((page, next)) => Answer::done(Outcome::Result(
+            call.reply(&s.finishing)
+                .result(&s.finishing.list(call.era, T::KEY, page, next)),
+        )),
+        Err(error) => error
+            .into_rpc(call.era, call.method.unwrap_or_default())
+            .into(),
+    }
+}
+
+/// The item a call names, `found` in the catalog (`None`: it has none of
+/// that name), once its scopes permit the caller; else the answer that
+/// refuses the call, naming `what` it asked for.
+fn reach<T>(
+    call: &Call<'_>,
+    what: impl FnOnce() -> String,
+    found: Option<T>,
+    scopes: fn(&T) -> &Scopes,
+) -> Result<Option<T>, Answer> {
+    if let Some(item) = &found
+        && !scopes(item).permit(call.principal)
+    {
+        return Err(Answer::Forbidden {
+            what: what(),
+            scopes: scopes(item).to_vec(),
+        });
+    }
+    Ok(found)
+}
+
+/// The -32602 of a call naming a `kind` of item (`tool`, `prompt`) the
+/// catalog has none of by `name`.
+fn unknown(call: &Call<'_>, kind: &str, name: &str) -> Answer {
+    HandlerError::InvalidParams {
+        message: format!("unknown {kind} `{}`", truncated(name)),
+        data: Some(json!({"name": truncated(name)})),
+    }
+    .into_rpc(call.era, call.method.unwrap_or_default())
+    .into()
+}
+
+/// `tools/call`: the tool run on its request, or as a task.
+fn tools_call(s: &Surface, call: Call<'_>, env: Env<'_>) -> Answer {
+    let name = text(call.params.as_ref(), "name");
+    let what = || format!("tool `{}`", truncated(name));
+    match reach(&call, what, s.catalog.tool(name), |t| &t.scopes) {
+        Err(refused) => refused,
+        Ok(None) => unknown(&call, "tool", name),
+        Ok(Some(found)) if found.task_support != TaskSupport::Forbidden => {
+            s.tasks.call(found, call, env)
+        }
+        Ok(Some(found)) => tool::call(found, call, env),
+    }
+}
+
+/// `resources/read`: a resource of that URI, else a template it matches.
+/// A URI naming neither is resource not found, answered by
+/// [`resource::read`] once the call is readied.
+fn resources_read(s: &Surface, call: Call<'_>, env: Env<'_>) -> Answer {
+    let uri = text(call.params.as_ref(), "uri").to_owned();
+    let target = match s.catalog.resource(&uri) {
+        Some(found) => Some(Target::Resource(found)),
+        None => s
+            .catalog
+            .template_for(&uri)
+            .map(|(template, vars)| Target::Template(template, vars)),
+    };
+    let what = || format!("resource `{}`", truncated(&uri));
+    let scopes: fn(&Target) -> &Scopes = |target| match target {
+        Target::Resource(resource) => &resource.about.scopes,
+        Target::Template(template, _) => &template.template.about.scopes,
+    };
+    match reach(&call, what, target, scopes) {
+        Err(refused) => refused,
+        Ok(target) => resource::read(target, uri, call, env),
+    }
+}
+
+/// `prompts/get`.
+fn prompts_get(s: &Surface, call: Call<'_>, env: Env<'_>) -> Answer {
+    let name = text(call.params.as_ref(), "name");
+    let what = || format!("prompt `{}`", truncated(name));
+    match reach(&call, what, s.catalog.prompt(name), |p| &p.about.scopes) {
+        Err(refused) => refused,
+        Ok(None) => unknown(&call, "prompt", name),
+        Ok(Some(found)) => prompt::get(&found, call, env),
+    }
+}
+
+/// `completion/complete`, with the server's completion handler.
+fn complete(s: &Surface, call: Call<'_>, env: Env<'_>) -> Answer {
+    match s.completion.clone() {
+        Some(handler) => completion::complete(handler, &s.catalog, call, env),
+        None => method_not_found(call.method.unwrap_or_default()).into(),
+    }
+}
+
+/// `subscriptions/listen`.
+#[allow(clippy::needless_pass_by_value)] // every row's answer takes the call by value
+fn listen(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
+    s.listen(&call)
+}
+
+/// `tasks/get`.
+#[allow(clippy::needless_pass_by_value)] // every row's answer takes the call by value
+fn tasks_get(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
+    s.tasks.get(&call, &s.finishing)
+}
+
+/// `tasks/update`.
+#[allow(clippy::needless_pass_by_value)] // every row's answer takes the call by value
+fn tasks_update(s: &Surface, call: Call<'_>, env: Env<'_>) -> Answer {
+    s.tasks.update(&call, env)
+}
+
+/// `tasks/cancel`.
+#[allow(clippy::needless_pass_by_value)] // every row's answer takes the call by value
+fn tasks_cancel(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
+    s.tasks.cancel(&call, &s.finishing)
+}
+
 impl Surface {
-    /// Answers one trusted message (see the [module docs](self)).
-    pub(crate) fn answer(&self, mut call: Call<'_>) -> Answer {
-        if call.era == Era::Legacy && call.method != Some("initialize") {
-            // A 2025 session token opens, or the client must initialize again.
-            if let Some(token) = call.session {
+    /// Answers one trusted message (see the [module docs](self)): its
+    /// session token opened, then the method's row of [`ROUTES`] answers.
+    pub(crate) fn answer(&self, call: Call<'_>) -> Answer {
+        // What a 2025 client declared, from its session token: the token
+        // opens, or the client must initialize again.
+        let declared = match call.session {
+            Some(token) if call.era == Era::Legacy && call.method != Some("initialize") => {
                 match self.peer.open_session(call.subject(), token) {
-                    Ok(declared) => call.declared = Some(declared),
-                    Err(refused) => return Answer::Refused(refused),
+                    Ok(declared) => Some(declared),
+                    Err(refused) => {
+                        return Answer::Done(Outcome::Error(refused.rpc_error()), Session::Refused);
+                    }
                 }
             }
-        }
+            _ => None,
+        };
         match call.kind {
             MessageKind::Notification => return Answer::Accepted,
             MessageKind::Request => {}
-            // A 2025 client's answer to a request sent mid-call (Validate
-            // held it to the response envelope).
-            MessageKind::Unknown if call.era == Era::Legacy => {
-                return match call.response.take() {
-                    Some(response) if jsonrpc::is_response(&response) => {
-                        Answer::Delivery(self.peer.deliver(response, call.subject()))
-                    }
-                    _ => Answer::Refused(Refused::Unknown),
-                };
-            }
             MessageKind::UnidentifiedRequest | MessageKind::Unknown => {
                 return RpcError::new(
                     ErrorCode::INVALID_REQUEST,
@@ -431,7 +733,7 @@ impl Surface {
         let Some(method) = call.method else {
             return RpcError::new(ErrorCode::INVALID_REQUEST, "the request has no method").into();
         };
-        let Some(route) = Route::of(method, call.era, self.advertised) else {
+        let Some(route) = route(method, call.era, self.advertised) else {
             return method_not_found(method).into();
         };
         let env = Env {
@@ -439,170 +741,34 @@ impl Surface {
             sealer: &self.sealer,
             shared: &self.shared,
             peer: &self.peer,
+            declared: declared.as_ref(),
         };
-        let params = call.params.as_ref();
-        let immediate = match route {
-            Route::Discover => Ok(discover::result(
-                &self.revisions,
-                self.capabilities(Era::Modern),
-                self.instructions.as_deref(),
-                &self.finishing,
-            )),
-            Route::Initialize => {
-                let result = legacy::initialize(
-                    &self.revisions,
-                    self.capabilities(Era::Legacy),
-                    self.instructions.as_deref(),
-                    &self.finishing,
-                    params,
-                );
-                return match result {
-                    Ok((result, revision)) => {
-                        let outcome = Outcome::Result(call.reply(&self.finishing).result(&result));
-                        // A client that declared something the server may ask
-                        // mid-call carries it in a session token.
-                        match mid_call::askable(params.and_then(|p| p.get("capabilities"))) {
-                            Some(askable) => Answer::Session(
-                                outcome,
-                                self.peer.mint_session(call.subject(), revision, &askable),
-                            ),
-                            None => Answer::Done(outcome),
-                        }
-                    }
-                    Err(error) => error.into_rpc(call.era, method).into(),
-                };
-            }
-            Route::Empty => Ok(json!({})),
-            Route::SetLevel => legacy::set_level(params),
-            Route::ToolsList => {
-                let tools = self.catalog.tools();
-                // Each definition was serialised at registration; the
-                // page copies those bytes.
-                let definitions: Vec<&serde_json::value::RawValue> = tools
-                    .iter()
-                    .filter(|t| self.shows(&t.scopes, &call))
-                    .map(|t| &*t.definition)
-                    .collect();
-                return self.listed(&call, "tools", &definitions);
-            }
-            Route::ResourcesList => {
-                let resources = self.catalog.resources();
-                let listings: Vec<Value> = resources
-                    .iter()
-                    .filter(|r| self.shows(&r.scopes, &call))
-                    .map(|r| r.listing())
-                    .collect();
-                return self.listed(&call, "resources", &listings);
-            }
-            Route::TemplatesList => {
-                let templates = self.catalog.templates();
-                let listings: Vec<Value> = templates
-                    .iter()
-                    .filter(|t| self.shows(&t.template.scopes, &call))
-                    .map(|t| t.listing())
-                    .collect();
-                return self.listed(&call, "resourceTemplates", &listings);
-            }
-            Route::PromptsList => {
-                let prompts = self.catalog.prompts();
-                let listings: Vec<Value> = prompts
-                    .iter()
-                    .filter(|p| self.shows(&p.scopes, &call))
-                    .map(|p| p.listing())
-                    .collect();
-                return self.listed(&call, "prompts", &listings);
-            }
-            Route::ToolsCall => {
-                let name = text(params, "name");
-                return match self.catalog.tool(name) {
-                    Some(found) if !found.scopes.permit(call.principal) => {
-                        forbidden(format!("tool `{}`", truncated(name)), &found.scopes)
-                    }
-                    Some(found) if found.task_support != TaskSupport::Forbidden => {
-                        self.tasks.call(found, call, env)
-                    }
-                    Some(found) => tool::call(found, call, env),
-                    None => HandlerError::InvalidParams {
-                        message: format!("unknown tool `{}`", truncated(name)),
-                        data: Some(json!({"name": truncated(name)})),
-                    }
-                    .into_rpc(call.era, method)
-                    .into(),
-                };
-            }
-            Route::ResourcesRead => {
-                let uri = text(params, "uri").to_owned();
-                let target = match self.catalog.resource(&uri) {
-                    Some(found) => Some(Target::Resource(found)),
-                    None => self
-                        .catalog
-                        .template_for(&uri)
-                        .map(|(template, vars)| Target::Template(template, vars)),
-                };
-                let scopes = match &target {
-                    Some(Target::Resource(resource)) => Some(&resource.scopes),
-                    Some(Target::Template(template, _)) => Some(&template.template.scopes),
-                    None => None,
-                };
-                if let Some(scopes) = scopes
-                    && !scopes.permit(call.principal)
-                {
-                    return forbidden(format!("resource `{}`", truncated(&uri)), scopes);
-                }
-                return resource::read(target, uri, call, env);
-            }
-            Route::PromptsGet => {
-                let name = text(params, "name");
-                return match self.catalog.prompt(name) {
-                    Some(found) if !found.scopes.permit(call.principal) => {
-                        forbidden(format!("prompt `{}`", truncated(name)), &found.scopes)
-                    }
-                    Some(found) => prompt::get(&found, call, env),
-                    None => HandlerError::InvalidParams {
-                        message: format!("unknown prompt `{}`", truncated(name)),
-                        data: Some(json!({"name": truncated(name)})),
-                    }
-                    .into_rpc(call.era, method)
-                    .into(),
-                };
-            }
-            Route::Complete => {
-                return match self.completion.clone() {
-                    Some(handler) => completion::complete(handler, &self.catalog, call, env),
-                    None => method_not_found(method).into(),
-                };
-            }
-            Route::Listen => return self.listen(&call),
-            Route::TasksGet => return self.tasks.get(&call, &self.finishing),
-            Route::TasksUpdate => return self.tasks.update(&call, env),
-            Route::TasksCancel => return self.tasks.cancel(&call, &self.finishing),
-        };
-        match immediate {
-            Ok(result) => {
-                Answer::Done(Outcome::Result(call.reply(&self.finishing).result(&result)))
-            }
-            Err(error) => error.into_rpc(call.era, method).into(),
+        (route.answer)(self, call, env)
+    }
+
+    /// Delivers a 2025 client's message that is no call: its JSON-RPC
+    /// response to a request a call of this server sent mid-call (Validate
+    /// held it to the response envelope), from the caller of `subject`,
+    /// carrying the session token `session`. Handed to the waiting call,
+    /// here or through the [`AnswerRelay`], else refused: a token that
+    /// does not open, or a message that is no response, first.
+    pub(crate) fn deliver(
+        &self,
+        message: Option<Value>,
+        subject: &str,
+        session: Option<&str>,
+    ) -> Delivery {
+        let refused = |refused| Delivery(Box::pin(std::future::ready(Err(refused))));
+        if let Some(token) = session
+            && let Err(refused_session) = self.peer.open_session(subject, token)
+        {
+            return refused(refused_session);
         }
-    }
-
-    /// Whether a list shows an item requiring `scopes` to the caller of
-    /// `call`: when the caller holds them, or when the server lists
-    /// everything.
-    fn shows(&self, scopes: &Scopes, call: &Call<'_>) -> bool {
-        self.list_all || scopes.permit(call.principal)
-    }
-
-    /// One page of a list, serialised from the catalog's own values straight
-    /// into the answer (no copy of the definitions).
-    fn listed<T: Serialize>(&self, call: &Call<'_>, key: &'static str, items: &[T]) -> Answer {
-        match pagination::page(items, call.params.as_ref(), self.page_size) {
-            Ok((page, next)) => Answer::Done(Outcome::Result(
-                call.reply(&self.finishing)
-                    .result(&self.finishing.list(call.era, key, page, next)),
-            )),
-            Err(error) => error
-                .into_rpc(call.era, call.method.unwrap_or_default())
-                .into(),
+        match message {
+            Some(response) if jsonrpc::is_response(&response) => {
+                self.peer.deliver(response, subject)
+            }
+            _ => refused(Refused::Unknown),
         }
     }
 
@@ -630,5 +796,166 @@ impl Surface {
             .result_meta(SERVER_INFO, self.finishing.info().clone())
             .open(&self.changes, slot);
         Answer::Listen(Box::new(stream))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use bytes::Bytes;
+    use serde_json::json;
+
+    use super::*;
+    use crate::protocol::revision::Era;
+
+    /// Every method each era serves, as the module docs list them.
+    const MODERN: &[&str] = &[
+        "server/discover",
+        "subscriptions/listen",
+        "tools/list",
+        "tools/call",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+        "tasks/get",
+        "tasks/update",
+        "tasks/cancel",
+    ];
+    const LEGACY: &[&str] = &[
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "tools/list",
+        "tools/call",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+    ];
+
+    /// A server that advertises everything.
+    const ALL: Advertised = Advertised {
+        tools: true,
+        prompts: true,
+        resources: true,
+        completions: true,
+        logging: true,
+        list_changed: true,
+        subscribe: true,
+        tasks: true,
+    };
+
+    /// Rule: the method table has exactly one row for each method of each
+    /// era, and none for a method an era does not serve.
+    #[test]
+    fn every_method_of_each_era_has_exactly_one_row() {
+        for (era, methods) in [(Era::Modern, MODERN), (Era::Legacy, LEGACY)] {
+            for method in methods {
+                let rows = ROUTES
+                    .iter()
+                    .filter(|r| r.method == *method && r.eras.has(era))
+                    .count();
+                assert_eq!(rows, 1, "{era:?} `{method}`");
+                assert!(route(method, era, ALL).is_some(), "{era:?} `{method}`");
+            }
+            for row in ROUTES.iter().filter(|r| r.eras.has(era)) {
+                assert!(
+                    methods.contains(&row.method),
+                    "{era:?} serves `{}`, which it should not",
+                    row.method
+                );
+            }
+        }
+    }
+
+    /// Rule: a method gated behind a capability is routed only when the
+    /// server advertises it.
+    #[test]
+    fn a_gated_method_needs_its_capability() {
+        let none = Advertised::default();
+        assert!(route("tools/call", Era::Modern, none).is_none());
+        assert!(route("tasks/get", Era::Modern, none).is_none());
+        assert!(route("subscriptions/listen", Era::Modern, none).is_none());
+        assert!(route("resources/subscribe", Era::Legacy, none).is_none());
+        assert!(route("server/discover", Era::Modern, none).is_some());
+        assert!(route("ping", Era::Legacy, none).is_some());
+    }
+
+    fn request(era: Era, method: &str) -> Call<'_> {
+        Call {
+            kind: MessageKind::Request,
+            era,
+            revision: None,
+            id: json!(7),
+            method: Some(method),
+            params: Some(json!({})),
+            principal: None,
+            client: None,
+            raw: Bytes::new(),
+            span: tracing::Span::none(),
+            session: None,
+        }
+    }
+
+    /// A surface with nothing registered, serving every revision.
+    fn surface() -> Surface {
+        SurfaceBuilder::default()
+            .build(
+                Revision::ALL.to_vec(),
+                Sealer::random().unwrap(),
+                ChangeBus::new(),
+                false,
+            )
+            .unwrap()
+    }
+
+    fn error_of(answer: Answer) -> RpcError {
+        match answer {
+            Answer::Done(Outcome::Error(error), Session::Unchanged) => error,
+            other => panic!("not an error: {other:?}"),
+        }
+    }
+
+    /// Rule: a method the table has no row for in the request's era is
+    /// -32601 naming it: unknown, removed in 2026, or 2026-only.
+    #[test]
+    fn an_unrouted_method_is_method_not_found() {
+        let surface = surface();
+        for (era, method) in [
+            (Era::Modern, "no/such"),
+            (Era::Modern, "initialize"),
+            (Era::Modern, "ping"),
+            (Era::Legacy, "server/discover"),
+            (Era::Legacy, "tasks/get"),
+            // No tool registered: tools are not advertised.
+            (Era::Modern, "tools/call"),
+        ] {
+            let error = error_of(surface.answer(request(era, method)));
+            assert_eq!(error.code, ErrorCode::METHOD_NOT_FOUND, "{era:?} {method}");
+            assert_eq!(error.data, Some(json!({"method": method})));
+        }
+        let answer = surface.answer(request(Era::Modern, "server/discover"));
+        assert!(matches!(answer, Answer::Done(Outcome::Result(_), _)));
+    }
+
+    /// Rule: a 2025 request whose session token does not open is refused
+    /// as a done answer saying so, whatever it asks.
+    #[test]
+    fn a_session_token_that_does_not_open_is_refused() {
+        let mut call = request(Era::Legacy, "ping");
+        call.session = Some("forged");
+        match surface().answer(call) {
+            Answer::Done(Outcome::Error(error), Session::Refused) => {
+                assert_eq!(error.data, Some(json!({"reason": "session"})));
+            }
+            other => panic!("not refused: {other:?}"),
+        }
     }
 }

@@ -24,7 +24,9 @@
 //!
 //! The files, from the bottom up: `error`, `content`, `notify`, `finish`,
 //! `bus` (the change bus), `listen` (the stream that hears it) and
-//! `context` know nothing of the others but each other's vocabulary; `call` is the transport-free call; `tool`, `resource`,
+//! `context` know nothing of the others but each other's vocabulary;
+//! `call` is the transport-free call; `item` is what every registered item
+//! has (and its setters, once); `tool`, `resource`,
 //! `prompt` and `completion` define what they register and how a call of
 //! theirs is answered; `catalog` holds them; `methods` is the method table
 //! and the [`Surface`] a server holds.
@@ -38,6 +40,7 @@ mod context;
 mod discover;
 mod error;
 mod finish;
+mod item;
 mod legacy;
 mod listen;
 mod methods;
@@ -60,6 +63,7 @@ pub use context::{BoxFuture, Context, HandlerError};
 pub use error::SurfaceError;
 pub(crate) use finish::CachePolicy;
 pub use finish::{CacheScope, ServerInfo};
+pub use item::Item;
 pub use listen::ListenLimits;
 pub(crate) use listen::Over;
 pub use methods::DEFAULT_PAGE_SIZE;
@@ -68,10 +72,10 @@ pub use mid_call::{AnswerFeed, AnswerRelay, LegacyRequests};
 #[cfg(test)]
 pub(crate) use notify::Notifications;
 pub use notify::{Emitter, LEGACY_LOG_LEVEL, LogLevel};
-pub use prompt::{Prompt, PromptArgs, PromptArgument, PromptMessage, PromptResult};
-pub use resource::{Resource, ResourceTemplate, TemplateVars};
+pub use prompt::{Prompt, PromptArgs, PromptArgument, PromptKind, PromptMessage, PromptResult};
+pub use resource::{Resource, ResourceKind, ResourceTemplate, TemplateKind, TemplateVars};
 pub use task::TaskLimits;
-pub use tool::{NoArgs, Structured, TaskSupport, Tool, ToolOutput, ToolResult};
+pub use tool::{NoArgs, Structured, TaskSupport, Tool, ToolKind, ToolOutput, ToolResult};
 
 pub(crate) use completion::boxed as boxed_completion;
 pub(crate) use legacy::negotiate;

@@ -11,9 +11,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::call::{Answer, Call, Env};
-use super::content::{Content, Icon, PromptRole, insert_icons};
+use super::content::{Content, PromptRole};
 use super::context::{BoxFuture, Context, HandlerError};
-use super::scopes::Scopes;
+use super::item::Item;
 use super::strings;
 use crate::protocol::text::truncated;
 
@@ -103,19 +103,22 @@ pub struct PromptArgument {
     pub required: bool,
 }
 
-/// A prompt.
+/// A prompt, as registered with [`ServerBuilder::prompt`](crate::ServerBuilder::prompt)
+/// or [`Catalog::add_prompt`](crate::Catalog::add_prompt): an [`Item`] (its
+/// title, description, icons, scopes and `_meta`, set by `Item`'s setters)
+/// of the prompt kind.
+pub type Prompt = Item<PromptKind>;
+
+/// What a prompt adds to an [`Item`]: its name, arguments and handler.
+/// Never named as such: write [`Prompt`].
 #[derive(Clone)]
-pub struct Prompt {
+pub struct PromptKind {
     pub(crate) name: String,
-    title: Option<String>,
-    description: Option<String>,
     pub(crate) arguments: Vec<PromptArgument>,
-    icons: Vec<Icon>,
-    pub(crate) scopes: Scopes,
     pub(crate) handler: Option<Arc<PromptFn>>,
 }
 
-impl fmt::Debug for Prompt {
+impl fmt::Debug for PromptKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Prompt")
             .field("name", &self.name)
@@ -127,65 +130,17 @@ impl fmt::Debug for Prompt {
 impl Prompt {
     /// A prompt named `name`.
     pub fn new(name: impl Into<String>) -> Self {
-        Prompt {
+        Item::of(PromptKind {
             name: name.into(),
-            title: None,
-            description: None,
             arguments: Vec::new(),
-            icons: Vec::new(),
-            scopes: Scopes::default(),
             handler: None,
-        }
-    }
-
-    /// A display title.
-    #[must_use]
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.title = Some(title.into());
-        self
-    }
-
-    /// What the prompt is for.
-    #[must_use]
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
-        self
-    }
-
-    /// An icon a client may show for it.
-    #[must_use]
-    pub fn icon(mut self, icon: Icon) -> Self {
-        self.icons.push(icon);
-        self
-    }
-
-    /// The scopes a caller's token must hold to get it, on top of the
-    /// server's own ([`AuthConfig::required_scopes`](crate::auth::AuthConfig::required_scopes)).
-    /// A caller without them does not see it listed and is answered `403`
-    /// `insufficient_scope` naming every scope the call needs.
-    ///
-    /// ```
-    /// use wymcp::auth::{AuthConfig, StaticTokens};
-    /// use wymcp::{NoArgs, Server, Prompt, PromptResult};
-    ///
-    /// let item = Prompt::new("purge").handler(|_: NoArgs, _cx| async { Ok(PromptResult::new().user("Purge.")) }).scopes(["notes:write"]);
-    /// let server = Server::builder()
-    ///     .auth(StaticTokens::new(), AuthConfig::new())
-    ///     .prompt(item)
-    ///     .build()
-    ///     .unwrap();
-    /// # let _ = server;
-    /// ```
-    #[must_use]
-    pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.scopes = Scopes::new(scopes);
-        self
+        })
     }
 
     /// A required argument.
     #[must_use]
     pub fn argument(mut self, name: impl Into<String>, description: impl Into<String>) -> Self {
-        self.arguments.push(PromptArgument {
+        self.kind.arguments.push(PromptArgument {
             name: name.into(),
             description: Some(description.into()),
             required: true,
@@ -200,7 +155,7 @@ impl Prompt {
         name: impl Into<String>,
         description: impl Into<String>,
     ) -> Self {
-        self.arguments.push(PromptArgument {
+        self.kind.arguments.push(PromptArgument {
             name: name.into(),
             description: Some(description.into()),
             required: false,
@@ -242,8 +197,8 @@ impl Prompt {
         Fut: Future<Output = Result<PromptResult, HandlerError>> + Send + 'static,
     {
         let fields = strings::fields_of(&schemars::schema_for!(A).to_value());
-        if self.arguments.is_empty() {
-            self.arguments = fields
+        if self.kind.arguments.is_empty() {
+            self.kind.arguments = fields
                 .iter()
                 .map(|f| PromptArgument {
                     name: f.name.clone(),
@@ -252,8 +207,8 @@ impl Prompt {
                 })
                 .collect();
         }
-        let name = self.name.clone();
-        self.handler = Some(Arc::new(move |args, cx| {
+        let name = self.kind.name.clone();
+        self.kind.handler = Some(Arc::new(move |args, cx| {
             match strings::read::<A>(&fields, &args) {
                 Ok(args) => Box::pin(handler(args, cx)) as BoxFuture<_>,
                 Err(unreadable) => {
@@ -274,18 +229,12 @@ impl Prompt {
 
     pub(crate) fn listing(&self) -> Value {
         let mut object = Map::new();
-        object.insert("name".into(), self.name.clone().into());
-        if let Some(title) = &self.title {
-            object.insert("title".into(), title.clone().into());
-        }
-        if let Some(description) = &self.description {
-            object.insert("description".into(), description.clone().into());
-        }
-        insert_icons(&mut object, &self.icons);
-        if !self.arguments.is_empty() {
+        object.insert("name".into(), self.kind.name.clone().into());
+        self.about.list_into(&mut object);
+        if !self.kind.arguments.is_empty() {
             object.insert(
                 "arguments".into(),
-                serde_json::to_value(&self.arguments).unwrap_or(Value::Null),
+                serde_json::to_value(&self.kind.arguments).unwrap_or(Value::Null),
             );
         }
         Value::Object(object)
@@ -317,6 +266,7 @@ impl Prompt {
             }
         }
         let missing: Vec<&str> = self
+            .kind
             .arguments
             .iter()
             .filter(|a| a.required && !args.contains_key(&a.name))
@@ -326,7 +276,7 @@ impl Prompt {
             return Err(HandlerError::InvalidParams {
                 message: format!(
                     "prompt `{}` is missing required argument(s): {}",
-                    self.name,
+                    self.kind.name,
                     missing.join(", ")
                 ),
                 data: Some(serde_json::json!({"missing": missing})),
@@ -347,8 +297,8 @@ pub(crate) fn get(prompt: &Prompt, mut call: Call<'_>, env: Env<'_>) -> Answer {
         Ok(handling) => handling,
         Err(error) => return error.into(),
     };
-    let Some(handler) = prompt.handler.clone() else {
-        return HandlerError::Execution(format!("prompt `{}` has no handler", prompt.name))
+    let Some(handler) = prompt.kind.handler.clone() else {
+        return HandlerError::Execution(format!("prompt `{}` has no handler", prompt.kind.name))
             .into_rpc(call.era, "prompts/get")
             .into();
     };

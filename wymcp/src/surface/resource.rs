@@ -16,10 +16,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use super::call::{Answer, Call, Env};
-use super::content::{Annotations, Icon, ResourceContents, insert_annotations, insert_icons};
+use super::content::{Annotations, ResourceContents, insert_annotations};
 use super::context::{BoxFuture, Context, HandlerError};
 use super::error::SurfaceError;
-use super::scopes::Scopes;
+use super::item::Item;
 use super::strings;
 use crate::protocol::text::Bounded;
 
@@ -38,22 +38,26 @@ pub(crate) enum Reader {
     Handler(Arc<ReadFn>),
 }
 
-/// A resource at a fixed URI.
+/// A resource at a fixed URI, as registered with
+/// [`ServerBuilder::resource`](crate::ServerBuilder::resource) or
+/// [`Catalog::add_resource`](crate::Catalog::add_resource): an [`Item`]
+/// (its title, description, icons, scopes and `_meta`, set by `Item`'s
+/// setters) of the resource kind.
+pub type Resource = Item<ResourceKind>;
+
+/// What a resource adds to an [`Item`]: its URI, name, media type, size,
+/// annotations and contents. Never named as such: write [`Resource`].
 #[derive(Clone)]
-pub struct Resource {
+pub struct ResourceKind {
     pub(crate) uri: String,
     name: String,
-    title: Option<String>,
-    description: Option<String>,
     mime_type: Option<String>,
     size: Option<u64>,
     annotations: Option<Annotations>,
-    icons: Vec<Icon>,
-    pub(crate) scopes: Scopes,
     pub(crate) reader: Reader,
 }
 
-impl fmt::Debug for Resource {
+impl fmt::Debug for ResourceKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Resource")
             .field("uri", &self.uri)
@@ -66,45 +70,27 @@ impl Resource {
     /// A resource at `uri` called `name`, empty until given contents or a
     /// handler.
     pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
-        Resource {
+        Item::of(ResourceKind {
             uri: uri.into(),
             name: name.into(),
-            title: None,
-            description: None,
             mime_type: None,
             size: None,
             annotations: None,
-            icons: Vec::new(),
-            scopes: Scopes::default(),
             reader: Reader::Static(Vec::new()),
-        }
-    }
-
-    /// A display title.
-    #[must_use]
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.title = Some(title.into());
-        self
-    }
-
-    /// What the resource is.
-    #[must_use]
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
-        self
+        })
     }
 
     /// Its media type (listed, and given to static contents).
     #[must_use]
     pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
-        self.mime_type = Some(mime_type.into());
+        self.kind.mime_type = Some(mime_type.into());
         self
     }
 
     /// Its size in bytes, as listed.
     #[must_use]
     pub fn size(mut self, size: u64) -> Self {
-        self.size = Some(size);
+        self.kind.size = Some(size);
         self
     }
 
@@ -112,38 +98,23 @@ impl Resource {
     /// is, when it last changed.
     #[must_use]
     pub fn annotations(mut self, annotations: Annotations) -> Self {
-        self.annotations = Some(annotations);
-        self
-    }
-
-    /// An icon a client may show for it.
-    #[must_use]
-    pub fn icon(mut self, icon: Icon) -> Self {
-        self.icons.push(icon);
-        self
-    }
-
-    /// The scopes a caller's token must hold to read it, on top of the
-    /// server's own ([`AuthConfig::required_scopes`](crate::auth::AuthConfig::required_scopes)).
-    /// A caller without them does not see it listed and is answered `403`
-    /// `insufficient_scope` naming every scope the call needs.
-    #[must_use]
-    pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.scopes = Scopes::new(scopes);
+        self.kind.annotations = Some(annotations);
         self
     }
 
     /// Fixed text contents.
     #[must_use]
     pub fn text(mut self, text: impl Into<String>) -> Self {
-        self.reader = Reader::Static(vec![ResourceContents::text(self.uri.clone(), text)]);
+        self.kind.reader =
+            Reader::Static(vec![ResourceContents::text(self.kind.uri.clone(), text)]);
         self
     }
 
     /// Fixed binary contents, base64-encoded.
     #[must_use]
     pub fn blob(mut self, base64: impl Into<String>) -> Self {
-        self.reader = Reader::Static(vec![ResourceContents::blob(self.uri.clone(), base64)]);
+        self.kind.reader =
+            Reader::Static(vec![ResourceContents::blob(self.kind.uri.clone(), base64)]);
         self
     }
 
@@ -154,7 +125,7 @@ impl Resource {
         F: Fn(String, Context) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Vec<ResourceContents>, HandlerError>> + Send + 'static,
     {
-        self.reader = Reader::Handler(Arc::new(move |uri, cx| {
+        self.kind.reader = Reader::Handler(Arc::new(move |uri, cx| {
             Box::pin(handler(uri, cx)) as BoxFuture<_>
         }));
         self
@@ -162,16 +133,14 @@ impl Resource {
 
     pub(crate) fn listing(&self) -> Value {
         let mut object = Map::new();
-        object.insert("uri".into(), self.uri.clone().into());
-        object.insert("name".into(), self.name.clone().into());
-        insert_opt(&mut object, "title", self.title.clone());
-        insert_opt(&mut object, "description", self.description.clone());
-        insert_opt(&mut object, "mimeType", self.mime_type.clone());
-        if let Some(size) = self.size {
+        object.insert("uri".into(), self.kind.uri.clone().into());
+        object.insert("name".into(), self.kind.name.clone().into());
+        self.about.list_into(&mut object);
+        insert_opt(&mut object, "mimeType", self.kind.mime_type.clone());
+        if let Some(size) = self.kind.size {
             object.insert("size".into(), size.into());
         }
-        insert_annotations(&mut object, self.annotations.as_ref());
-        insert_icons(&mut object, &self.icons);
+        insert_annotations(&mut object, self.kind.annotations.as_ref());
         Value::Object(object)
     }
 
@@ -183,7 +152,7 @@ impl Resource {
             .cloned()
             .map(|mut c| {
                 if c.mime_type.is_none() {
-                    c.mime_type.clone_from(&self.mime_type);
+                    c.mime_type.clone_from(&self.kind.mime_type);
                 }
                 c
             })
@@ -197,23 +166,28 @@ fn insert_opt(object: &mut Map<String, Value>, key: &str, value: Option<String>)
     }
 }
 
-/// A family of resources named by a URI template.
+/// A family of resources named by a URI template, as registered with
+/// [`ServerBuilder::resource_template`](crate::ServerBuilder::resource_template)
+/// or [`Catalog::add_resource_template`](crate::Catalog::add_resource_template):
+/// an [`Item`] (its title, description, icons, scopes and `_meta`, set by
+/// `Item`'s setters) of the template kind.
+pub type ResourceTemplate = Item<TemplateKind>;
+
+/// What a resource template adds to an [`Item`]: its URI template, name,
+/// media type, annotations and handler. Never named as such: write
+/// [`ResourceTemplate`].
 #[derive(Clone)]
-pub struct ResourceTemplate {
+pub struct TemplateKind {
     pub(crate) uri_template: String,
     name: String,
-    title: Option<String>,
-    description: Option<String>,
     mime_type: Option<String>,
     annotations: Option<Annotations>,
-    icons: Vec<Icon>,
-    pub(crate) scopes: Scopes,
     /// The fields of the handler's variables type.
     fields: Vec<strings::Field>,
     handler: Option<Arc<TemplateReadFn>>,
 }
 
-impl fmt::Debug for ResourceTemplate {
+impl fmt::Debug for TemplateKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResourceTemplate")
             .field("uri_template", &self.uri_template)
@@ -225,62 +199,27 @@ impl fmt::Debug for ResourceTemplate {
 impl ResourceTemplate {
     /// A template such as `test://template/{id}/data`, called `name`.
     pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
-        ResourceTemplate {
+        Item::of(TemplateKind {
             uri_template: uri_template.into(),
             name: name.into(),
-            title: None,
-            description: None,
             mime_type: None,
             annotations: None,
-            icons: Vec::new(),
-            scopes: Scopes::default(),
             fields: Vec::new(),
             handler: None,
-        }
-    }
-
-    /// A display title.
-    #[must_use]
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.title = Some(title.into());
-        self
-    }
-
-    /// What the resources are.
-    #[must_use]
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
-        self
+        })
     }
 
     /// The media type of every resource of the template.
     #[must_use]
     pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
-        self.mime_type = Some(mime_type.into());
+        self.kind.mime_type = Some(mime_type.into());
         self
     }
 
     /// Hints for the client about the template's resources.
     #[must_use]
     pub fn annotations(mut self, annotations: Annotations) -> Self {
-        self.annotations = Some(annotations);
-        self
-    }
-
-    /// An icon a client may show for it.
-    #[must_use]
-    pub fn icon(mut self, icon: Icon) -> Self {
-        self.icons.push(icon);
-        self
-    }
-
-    /// The scopes a caller's token must hold to read its resources, on top of the
-    /// server's own ([`AuthConfig::required_scopes`](crate::auth::AuthConfig::required_scopes)).
-    /// A caller without them does not see it listed and is answered `403`
-    /// `insufficient_scope` naming every scope the call needs.
-    #[must_use]
-    pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.scopes = Scopes::new(scopes);
+        self.kind.annotations = Some(annotations);
         self
     }
 
@@ -313,9 +252,9 @@ impl ResourceTemplate {
         Fut: Future<Output = Result<Vec<ResourceContents>, HandlerError>> + Send + 'static,
     {
         let fields = strings::fields_of(&schemars::schema_for!(V).to_value());
-        self.fields.clone_from(&fields);
-        self.handler = Some(Arc::new(
-            move |uri: String, vars: TemplateVars, cx| match strings::read::<V>(&fields, &vars) {
+        self.kind.fields.clone_from(&fields);
+        self.kind.handler = Some(Arc::new(move |uri: String, vars: TemplateVars, cx| {
+            match strings::read::<V>(&fields, &vars) {
                 Ok(vars) => Box::pin(handler(uri, vars, cx)) as BoxFuture<_>,
                 Err(unreadable) => {
                     tracing::debug!(
@@ -327,36 +266,40 @@ impl ResourceTemplate {
                     );
                     Box::pin(async move { Err(HandlerError::resource_not_found(uri)) })
                 }
-            },
-        ));
+            }
+        }));
         self
     }
 
     pub(crate) fn register(self) -> Result<RegisteredTemplate, SurfaceError> {
-        self.scopes
-            .check(&format!("resource template `{}`", self.uri_template))?;
-        let segments = parse(&self.uri_template).map_err(|reason| SurfaceError::UriTemplate {
-            template: self.uri_template.clone(),
-            reason,
-        })?;
+        self.about
+            .scopes
+            .check(&format!("resource template `{}`", self.kind.uri_template))?;
+        let segments =
+            parse(&self.kind.uri_template).map_err(|reason| SurfaceError::UriTemplate {
+                template: self.kind.uri_template.clone(),
+                reason,
+            })?;
         let handler = self
+            .kind
             .handler
             .clone()
             .ok_or_else(|| SurfaceError::UriTemplate {
-                template: self.uri_template.clone(),
+                template: self.kind.uri_template.clone(),
                 reason: "the template has no handler".into(),
             })?;
         let (matcher, names) = matcher(&segments).map_err(|reason| SurfaceError::UriTemplate {
-            template: self.uri_template.clone(),
+            template: self.kind.uri_template.clone(),
             reason,
         })?;
         if let Some(missing) = self
+            .kind
             .fields
             .iter()
             .find(|f| f.required && !names.contains(&f.name))
         {
             return Err(SurfaceError::UriTemplate {
-                template: self.uri_template.clone(),
+                template: self.kind.uri_template.clone(),
                 reason: format!(
                     "the handler's variables need `{}`, which the template has no variable for",
                     missing.name
@@ -481,19 +424,17 @@ impl RegisteredTemplate {
     }
 
     pub(crate) fn mime_type(&self) -> Option<&str> {
-        self.template.mime_type.as_deref()
+        self.template.kind.mime_type.as_deref()
     }
 
     pub(crate) fn listing(&self) -> Value {
-        let t = &self.template;
+        let t = &self.template.kind;
         let mut object = Map::new();
         object.insert("uriTemplate".into(), t.uri_template.clone().into());
         object.insert("name".into(), t.name.clone().into());
-        insert_opt(&mut object, "title", t.title.clone());
-        insert_opt(&mut object, "description", t.description.clone());
+        self.template.about.list_into(&mut object);
         insert_opt(&mut object, "mimeType", t.mime_type.clone());
         insert_annotations(&mut object, t.annotations.as_ref());
-        insert_icons(&mut object, &t.icons);
         Value::Object(object)
     }
 }
@@ -529,7 +470,7 @@ pub(crate) fn read(
     handling.run(move |cx, reply| {
         let uri = uri.clone();
         let run: BoxFuture<Result<Vec<ResourceContents>, HandlerError>> = match &target {
-            Target::Resource(resource) => match &resource.reader {
+            Target::Resource(resource) => match &resource.kind.reader {
                 Reader::Static(contents) => {
                     let contents = resource.static_contents(contents);
                     Box::pin(async move { Ok(contents) })

@@ -25,10 +25,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::call::{Answer, Call, Env, Handling, Outcome, take};
-use super::content::{Content, Icon, insert_icons};
+use super::content::Content;
 use super::context::{BoxFuture, Context, HandlerError};
 use super::error::SurfaceError;
 use super::finish::ServerMeta;
+use super::item::Item;
 use super::scopes::Scopes;
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::headers::{self, HeaderParam};
@@ -258,25 +259,26 @@ impl ToolResult {
 }
 
 /// A tool, as registered with [`ServerBuilder::tool`](crate::ServerBuilder::tool)
-/// or [`Catalog::add_tool`](crate::Catalog::add_tool).
-pub struct Tool {
+/// or [`Catalog::add_tool`](crate::Catalog::add_tool): an [`Item`] (its
+/// title, description, icons, scopes and `_meta`, set by `Item`'s setters)
+/// of the tool kind.
+pub type Tool = Item<ToolKind>;
+
+/// What a tool adds to an [`Item`]: its name, schemas, annotations,
+/// handler and task support. Never named as such: write [`Tool`].
+pub struct ToolKind {
     name: String,
-    title: Option<String>,
-    description: Option<String>,
     input_schema: Option<Value>,
     output_schema: Option<Value>,
     annotations: Option<Value>,
-    icons: Vec<Icon>,
-    scopes: Scopes,
     /// Whether the `outputSchema` was derived from a [`Structured`] type.
     derived_output: bool,
-    meta: Option<Value>,
     handler: Option<Arc<ToolFn>>,
     task_support: TaskSupport,
     task_when: Option<Arc<TaskWhen>>,
 }
 
-impl fmt::Debug for Tool {
+impl fmt::Debug for ToolKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Tool")
             .field("name", &self.name)
@@ -289,21 +291,16 @@ impl fmt::Debug for Tool {
 impl Tool {
     /// A tool named `name`.
     pub fn new(name: impl Into<String>) -> Self {
-        Tool {
+        Item::of(ToolKind {
             name: name.into(),
-            title: None,
-            description: None,
             input_schema: None,
             output_schema: None,
             annotations: None,
-            icons: Vec::new(),
-            scopes: Scopes::default(),
             derived_output: false,
-            meta: None,
             handler: None,
             task_support: TaskSupport::Forbidden,
             task_when: None,
-        }
+        })
     }
 
     /// Whether the tool runs as a task of the tasks extension (default
@@ -327,7 +324,7 @@ impl Tool {
     /// ```
     #[must_use]
     pub fn task_support(mut self, support: TaskSupport) -> Self {
-        self.task_support = support;
+        self.kind.task_support = support;
         self
     }
 
@@ -340,21 +337,7 @@ impl Tool {
     where
         F: Fn(&Context) -> bool + Send + Sync + 'static,
     {
-        self.task_when = Some(Arc::new(when));
-        self
-    }
-
-    /// A display title.
-    #[must_use]
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.title = Some(title.into());
-        self
-    }
-
-    /// What the tool does, for the model.
-    #[must_use]
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
+        self.kind.task_when = Some(Arc::new(when));
         self
     }
 
@@ -363,14 +346,14 @@ impl Tool {
     /// a typed handler derives.
     #[must_use]
     pub fn input_schema(mut self, schema: Value) -> Self {
-        self.input_schema = Some(schema);
+        self.kind.input_schema = Some(schema);
         self
     }
 
     /// The `outputSchema`, verbatim; `structuredContent` is checked against it.
     #[must_use]
     pub fn output_schema(mut self, schema: Value) -> Self {
-        self.output_schema = Some(schema);
+        self.kind.output_schema = Some(schema);
         self
     }
 
@@ -383,44 +366,7 @@ impl Tool {
     /// Behaviour hints (`annotations`: `readOnlyHint`, …), verbatim.
     #[must_use]
     pub fn annotations(mut self, annotations: Value) -> Self {
-        self.annotations = Some(annotations);
-        self
-    }
-
-    /// An icon a client may show for it.
-    #[must_use]
-    pub fn icon(mut self, icon: Icon) -> Self {
-        self.icons.push(icon);
-        self
-    }
-
-    /// The scopes a caller's token must hold to call it, on top of the
-    /// server's own ([`AuthConfig::required_scopes`](crate::auth::AuthConfig::required_scopes)).
-    /// A caller without them does not see it listed and is answered `403`
-    /// `insufficient_scope` naming every scope the call needs.
-    ///
-    /// ```
-    /// use wymcp::auth::{AuthConfig, StaticTokens};
-    /// use wymcp::{NoArgs, Server, Tool, ToolResult};
-    ///
-    /// let item = Tool::new("delete_note").handler(|_: NoArgs, _cx| async { Ok(ToolResult::text("deleted")) }).scopes(["notes:write"]);
-    /// let server = Server::builder()
-    ///     .auth(StaticTokens::new(), AuthConfig::new())
-    ///     .tool(item)
-    ///     .build()
-    ///     .unwrap();
-    /// # let _ = server;
-    /// ```
-    #[must_use]
-    pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.scopes = Scopes::new(scopes);
-        self
-    }
-
-    /// The tool's `_meta`, verbatim.
-    #[must_use]
-    pub fn meta(mut self, meta: Value) -> Self {
-        self.meta = Some(meta);
+        self.kind.annotations = Some(annotations);
         self
     }
 
@@ -441,17 +387,17 @@ impl Tool {
         F: Fn(A, Context) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, HandlerError>> + Send + 'static,
     {
-        if self.input_schema.is_none() {
-            self.input_schema = Some(schemars::schema_for!(A).to_value());
+        if self.kind.input_schema.is_none() {
+            self.kind.input_schema = Some(schemars::schema_for!(A).to_value());
         }
-        if self.output_schema.is_none()
+        if self.kind.output_schema.is_none()
             && let Some(schema) = O::output_schema()
         {
-            self.derived_output = true;
-            self.output_schema = Some(schema);
+            self.kind.derived_output = true;
+            self.kind.output_schema = Some(schema);
         }
-        let name = self.name.clone();
-        self.handler = Some(Arc::new(move |arguments: Value, cx: Context| {
+        let name = self.kind.name.clone();
+        self.kind.handler = Some(Arc::new(move |arguments: Value, cx: Context| {
             match serde_path_to_error::deserialize::<_, A>(arguments) {
                 Ok(args) => {
                     let run = handler(args, cx);
@@ -478,10 +424,10 @@ impl Tool {
         F: Fn(Value, Context) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<ToolResult, HandlerError>> + Send + 'static,
     {
-        if self.input_schema.is_none() {
-            self.input_schema = Some(json!({"type": "object"}));
+        if self.kind.input_schema.is_none() {
+            self.kind.input_schema = Some(json!({"type": "object"}));
         }
-        self.handler = Some(Arc::new(move |arguments: Value, cx: Context| {
+        self.kind.handler = Some(Arc::new(move |arguments: Value, cx: Context| {
             Box::pin(handler(arguments, cx)) as BoxFuture<_>
         }));
         self
@@ -489,74 +435,66 @@ impl Tool {
 
     /// Whether the tool may run as a task.
     pub(crate) fn supports_tasks(&self) -> bool {
-        self.task_support != TaskSupport::Forbidden
+        self.kind.task_support != TaskSupport::Forbidden
     }
 
     /// The tool's name.
     pub(crate) fn name(&self) -> &str {
-        &self.name
+        &self.kind.name
     }
 
     /// Whether the tool requires scopes.
     pub(crate) fn has_scopes(&self) -> bool {
-        !self.scopes.is_empty()
+        !self.about.scopes.is_empty()
     }
 
     pub(crate) fn register(self) -> Result<Registered, SurfaceError> {
-        check_name(&self.name)?;
-        self.scopes.check(&format!("tool `{}`", self.name))?;
-        let handler = self
+        let Item { about, kind: tool } = self;
+        check_name(&tool.name)?;
+        about.scopes.check(&format!("tool `{}`", tool.name))?;
+        let handler = tool
             .handler
-            .ok_or_else(|| SurfaceError::NoHandler(self.name.clone()))?;
-        let input_schema = self
+            .ok_or_else(|| SurfaceError::NoHandler(tool.name.clone()))?;
+        let input_schema = tool
             .input_schema
             .unwrap_or_else(|| json!({"type": "object"}));
-        let header_params = header_params(&self.name, &input_schema)?;
+        let header_params = header_params(&tool.name, &input_schema)?;
         let compile = |schema: &Value, which| {
             jsonschema::validator_for(schema).map_err(|e| SurfaceError::Schema {
-                tool: self.name.clone(),
+                tool: tool.name.clone(),
                 which,
                 reason: e.to_string(),
             })
         };
-        if self.derived_output
-            && let Some(schema) = &self.output_schema
+        if tool.derived_output
+            && let Some(schema) = &tool.output_schema
             && schema.get("type").and_then(Value::as_str) != Some("object")
         {
             return Err(SurfaceError::Schema {
-                tool: self.name.clone(),
+                tool: tool.name.clone(),
                 which: "outputSchema",
                 reason: "a `Structured<T>` output must be a JSON object (`\"type\": \"object\"`, as a 2025 client requires): wrap the value in a struct".into(),
             });
         }
         let input_validator = compile(&input_schema, "inputSchema")?;
-        let output_validator = match &self.output_schema {
+        let output_validator = match &tool.output_schema {
             Some(schema) => Some(compile(schema, "outputSchema")?),
             None => None,
         };
         let mut definition = Map::new();
-        definition.insert("name".into(), Value::String(self.name.clone()));
-        if let Some(title) = self.title {
-            definition.insert("title".into(), Value::String(title));
-        }
-        if let Some(description) = self.description {
-            definition.insert("description".into(), Value::String(description));
-        }
+        definition.insert("name".into(), Value::String(tool.name.clone()));
         definition.insert("inputSchema".into(), input_schema);
-        if let Some(schema) = self.output_schema {
+        if let Some(schema) = tool.output_schema {
             definition.insert("outputSchema".into(), schema);
         }
-        if let Some(annotations) = self.annotations {
+        if let Some(annotations) = tool.annotations {
             definition.insert("annotations".into(), annotations);
         }
-        insert_icons(&mut definition, &self.icons);
-        if let Some(meta) = self.meta {
-            definition.insert("_meta".into(), meta);
-        }
-        if self.task_support != TaskSupport::Forbidden {
+        about.list_into(&mut definition);
+        if tool.task_support != TaskSupport::Forbidden {
             definition.insert(
                 "execution".into(),
-                json!({"taskSupport": self.task_support.as_str()}),
+                json!({"taskSupport": tool.task_support.as_str()}),
             );
         }
         // Serialised once, here: a `tools/list` page copies these bytes
@@ -565,18 +503,18 @@ impl Tool {
         let definition =
             serde_json::value::to_raw_value(&Value::Object(definition)).map_err(|e| {
                 SurfaceError::Schema {
-                    tool: self.name.clone(),
+                    tool: tool.name.clone(),
                     which: "definition",
                     reason: e.to_string(),
                 }
             })?;
         Ok(Registered {
-            scopes: self.scopes,
-            name: self.name,
+            scopes: about.scopes,
+            name: tool.name,
             definition,
             handler,
-            task_support: self.task_support,
-            task_when: self.task_when,
+            task_support: tool.task_support,
+            task_when: tool.task_when,
             header_params: header_params.into(),
             input_validator,
             output_validator,
@@ -758,7 +696,7 @@ pub(crate) fn prepare(
         let reply = call.reply(env.finishing);
         let result = ToolResult::error(invalid_arguments(name, &problems));
         trace::tool_failed(&call.span);
-        return Err(Answer::Done(Outcome::Result(
+        return Err(Answer::done(Outcome::Result(
             reply.result(&result.wire(reply.era(), reply.finishing().meta())),
         )));
     }
