@@ -64,11 +64,14 @@ impl Setup {
                 req.header(name, value)
             });
         let mut ex = Exchange::new(&server, request.build());
-        ex.body = None;
-        ex.message = Some(self.message);
-        ex.kind = Some(self.kind);
-        ex.era = self.era;
-        ex.revision = self.revision;
+        wymcp::fuzzing::set_facts(
+            &mut ex,
+            bytes::Bytes::new(),
+            Some(self.message),
+            Some(self.kind),
+            self.era,
+            self.revision,
+        );
         match Validate::run(&mut ex).await {
             Flow::Continue => None,
             Flow::Answer(response) => Some(answered(async { response }).await),

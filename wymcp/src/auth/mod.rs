@@ -51,8 +51,9 @@ mod verifier;
 
 pub use algorithm::Algorithm;
 pub use bearer::{BearerAuth, StaticTokens};
-pub(crate) use config::error_description;
-pub use config::{AuthConfig, AuthConfigError, MAX_ERROR_DESCRIPTION, METADATA_PATH};
+pub use config::{
+    AuthConfig, AuthConfigError, MAX_ERROR_DESCRIPTION, METADATA_PATH, error_description,
+};
 pub use introspection::{Introspection, IntrospectionBuilder};
 pub use jwt::{JwtVerifier, JwtVerifierBuilder};
 pub use verifier::VerifierConfigError;

@@ -47,7 +47,6 @@ use http::{HeaderValue, StatusCode, header};
 
 use crate::auth::AuthConfig;
 use crate::exchange::Exchange;
-use crate::origin::ClientAddr;
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::headers::MCP_SESSION_ID;
 use crate::protocol::jsonrpc::{MessageKind, MessageSource};
@@ -56,7 +55,7 @@ use crate::reply::{self, Flow, Rejection, Rejector, Response};
 use crate::sse;
 use crate::stage::Stage;
 use crate::surface::Over;
-use crate::surface::call::{Answer, Call, Emitted, Outcome, Running, take};
+use crate::surface::call::{Answer, Call, Emitted, Outcome, Running};
 use crate::surface::mid_call::Refused;
 use crate::trace;
 
@@ -67,41 +66,41 @@ pub struct Dispatch;
 impl Stage for Dispatch {
     async fn run(ex: &mut Exchange<'_>) -> Flow {
         // Only a span some subscriber wants reads the message for it.
-        if !ex.span.is_disabled()
+        if !ex.span().is_disabled()
             && let Some(method) = ex.method()
         {
             trace::dispatched(
-                &ex.span,
+                ex.span(),
                 method,
-                ex.revision.map(crate::protocol::revision::Revision::as_str),
+                ex.revision()
+                    .map(crate::protocol::revision::Revision::as_str),
                 ex.params(),
             );
         }
-        let params = take(ex.message.as_mut(), "params");
+        let params = ex.take_params();
         let rejector = ex.rejector();
-        let era = ex.era;
+        let era = ex.era();
         // A 2025 client's answer mid-call, which Validate held to the
         // response envelope: moved to the call, not parsed again.
-        let response = match (ex.kind, era) {
-            (Some(MessageKind::Unknown), Era::Legacy) => ex.message.take(),
+        let response = match (ex.kind(), era) {
+            (Some(MessageKind::Unknown), Era::Legacy) => ex.take_message(),
             _ => None,
         };
         let call = Call {
-            kind: ex.kind.unwrap_or(MessageKind::Unknown),
+            kind: ex.kind().unwrap_or(MessageKind::Unknown),
             era,
-            revision: ex.revision,
+            revision: ex.revision(),
             id: rejector.id.clone(),
             method: ex.method(),
             params,
-            principal: ex.principal.as_ref(),
-            client: ex.parts.extensions.get::<ClientAddr>().map(|c| c.0),
-            raw: ex.bytes.clone(),
-            span: ex.span.clone(),
+            principal: ex.principal(),
+            client: ex.client_addr(),
+            raw: ex.bytes().clone(),
+            span: ex.span().clone(),
             // A 2025 client's session token (2026-07-28 requests ignore it).
             session: match era {
                 Era::Legacy => ex
-                    .parts
-                    .headers
+                    .headers()
                     .get(MCP_SESSION_ID)
                     .and_then(|v| v.to_str().ok()),
                 Era::Modern => None,
