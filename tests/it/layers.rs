@@ -34,6 +34,7 @@ const PARTS: &[(&str, &str, u8, Siblings)] = &[
     // The contract the macro's generated code calls.
     ("contract", "reply.rs", 4, Siblings::Import),
     ("contract", "exchange.rs", 4, Siblings::Import),
+    ("contract", "body.rs", 4, Siblings::Import),
     ("contract", "stage.rs", 4, Siblings::Import),
     // One file per stage; none knows another.
     ("stages", "stages/", 5, Siblings::Apart),
