@@ -51,7 +51,10 @@ impl Quotas {
     /// Takes one call of `tenant`'s quota: the calls left after it, or how
     /// long until its window ends when none is left.
     fn take(&self, tenant: &str, now: Instant) -> Result<u32, Duration> {
-        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        let mut used = self
+            .used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if used.len() >= MAX_TENANTS && !used.contains_key(tenant) {
             used.retain(|_, w| now.duration_since(w.start) < self.window);
             if used.len() >= MAX_TENANTS {
@@ -79,7 +82,10 @@ impl Quotas {
 
     /// The calls `tenant` has left in its current window.
     fn left(&self, tenant: &str, now: Instant) -> u32 {
-        let used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        let used = self
+            .used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         match used.get(tenant) {
             Some(w) if now.duration_since(w.start) < self.window => {
                 self.limit.saturating_sub(w.calls)

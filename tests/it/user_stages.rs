@@ -232,6 +232,16 @@ async fn send(
     (status, challenge, body)
 }
 
+/// One request of the table: its name, the bearer token, the message, the
+/// headers beside the framing ones, and the status the default chain answers.
+type Case<'m> = (
+    &'static str,
+    Option<&'static str>,
+    &'m Value,
+    Vec<(&'static str, &'static str)>,
+    u16,
+);
+
 /// Rule: every request below, sent to the default chain and to the chain
 /// of outside stages, is answered alike: Auth's three refusals word for
 /// word, HeaderBinding's mismatches naming the same header, and the
@@ -265,7 +275,7 @@ async fn outside_auth_and_header_binding_answer_as_the_built_in_ones() {
         h.extend_from_slice(extra);
         h
     };
-    let cases: Vec<(&str, Option<&str>, &Value, Vec<(&str, &str)>, u16)> = vec![
+    let cases: Vec<Case<'_>> = vec![
         ("no token", None, &list, std("tools/list", None), 401),
         (
             "unknown token",

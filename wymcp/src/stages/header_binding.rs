@@ -88,8 +88,8 @@ impl Stage for HeaderBinding {
             return Flow::Continue;
         };
         let bound = match ex.era() {
-            Era::Modern => bind(ex.server(), &ex.headers(), message, kind),
-            Era::Legacy => bind_present(ex.server(), &ex.headers(), message),
+            Era::Modern => bind(ex.server(), ex.headers(), message, kind),
+            Era::Legacy => bind_present(ex.server(), ex.headers(), message),
         };
         match bound {
             Ok(()) => Flow::Continue,

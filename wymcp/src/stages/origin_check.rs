@@ -66,7 +66,7 @@ impl Stage for OriginCheck {
 }
 
 fn check(ex: &Exchange<'_>) -> Flow {
-    let headers = &ex.headers();
+    let headers = ex.headers();
     let Ok(origin) = single(headers.get_all(header::ORIGIN).iter()) else {
         return ex.reject(Rejection::new(
             StatusCode::BAD_REQUEST,
