@@ -74,9 +74,14 @@ fn http_request(request: &Request) -> http::Request<Body> {
 /// An exchange as the parse step leaves it: body read and parsed.
 fn parsed<'a>(server: &'a Server, request: &Request) -> Exchange<'a> {
     let mut ex = Exchange::new(server, http_request(request));
-    ex.body = None;
-    ex.bytes = bytes::Bytes::from(request.body.clone());
-    ex.message = Some(serde_json::from_slice(&request.body).expect("the body parses"));
+    wymcp::fuzzing::set_facts(
+        &mut ex,
+        bytes::Bytes::from(request.body.clone()),
+        Some(serde_json::from_slice(&request.body).expect("the body parses")),
+        None,
+        wymcp::Era::Modern,
+        None,
+    );
     ex
 }
 

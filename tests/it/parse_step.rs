@@ -131,7 +131,7 @@ async fn application_json_in_any_case_with_a_charset_is_accepted() {
     assert_eq!(
         result["bytes"],
         PING.len(),
-        "ex.bytes is the body as received"
+        "ex.bytes() is the body as received"
     );
 }
 

@@ -64,11 +64,14 @@ impl Setup {
                 req.header(name, value)
             });
         let mut ex = Exchange::new(&server, request.build());
-        ex.body = None;
-        ex.message = Some(self.message);
-        ex.kind = Some(self.kind);
-        ex.era = self.era;
-        ex.revision = self.revision;
+        wymcp::fuzzing::set_facts(
+            &mut ex,
+            bytes::Bytes::new(),
+            Some(self.message),
+            Some(self.kind),
+            self.era,
+            self.revision,
+        );
         match Validate::run(&mut ex).await {
             Flow::Continue => None,
             Flow::Answer(response) => Some(answered(async { response }).await),
@@ -400,7 +403,7 @@ async fn a_legacy_header_selects_its_own_revision() {
 
 #[tokio::test]
 async fn the_revision_protocol_fields_established_wins() {
-    // With ex.revision 2025-11-25, `ping` is a defined method (its bad params
+    // With the revision 2025-11-25, `ping` is a defined method (its bad params
     // are refused); on 2026-07-28 it passes to Dispatch.
     let bad_ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping", "params": 5});
     let outcome = setup(MessageKind::Request, bad_ping.clone())

@@ -772,7 +772,7 @@ pub mod front {
 }
 
 fn probe_answer(ex: &wymcp::Exchange<'_>) -> wymcp::Response {
-    let body = json!({"jsonrpc": "2.0", "id": null, "result": { "message": ex.message, "bytes": ex.bytes.len() }});
+    let body = json!({"jsonrpc": "2.0", "id": null, "result": { "message": ex.message(), "bytes": ex.bytes().len() }});
     crate::json_response(
         http::StatusCode::OK,
         serde_json::to_vec(&body).unwrap_or_default(),

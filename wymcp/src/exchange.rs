@@ -1,49 +1,99 @@
 //! The request as it flows through the chain.
+//!
+//! **What a stage reads, and who writes it.** Every fact an [`Exchange`]
+//! holds is read through a method. None is a field a stage assigns: each is
+//! established by the rule that owns it, run through a public method of the
+//! exchange that computes the fact from the request and the server, once
+//! (a second call answers what the first established):
+//!
+//! | fact | established by | run by |
+//! |---|---|---|
+//! | [`bytes`](Exchange::bytes), [`message`](Exchange::message) | [`read_body`](Exchange::read_body): the body read within [`Limits`](crate::Limits), parsed as bounded JSON | the parse step |
+//! | [`kind`](Exchange::kind), [`era`](Exchange::era), the request span | [`classify`](Exchange::classify): the JSON-RPC kind and the era, by the protocol's rules | `Classify` |
+//! | [`principal`](Exchange::principal) | [`authenticate`](Exchange::authenticate): the server's [`Authenticator`](crate::auth::Authenticator) | `Auth` |
+//! | [`revision`](Exchange::revision) | [`establish_revision`](Exchange::establish_revision): the revision the request's own version names, when served | `ProtocolFields`, `HeaderBinding` |
+//!
+//! A stage of a user's chain calls the same methods a built-in stage calls,
+//! and reads the same [`Server`] getters: nothing a built-in stage uses is
+//! out of its reach, and no stage, built-in or not, can make a fact other
+//! than what its rule computes. What a user's stages tell each other lives
+//! in [`extensions_mut`](Exchange::extensions_mut), which no built-in stage
+//! reads.
+
+use std::net::IpAddr;
 
 use axum::body::Body;
 use bytes::Bytes;
 use http::request::Parts;
 use serde_json::Value;
 
-use crate::auth::Principal;
-use crate::protocol::jsonrpc::{MessageKind, answer_id};
-use crate::protocol::revision::{Era, Revision};
+use crate::auth::{AuthError, Principal};
+use crate::body::{self, ReadFailure};
+use crate::origin::ClientAddr;
+use crate::protocol::fields::{judge, read_fields};
+use crate::protocol::headers::{MCP_PROTOCOL_VERSION, plain_text};
+use crate::protocol::json::{JsonError, parse_bounded};
+use crate::protocol::jsonrpc::{MessageKind, answer_id, classify_within};
+use crate::protocol::revision::{Era, Revision, era_of};
 use crate::reply::{Flow, Rejection, Rejector, Response};
 use crate::server::{Reservation, Server};
-use crate::trace::SpanSlot;
+use crate::trace::{self, SpanSlot};
 
 /// One POST as it passes through the chain: the request, and what each stage
-/// established about it. Each field is set by the stage that owns it and read
-/// by the ones after.
+/// established about it (see the [module documentation](self) for who
+/// establishes what).
 #[derive(Debug)]
 pub struct Exchange<'a> {
     server: &'a Server,
-    /// Request line and headers.
-    pub parts: Parts,
-    /// The body, until the parse step takes it.
-    pub body: Option<Body>,
-    /// The body's bytes, once the parse step has read them.
-    pub bytes: Bytes,
-    /// The parsed JSON message, set by the parse step.
-    pub message: Option<Value>,
-    /// The message kind, set by classification.
-    pub kind: Option<MessageKind>,
-    /// The era, set by classification.
-    pub era: Era,
-    /// The protocol revision the request speaks, once a stage established it.
-    pub revision: Option<Revision>,
-    /// The authenticated caller, set by auth.
-    pub principal: Option<Principal>,
+    parts: Parts,
+    /// The body, until [`read_body`](Self::read_body) takes it.
+    body: Option<Body>,
+    bytes: Bytes,
+    message: Option<Value>,
+    kind: Option<MessageKind>,
+    era: Era,
+    revision: Option<Revision>,
+    principal: Option<Principal>,
+    /// Whether [`authenticate`](Self::authenticate) ran (with or without an
+    /// authenticator), so it runs once.
+    authenticated: bool,
+    /// What a user's stages leave each other.
+    extensions: http::Extensions,
     /// The body bytes this request holds of the server's budget, given back
     /// when the exchange ends.
-    pub(crate) reserved: Option<Reservation>,
+    reserved: Option<Reservation>,
     stage: &'static str,
     /// The request span (see [`trace`](crate::trace)), once classification
     /// opened it; disabled until then.
-    pub(crate) span: tracing::Span,
+    span: tracing::Span,
     /// Where the router reads the request span back, when the request came
     /// through the router.
     slot: Option<SpanSlot>,
+}
+
+/// Why [`Exchange::read_body`] gave no message. Each is answered by the
+/// parse step with its own status (see [`stages::parse_body`](crate::stages::parse_body)).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BodyError {
+    /// The body was taken already, by an earlier call that failed.
+    Taken,
+    /// Reading it would go over the server's budget of body bytes in flight
+    /// ([`Limits::bodies_in_flight`](crate::Limits::bodies_in_flight)).
+    OverBudget,
+    /// It is longer than [`Limits::body_bytes`](crate::Limits::body_bytes),
+    /// declared or read.
+    OverCeiling,
+    /// No piece of it arrived within the read timeout, or not all of it
+    /// within the body deadline.
+    Stalled,
+    /// The transport failed the read.
+    Transport(axum::Error),
+    /// It is not JSON (syntax, UTF-8, trailing bytes, nesting past 128).
+    Syntax(serde_json::Error),
+    /// It holds more JSON values than
+    /// [`Limits::json_values`](crate::Limits::json_values), the number given.
+    TooManyValues(usize),
 }
 
 impl<'a> Exchange<'a> {
@@ -63,12 +113,15 @@ impl<'a> Exchange<'a> {
             era: Era::Modern,
             revision: None,
             principal: None,
+            authenticated: false,
+            extensions: http::Extensions::new(),
             reserved: None,
             stage: "",
         }
     }
 
-    /// The server this exchange is served by.
+    /// The server this exchange is served by: what it was built with, read
+    /// only.
     #[must_use]
     pub fn server(&self) -> &'a Server {
         self.server
@@ -80,10 +133,68 @@ impl<'a> Exchange<'a> {
         self.stage
     }
 
+    /// The request line and headers (and the request's extensions).
+    #[must_use]
+    pub fn parts(&self) -> &Parts {
+        &self.parts
+    }
+
+    /// The request's headers.
+    #[must_use]
+    pub fn headers(&self) -> &http::HeaderMap {
+        &self.parts.headers
+    }
+
+    /// The address of the client, as the accept loop recorded it (the
+    /// proxy's `X-Forwarded-For` only from a trusted proxy); `None` for a
+    /// request that did not come through [`serve`](crate::serve).
+    #[must_use]
+    pub fn client_addr(&self) -> Option<IpAddr> {
+        self.parts.extensions.get::<ClientAddr>().map(|c| c.0)
+    }
+
     /// Whether the request arrived over HTTP/2 or later (no `Connection` header).
     #[must_use]
     pub fn is_http2(&self) -> bool {
         self.parts.version >= http::Version::HTTP_2
+    }
+
+    /// The body's bytes exactly as received, once the body was read (empty
+    /// before).
+    #[must_use]
+    pub fn bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+
+    /// The parsed JSON message, once the body was read.
+    #[must_use]
+    pub fn message(&self) -> Option<&Value> {
+        self.message.as_ref()
+    }
+
+    /// The message kind, once the exchange was classified.
+    #[must_use]
+    pub fn kind(&self) -> Option<MessageKind> {
+        self.kind
+    }
+
+    /// The era, once the exchange was classified ([`Era::Modern`] before).
+    #[must_use]
+    pub fn era(&self) -> Era {
+        self.era
+    }
+
+    /// The protocol revision the request speaks, once established.
+    #[must_use]
+    pub fn revision(&self) -> Option<Revision> {
+        self.revision
+    }
+
+    /// The authenticated caller, once [`authenticate`](Self::authenticate)
+    /// ran on a server with an authenticator.
+    #[must_use]
+    pub fn principal(&self) -> Option<&Principal> {
+        self.principal.as_ref()
     }
 
     /// The message's `method`, when it is a string.
@@ -98,9 +209,193 @@ impl<'a> Exchange<'a> {
         self.message.as_ref()?.get("params")
     }
 
+    /// What a user's stages leave each other (a tenant, an audit record):
+    /// typed values, read by the stages that know their types. No built-in
+    /// stage reads or writes them.
+    #[must_use]
+    pub fn extensions(&self) -> &http::Extensions {
+        &self.extensions
+    }
+
+    /// The user's values, to add to (see [`extensions`](Self::extensions)).
+    pub fn extensions_mut(&mut self) -> &mut http::Extensions {
+        &mut self.extensions
+    }
+
+    /// Reads the body within the server's [`Limits`](crate::Limits) (its
+    /// ceiling, read timeout, body deadline and the budget of bytes in
+    /// flight, held for as long as the exchange lives) and parses it as
+    /// JSON within [`Limits::json_values`](crate::Limits::json_values);
+    /// establishes [`bytes`](Self::bytes) and [`message`](Self::message).
+    ///
+    /// Once: after a success it answers `Ok` again without reading; after a
+    /// failure the body is gone ([`BodyError::Taken`]).
+    pub async fn read_body(&mut self) -> Result<(), BodyError> {
+        if self.message.is_some() {
+            return Ok(());
+        }
+        let Some(body) = self.body.take() else {
+            return Err(BodyError::Taken);
+        };
+        let limits = *self.server.limits();
+        // The body bytes in flight are budgeted: the declared length before
+        // a byte is read, the rest as it arrives.
+        let declared = body::reserved_len(&body, limits.body_bytes);
+        let Some(reservation) = self.server.bodies.reserve(declared) else {
+            return Err(BodyError::OverBudget);
+        };
+        let reserved = self.reserved.insert(reservation);
+        let bytes = body::read(body, &limits, reserved)
+            .await
+            .map_err(|failure| match failure {
+                ReadFailure::OverBudget => BodyError::OverBudget,
+                ReadFailure::OverCeiling => BodyError::OverCeiling,
+                ReadFailure::Stalled => BodyError::Stalled,
+                ReadFailure::Transport(error) => BodyError::Transport(error),
+            })?;
+        match parse_bounded(&bytes, limits.json_values) {
+            Ok(message) => {
+                self.bytes = bytes;
+                self.message = Some(message);
+                Ok(())
+            }
+            Err(JsonError::Syntax(error)) => Err(BodyError::Syntax(error)),
+            Err(JsonError::TooManyValues(max)) => Err(BodyError::TooManyValues(max)),
+        }
+    }
+
+    /// Classifies the message: its JSON-RPC [`kind`](Self::kind) (string ids
+    /// within [`Limits::id_bytes`](crate::Limits::id_bytes)) and its
+    /// [`era`](Self::era) (the `MCP-Protocol-Version` header, else the
+    /// body's `_meta`), and opens the request span. A body not read yet, or
+    /// not JSON, is [`MessageKind::Unknown`]. Once.
+    pub fn classify(&mut self) -> MessageKind {
+        if let Some(kind) = self.kind {
+            return kind;
+        }
+        let message = self.message.as_ref().unwrap_or(&Value::Null);
+        let kind = match &self.message {
+            Some(message) => classify_within(message, self.server.limits().id_bytes),
+            None => MessageKind::Unknown,
+        };
+        self.era = era_of(&self.parts.headers, message);
+        self.kind = Some(kind);
+        let span = trace::open(trace::Opening {
+            version: self.parts.version,
+            client: self.client_addr(),
+            method: self.method(),
+            message: self.message.as_ref(),
+            request: kind == MessageKind::Request,
+        });
+        self.set_span(span);
+        kind
+    }
+
+    /// Authenticates the caller with the server's
+    /// [`Authenticator`](crate::auth::Authenticator) and holds it to the
+    /// configuration's required scopes; establishes
+    /// [`principal`](Self::principal). `Ok(None)` on a server built without
+    /// one. A request with more than one `Authorization` header is
+    /// [`AuthError::Unauthorized`] without consulting it.
+    ///
+    /// Once: a later call answers what the first established (a refusal
+    /// runs the authenticator again, establishing nothing).
+    pub async fn authenticate(&mut self) -> Result<Option<&Principal>, AuthError> {
+        if !self.authenticated {
+            if let Some(setup) = self.server.auth.as_ref() {
+                let principal = setup
+                    .authenticate(&self.parts, self.message.as_ref(), self.kind)
+                    .await?;
+                self.principal = Some(principal);
+            }
+            self.authenticated = true;
+        }
+        Ok(self.principal.as_ref())
+    }
+
+    /// Establishes [`revision`](Self::revision) when the request's own
+    /// version names a revision this server serves, and answers it:
+    ///
+    /// * 2026-07-28 era: the body's
+    ///   `_meta["io.modelcontextprotocol/protocolVersion"]`, where the
+    ///   `MCP-Protocol-Version` header agrees with it (or a notification
+    ///   carries none);
+    /// * 2025 era: the `MCP-Protocol-Version` header.
+    ///
+    /// `None` (nothing established) otherwise; a later stage (Validate)
+    /// then decides which revision holds the message. Once.
+    pub fn establish_revision(&mut self) -> Option<Revision> {
+        if self.revision.is_none() {
+            self.revision = self.derived_revision();
+        }
+        self.revision
+    }
+
+    fn derived_revision(&self) -> Option<Revision> {
+        let header = self.parts.headers.get(MCP_PROTOCOL_VERSION);
+        let served = self.server.revisions();
+        match self.era {
+            Era::Legacy => plain_text(header?)
+                .ok()
+                .and_then(Revision::parse)
+                .filter(|r| served.contains(r)),
+            Era::Modern => {
+                let kind @ (MessageKind::Request | MessageKind::Notification) = self.kind? else {
+                    return None;
+                };
+                let message = self.message.as_ref()?;
+                let version = read_fields(message, kind == MessageKind::Request).ok()??;
+                let agrees = match header {
+                    Some(value) => plain_text(value) == Ok(version),
+                    None => kind == MessageKind::Notification,
+                };
+                agrees.then(|| judge(version, served).ok()).flatten()
+            }
+        }
+    }
+
+    /// The message, moved out: for the stage that consumes it, last in the
+    /// chain (Dispatch). Every later read sees no message.
+    pub fn take_message(&mut self) -> Option<Value> {
+        self.message.take()
+    }
+
+    /// The message's `params`, moved out of it: for the stage that consumes
+    /// them, last in the chain (Dispatch). The rest of the message stays.
+    pub fn take_params(&mut self) -> Option<Value> {
+        self.message.as_mut()?.as_object_mut()?.remove("params")
+    }
+
+    /// Sets the facts as the stages before one under test would leave them,
+    /// whatever the request says: for tests of one stage in isolation
+    /// (`wymcp::fuzzing::set_facts`), never for a chain.
+    #[cfg(feature = "fuzzing")]
+    pub(crate) fn set_facts(
+        &mut self,
+        bytes: Bytes,
+        message: Option<Value>,
+        kind: Option<MessageKind>,
+        era: Era,
+        revision: Option<Revision>,
+    ) {
+        self.body = None;
+        self.bytes = bytes;
+        self.message = message;
+        self.kind = kind;
+        self.era = era;
+        self.revision = revision;
+    }
+
+    /// The request span (see [`trace`](crate::trace)), once classification
+    /// opened it; disabled before.
+    #[must_use]
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
     /// Makes `span` the request span: the stages after this one run in it,
     /// and the router reads it back.
-    pub(crate) fn set_span(&mut self, span: tracing::Span) {
+    fn set_span(&mut self, span: tracing::Span) {
         if let Some(slot) = &self.slot {
             let _ = slot.0.set(span.clone());
         }

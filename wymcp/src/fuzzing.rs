@@ -23,3 +23,18 @@ pub fn header_params<'s>(server: &'s crate::Server, tool: &str) -> &'s [HeaderPa
 pub fn sealer(server: &crate::Server) -> &Sealer {
     server.sealer()
 }
+
+/// Sets an exchange's facts as the stages before the one under test would
+/// leave them, whatever its request says: for the project's tests and
+/// benchmarks of one stage in isolation. A chain's stages establish them
+/// by their rules (see [`Exchange`](crate::Exchange)).
+pub fn set_facts(
+    ex: &mut crate::Exchange<'_>,
+    bytes: bytes::Bytes,
+    message: Option<serde_json::Value>,
+    kind: Option<crate::MessageKind>,
+    era: crate::Era,
+    revision: Option<crate::Revision>,
+) {
+    ex.set_facts(bytes, message, kind, era, revision);
+}

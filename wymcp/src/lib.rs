@@ -22,6 +22,7 @@ mod trace;
 // the server,
 mod server;
 // the contract the macro's generated code calls,
+mod body;
 mod exchange;
 mod reply;
 mod stage;
@@ -53,9 +54,10 @@ pub struct Guide;
 pub use axum;
 pub use wymcp_macros::{body_bound, pipeline, tool, tools, wire_check};
 
-pub use exchange::Exchange;
+pub use exchange::{BodyError, Exchange};
 pub use origin::{BoundTo, ClientAddr, IpNet, IpNetError, OriginError};
 pub use protocol::error::{ErrorCode, RpcError};
+pub use protocol::headers::{HeaderParam, HeaderParamType};
 pub use protocol::jsonrpc::MessageKind;
 pub use protocol::revision::{Era, Revision};
 pub use protocol::schema::SchemaError;

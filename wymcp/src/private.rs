@@ -25,10 +25,10 @@ use crate::surface::{Context, HandlerError, ToolOutput};
 pub fn enter(ex: &mut Exchange<'_>, name: &'static str) -> tracing::Span {
     ex.set_stage(name);
     // Once classification opened the request span, every stage runs in it.
-    if ex.span.is_none() {
+    if ex.span().is_none() {
         tracing::debug_span!("wymcp.stage", stage = name)
     } else {
-        tracing::debug_span!(parent: &ex.span, "wymcp.stage", stage = name)
+        tracing::debug_span!(parent: ex.span(), "wymcp.stage", stage = name)
     }
 }
 

@@ -192,10 +192,67 @@ impl Server {
     }
 
     /// The `x-mcp-header` annotations of the tool named `tool`: the
-    /// `Mcp-Param-{Name}` rows `HeaderBinding` checks on its `tools/call`.
+    /// `Mcp-Param-{Name}` rows `HeaderBinding` checks on its `tools/call`;
+    /// empty for a tool without any, or no such tool.
     #[must_use]
-    pub(crate) fn header_params(&self, tool: &str) -> &[HeaderParam] {
+    pub fn header_params(&self, tool: &str) -> &[HeaderParam] {
         self.header_params.get(tool).map_or(&[], Vec::as_slice)
+    }
+
+    /// The application's value of type `T`, as given to
+    /// [`ServerBuilder::state`]: what a handler reads with
+    /// [`Context::state`], for a stage to read too.
+    ///
+    /// ```
+    /// struct Quota(u32);
+    ///
+    /// let server = wymcp::Server::builder().state(Quota(10)).build().unwrap();
+    /// assert_eq!(server.state::<Quota>().map(|q| q.0), Some(10));
+    /// assert!(server.state::<String>().is_none());
+    /// ```
+    #[must_use]
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.surface.shared.get::<Arc<T>>().map(AsRef::as_ref)
+    }
+
+    /// The application's value of type `T` as an `Arc`, for a future that
+    /// outlives the exchange (see [`state`](Self::state)).
+    #[must_use]
+    pub fn state_arc<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        self.surface.shared.get::<Arc<T>>().cloned()
+    }
+
+    /// Whether `host` (a `Host` header's value, or the request target's
+    /// authority) names a host this server answers to, for a request that
+    /// arrived on `bound` ([`BoundTo`](crate::BoundTo), else
+    /// [`bound_to`](Self::bound_to)): the rule `OriginCheck` applies.
+    #[must_use]
+    pub fn allows_host(&self, host: &[u8], bound: Option<SocketAddr>) -> bool {
+        self.origin.allows_host(host, bound)
+    }
+
+    /// Whether an `Origin` header's value names an origin this server
+    /// allows: the rule `OriginCheck` applies.
+    #[must_use]
+    pub fn allows_origin(&self, origin: &[u8]) -> bool {
+        self.origin.allows_origin(origin)
+    }
+
+    /// The address given to [`ServerBuilder::bound_to`], if any.
+    #[must_use]
+    pub fn bound_to(&self) -> Option<SocketAddr> {
+        self.origin.bound_to
+    }
+
+    /// Holds `message`, of `kind`, to `revision`'s official JSON Schema: the
+    /// rule `Validate` applies (a refusal names the failing pointer).
+    pub fn check_message(
+        &self,
+        revision: Revision,
+        kind: crate::MessageKind,
+        message: &serde_json::Value,
+    ) -> Result<(), crate::RpcError> {
+        crate::protocol::validation::check(&self.schemas, revision, kind, message)
     }
 
     /// The bus every `subscriptions/listen` stream hears.

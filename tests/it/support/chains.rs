@@ -77,14 +77,14 @@ pub fn assert_failure(failure: &wymcp::testing::Failure, status: StatusCode, cod
 
 /// Answers `200` with what the stages before it established.
 fn answer_probe(ex: &Exchange<'_>) -> Flow {
-    let kind = match ex.kind {
+    let kind = match ex.kind() {
         Some(MessageKind::Request) => "request",
         Some(MessageKind::UnidentifiedRequest) => "unidentified_request",
         Some(MessageKind::Notification) => "notification",
         Some(MessageKind::Unknown) => "unknown",
         None => "none",
     };
-    let era = match ex.era {
+    let era = match ex.era() {
         Era::Modern => "modern",
         Era::Legacy => "legacy",
     };
@@ -94,8 +94,8 @@ fn answer_probe(ex: &Exchange<'_>) -> Flow {
             "probe": true,
             "kind": kind,
             "era": era,
-            "revision": ex.revision.map(wymcp::Revision::as_str),
-            "principal": ex.principal.as_ref().map(|p| &p.subject),
+            "revision": ex.revision().map(wymcp::Revision::as_str),
+            "principal": ex.principal().map(|p| &p.subject),
         }))
         .unwrap(),
     ))

@@ -19,7 +19,7 @@ mod post {
     }
 
     fn has_tenant(ex: &Exchange<'_>) -> bool {
-        ex.parts.headers.contains_key(HEADER)
+        ex.headers().contains_key(HEADER)
     }
 
     macro_rules! stage_alias {

@@ -6,13 +6,13 @@ mod post {
 
     #[wire_check]
     pub async fn check(ex: &mut Exchange<'_>) -> Flow {
-        let _ = ex.parts.headers.len();
+        let _ = ex.headers().len();
         Flow::Continue
     }
 
     #[body_bound(reason = "reads the body to see how long it is")]
     async fn measure(ex: &mut Exchange<'_>) -> Flow {
-        let _ = ex.bytes.len();
+        let _ = ex.bytes().len();
         Flow::Continue
     }
 

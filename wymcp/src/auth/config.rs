@@ -283,7 +283,7 @@ fn scope_list(scopes: &[String]) -> Option<String> {
 /// An `error_description` as RFC 6750 §3 allows it: at most
 /// [`MAX_ERROR_DESCRIPTION`] characters of `%x20-21 / %x23-5B / %x5D-7E`,
 /// any other character replaced by `?`.
-pub(crate) fn error_description(text: &str) -> String {
+pub fn error_description(text: &str) -> String {
     text.chars()
         .take(MAX_ERROR_DESCRIPTION)
         .map(|c| match c {

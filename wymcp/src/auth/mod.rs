@@ -43,8 +43,9 @@ pub use algorithm::Algorithm;
 pub(crate) use authenticator::AuthSetup;
 pub use authenticator::{AuthError, AuthFuture, Authenticator, Credentials, Principal};
 pub use bearer::{BearerAuth, StaticTokens};
-pub(crate) use config::error_description;
-pub use config::{AuthConfig, AuthConfigError, MAX_ERROR_DESCRIPTION, METADATA_PATH};
+pub use config::{
+    AuthConfig, AuthConfigError, MAX_ERROR_DESCRIPTION, METADATA_PATH, error_description,
+};
 pub use introspection::{Introspection, IntrospectionBuilder};
 pub use jwt::{JwtVerifier, JwtVerifierBuilder};
 pub use verifier::VerifierConfigError;

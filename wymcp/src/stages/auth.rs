@@ -1,6 +1,8 @@
 //! `Auth` (wire check): authenticates the caller with the server's
-//! [`Authenticator`](crate::auth::Authenticator) and sets
-//! [`Exchange::principal`].
+//! [`Authenticator`](crate::auth::Authenticator) through
+//! [`Exchange::authenticate`], which establishes [`Exchange::principal`];
+//! what it answers is built from the public [`AuthConfig`](crate::auth::AuthConfig)
+//! alone, as a user's stage could build it.
 //!
 //! **Why here.** Every request must be authenticated on its own (there is no
 //! session), and before anything else in the body is trusted. It runs after
@@ -51,18 +53,13 @@ pub struct Auth;
 
 impl Stage for Auth {
     async fn run(ex: &mut Exchange<'_>) -> Flow {
-        let Some(setup) = ex.server().auth.as_ref() else {
+        let server = ex.server();
+        let Some(config) = server.auth_config() else {
             return Flow::Continue;
         };
-        let outcome = setup
-            .authenticate(&ex.parts, ex.message.as_ref(), ex.kind)
-            .await;
-        let config = &setup.config;
+        let outcome = ex.authenticate().await.map(|_| ());
         let (status, message, challenge): (_, Cow<'static, str>, _) = match outcome {
-            Ok(principal) => {
-                ex.principal = Some(principal);
-                return Flow::Continue;
-            }
+            Ok(()) => return Flow::Continue,
             Err(AuthError::InvalidToken { description }) => (
                 StatusCode::UNAUTHORIZED,
                 format!(

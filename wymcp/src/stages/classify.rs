@@ -29,17 +29,15 @@
 //! 2025 answer (a plain 400 for an unserved revision) rather than 2026's
 //! `_meta` rules. When the header is repeated the first is read; the
 //! singleton-header check refuses the request anyway.
-
-use serde_json::Value;
+//!
+//! The rules are [`Exchange::classify`]'s (the protocol's own, in
+//! `protocol::jsonrpc` and `protocol::revision`); this stage runs them.
 
 use crate::exchange::Exchange;
-use crate::origin::ClientAddr;
+#[cfg(doc)]
 use crate::protocol::jsonrpc::MessageKind;
-use crate::protocol::jsonrpc::classify_within;
-use crate::protocol::revision::era_of;
 use crate::reply::Flow;
 use crate::stage::Stage;
-use crate::trace;
 
 /// Tags the message kind and era; answers nothing.
 #[derive(Debug, Clone, Copy, Default)]
@@ -47,26 +45,7 @@ pub struct Classify;
 
 impl Stage for Classify {
     async fn run(ex: &mut Exchange<'_>) -> Flow {
-        let (kind, era) = match ex.message.as_ref() {
-            Some(message) => (
-                classify_within(message, ex.server().limits().id_bytes),
-                era_of(&ex.parts.headers, message),
-            ),
-            None => (
-                MessageKind::Unknown,
-                era_of(&ex.parts.headers, &Value::Null),
-            ),
-        };
-        ex.kind = Some(kind);
-        ex.era = era;
-        let span = trace::open(trace::Opening {
-            version: ex.parts.version,
-            client: ex.parts.extensions.get::<ClientAddr>().map(|c| c.0),
-            method: ex.method(),
-            message: ex.message.as_ref(),
-            request: kind == MessageKind::Request,
-        });
-        ex.set_span(span);
+        ex.classify();
         Flow::Continue
     }
 }

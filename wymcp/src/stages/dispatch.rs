@@ -49,7 +49,6 @@ use http::{HeaderValue, StatusCode, header};
 
 use crate::auth::AuthConfig;
 use crate::exchange::Exchange;
-use crate::origin::ClientAddr;
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::headers::MCP_SESSION_ID;
 use crate::protocol::jsonrpc::{MessageKind, MessageSource};
@@ -58,7 +57,7 @@ use crate::reply::{self, Flow, Rejection, Rejector, Response};
 use crate::sse;
 use crate::stage::Stage;
 use crate::surface::Over;
-use crate::surface::call::{Answer, Call, Emitted, Outcome, Running, Session, take};
+use crate::surface::call::{Answer, Call, Emitted, Outcome, Running, Session};
 use crate::surface::mid_call::Refused;
 use crate::trace;
 
@@ -69,56 +68,61 @@ pub struct Dispatch;
 impl Stage for Dispatch {
     async fn run(ex: &mut Exchange<'_>) -> Flow {
         // Only a span some subscriber wants reads the message for it.
-        if !ex.span.is_disabled()
+        if !ex.span().is_disabled()
             && let Some(method) = ex.method()
         {
             trace::dispatched(
-                &ex.span,
+                ex.span(),
                 method,
-                ex.revision.map(crate::protocol::revision::Revision::as_str),
+                ex.revision().map(crate::protocol::revision::Revision::as_str),
                 ex.params(),
             );
         }
         let rejector = ex.rejector();
-        let era = ex.era;
-        // A 2025 client's session token (2026-07-28 requests ignore it).
-        let session = match era {
-            Era::Legacy => ex
-                .parts
-                .headers
-                .get(MCP_SESSION_ID)
-                .and_then(|v| v.to_str().ok()),
-            Era::Modern => None,
-        };
-        if let (Some(MessageKind::Unknown), Era::Legacy) = (ex.kind, era) {
+        let era = ex.era();
+        if let (Some(MessageKind::Unknown), Era::Legacy) = (ex.kind(), era) {
             // A 2025 client's answer mid-call, which Validate held to the
             // response envelope: no call, but a delivery (the message moved,
             // not parsed again).
-            let message = ex.message.take();
-            let subject = ex.principal.as_ref().map_or("", |p| p.subject.as_str());
-            let delivery = ex.server().surface.deliver(message, subject, session);
+            let message = ex.take_message();
+            let subject = ex.principal().map_or("", |p| p.subject.as_str());
+            let delivery = ex
+                .server()
+                .surface
+                .deliver(message, subject, session_token(ex));
             return Flow::Answer(match delivery.0.await {
                 Ok(()) => reply::accepted(),
                 Err(refused) => refusal(&rejector, refused),
             });
         }
-        let params = take(ex.message.as_mut(), "params");
+        let params = ex.take_params();
         let call = Call {
-            kind: ex.kind.unwrap_or(MessageKind::Unknown),
+            kind: ex.kind().unwrap_or(MessageKind::Unknown),
             era,
-            revision: ex.revision,
+            revision: ex.revision(),
             id: rejector.id.clone(),
             method: ex.method(),
             params,
-            principal: ex.principal.as_ref(),
-            client: ex.parts.extensions.get::<ClientAddr>().map(|c| c.0),
-            raw: ex.bytes.clone(),
-            span: ex.span.clone(),
-            session,
+            principal: ex.principal(),
+            client: ex.client_addr(),
+            raw: ex.bytes().clone(),
+            span: ex.span().clone(),
+            session: session_token(ex),
         };
         let answer = ex.server().surface.answer(call);
         let auth = ex.server().auth_config();
         Flow::Answer(respond(answer, rejector, era, auth).await)
+    }
+}
+
+/// A 2025 client's session token (2026-07-28 requests ignore it).
+fn session_token<'e>(ex: &'e Exchange<'_>) -> Option<&'e str> {
+    match ex.era() {
+        Era::Legacy => ex
+            .headers()
+            .get(MCP_SESSION_ID)
+            .and_then(|v| v.to_str().ok()),
+        Era::Modern => None,
     }
 }
 

@@ -76,20 +76,20 @@ pub struct HeaderBinding;
 
 impl Stage for HeaderBinding {
     async fn run(ex: &mut Exchange<'_>) -> Flow {
-        if ex.era == Era::Legacy
+        if ex.era() == Era::Legacy
             && let Flow::Answer(refused) = legacy(ex)
         {
             return Flow::Answer(refused);
         }
-        let Some(kind @ (MessageKind::Request | MessageKind::Notification)) = ex.kind else {
+        let Some(kind @ (MessageKind::Request | MessageKind::Notification)) = ex.kind() else {
             return Flow::Continue;
         };
-        let Some(message) = ex.message.as_ref() else {
+        let Some(message) = ex.message() else {
             return Flow::Continue;
         };
-        let bound = match ex.era {
-            Era::Modern => bind(ex.server(), &ex.parts.headers, message, kind),
-            Era::Legacy => bind_present(ex.server(), &ex.parts.headers, message),
+        let bound = match ex.era() {
+            Era::Modern => bind(ex.server(), ex.headers(), message, kind),
+            Era::Legacy => bind_present(ex.server(), ex.headers(), message),
         };
         match bound {
             Ok(()) => Flow::Continue,
@@ -396,7 +396,7 @@ fn param_row(
 /// The legacy era's version row: a present `MCP-Protocol-Version` names a
 /// served revision.
 fn legacy(ex: &mut Exchange<'_>) -> Flow {
-    let Some(value) = ex.parts.headers.get(MCP_PROTOCOL_VERSION) else {
+    let Some(value) = ex.headers().get(MCP_PROTOCOL_VERSION) else {
         return Flow::Continue;
     };
     let server = ex.server();
@@ -405,8 +405,8 @@ fn legacy(ex: &mut Exchange<'_>) -> Flow {
         .ok()
         .and_then(Revision::parse)
         .filter(|r| server.revisions().contains(r));
-    if let Some(revision) = revision {
-        ex.revision = Some(revision);
+    if revision.is_some() {
+        ex.establish_revision();
         return Flow::Continue;
     }
     let supported: Vec<&str> = server.revisions().iter().map(|r| r.as_str()).collect();

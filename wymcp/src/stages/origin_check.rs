@@ -66,7 +66,7 @@ impl Stage for OriginCheck {
 }
 
 fn check(ex: &Exchange<'_>) -> Flow {
-    let headers = &ex.parts.headers;
+    let headers = ex.headers();
     let Ok(origin) = single(headers.get_all(header::ORIGIN).iter()) else {
         return ex.reject(Rejection::new(
             StatusCode::BAD_REQUEST,
@@ -81,18 +81,18 @@ fn check(ex: &Exchange<'_>) -> Flow {
             "more than one Host header",
         ));
     };
-    let policy = &ex.server().origin;
+    let server = ex.server();
     let bound = ex
-        .parts
+        .parts()
         .extensions
         .get::<BoundTo>()
         .map(|b| b.0)
-        .or(policy.bound_to);
+        .or(server.bound_to());
     let host = host
         .map(HeaderValue::as_bytes)
-        .or_else(|| ex.parts.uri.authority().map(|a| a.as_str().as_bytes()));
+        .or_else(|| ex.parts().uri.authority().map(|a| a.as_str().as_bytes()));
     if let Some(host) = host
-        && !policy.allows_host(host, bound)
+        && !server.allows_host(host, bound)
     {
         return ex.reject(Rejection::new(
             StatusCode::FORBIDDEN,
@@ -101,7 +101,7 @@ fn check(ex: &Exchange<'_>) -> Flow {
         ));
     }
     if let Some(origin) = origin
-        && !policy.allows_origin(origin.as_bytes())
+        && !server.allows_origin(origin.as_bytes())
     {
         return ex.reject(Rejection::new(
             StatusCode::FORBIDDEN,

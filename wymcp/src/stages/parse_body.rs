@@ -71,26 +71,18 @@
 //! declared length over the ceiling without a `100 Continue` first: hyper
 //! only sends that when the body is first read.
 //!
-//! On success the step sets [`Exchange::bytes`] (the body exactly as
-//! received) and [`Exchange::message`] (the parsed value).
-
-use std::future::Future as _;
-use std::task::Poll;
-use std::time::Duration;
+//! On success [`Exchange::read_body`] has established [`Exchange::bytes`]
+//! (the body exactly as received) and [`Exchange::message`] (the parsed
+//! value); the step is that method's HTTP adapter, as a user's stage can be.
 
 use axum::body::Body;
-use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
-use http_body::Body as _;
-use http_body_util::BodyExt as _;
 use serde_json::json;
 
-use crate::exchange::Exchange;
+use crate::exchange::{BodyError, Exchange};
 use crate::protocol::error::ErrorCode;
-use crate::protocol::json::{JsonError, parse_bounded};
 use crate::reply::Flow;
 use crate::reply::{Rejection, Response};
-use crate::server::{Limits, Reservation};
 
 /// The one message of the 415, for an absent and for a wrong `Content-Type`.
 const NOT_JSON: &str = "nothing declares the body JSON: the Content-Type must be application/json";
@@ -101,7 +93,7 @@ const NOT_JSON: &str = "nothing declares the body JSON: the Content-Type must be
 pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
     let limits = *ex.server().limits();
 
-    let mut types = ex.parts.headers.get_all(header::CONTENT_TYPE).iter();
+    let mut types = ex.headers().get_all(header::CONTENT_TYPE).iter();
     let content_type = types.next();
     if types.next().is_some() {
         return ex.reject(Rejection::new(
@@ -118,7 +110,7 @@ pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
         ));
     }
 
-    if let Some(query) = ex.parts.uri.query() {
+    if let Some(query) = ex.parts().uri.query() {
         if query.len() > limits.query_bytes {
             return ex.reject(
                 Rejection::new(
@@ -141,56 +133,38 @@ pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
         }
     }
 
-    let body = ex.body.take().unwrap_or_default();
-    // The body bytes in flight are budgeted: the declared length before a
-    // byte is read, the rest as it arrives.
-    let declared = reserved_len(&body, limits.body_bytes);
-    let Some(reservation) = ex.server().bodies.reserve(declared) else {
-        return ex.reject(bodies_busy(limits.bodies_in_flight));
-    };
-    let reserved = ex.reserved.insert(reservation);
-    let bytes = match read(body, &limits, reserved).await {
-        Ok(bytes) => bytes,
-        Err(ReadFailure::OverBudget) => return ex.reject(bodies_busy(limits.bodies_in_flight)),
-        Err(ReadFailure::OverCeiling) => {
-            return ex.reject(
-                Rejection::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    ErrorCode::INVALID_REQUEST,
-                    format!(
-                        "the body exceeds the ceiling of {} bytes",
-                        limits.body_bytes
-                    ),
-                )
-                .data(json!({ "ceiling": limits.body_bytes }))
-                .close(),
-            );
-        }
-        Err(ReadFailure::Stalled) => {
+    match ex.read_body().await {
+        Ok(()) => Flow::Continue,
+        Err(BodyError::OverBudget) => ex.reject(bodies_busy(limits.bodies_in_flight)),
+        Err(BodyError::OverCeiling) => ex.reject(
+            Rejection::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                ErrorCode::INVALID_REQUEST,
+                format!(
+                    "the body exceeds the ceiling of {} bytes",
+                    limits.body_bytes
+                ),
+            )
+            .data(json!({ "ceiling": limits.body_bytes }))
+            .close(),
+        ),
+        Err(BodyError::Stalled) => {
             tracing::debug!(
                 target: "wymcp::parse_body",
                 timeout_ms = u64::try_from(limits.read_timeout.as_millis()).unwrap_or(u64::MAX),
                 "the body read stalled; answering 408"
             );
-            return Flow::Answer(transport_failure(ex, StatusCode::REQUEST_TIMEOUT));
+            Flow::Answer(transport_failure(ex, StatusCode::REQUEST_TIMEOUT))
         }
-        Err(ReadFailure::Transport(error)) => {
+        Err(BodyError::Transport(error)) => {
             tracing::debug!(
                 target: "wymcp::parse_body",
                 %error,
                 "the body read failed; answering 400"
             );
-            return Flow::Answer(transport_failure(ex, StatusCode::BAD_REQUEST));
+            Flow::Answer(transport_failure(ex, StatusCode::BAD_REQUEST))
         }
-    };
-
-    match parse_bounded(&bytes, limits.json_values) {
-        Ok(message) => {
-            ex.bytes = bytes;
-            ex.message = Some(message);
-            Flow::Continue
-        }
-        Err(JsonError::Syntax(error)) => ex.reject(
+        Err(BodyError::Syntax(error)) => ex.reject(
             Rejection::new(
                 StatusCode::BAD_REQUEST,
                 ErrorCode::PARSE_ERROR,
@@ -198,7 +172,7 @@ pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
             )
             .close(),
         ),
-        Err(JsonError::TooManyValues(max)) => ex.reject(
+        Err(BodyError::TooManyValues(max)) => ex.reject(
             Rejection::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 ErrorCode::INVALID_REQUEST,
@@ -206,6 +180,13 @@ pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
             )
             .data(json!({ "ceiling": max, "limit": "json_values" })),
         ),
+        // Another stage read the body first and failed: answered there; a
+        // chain that runs the parse step after that is misassembled.
+        Err(BodyError::Taken) => ex.reject(Rejection::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::INTERNAL_ERROR,
+            "the chain runs the parse step after the body was read and refused",
+        )),
     }
 }
 
@@ -248,180 +229,6 @@ fn percent_decodes_to_utf8(query: &[u8]) -> bool {
         .is_ok()
 }
 
-/// Why a body read did not produce the body.
-enum ReadFailure {
-    /// More than the ceiling, declared or read.
-    OverCeiling,
-    /// The body would go over the server's budget of body bytes in flight.
-    OverBudget,
-    /// No piece of the body arrived within the read timeout, or the whole
-    /// body not within the body deadline.
-    Stalled,
-    /// The transport failed the read.
-    Transport(axum::Error),
-}
-
-/// Reads the whole body within the body ceiling, waiting at most the read
-/// timeout for each piece of it and the body deadline for all of it, its
-/// bytes beyond `reserved` taken from the budget as they arrive.
-///
-/// A body that arrives in one piece (the common case for a small request) is
-/// kept as that piece, without a copy. Otherwise it is put together from
-/// [`Pieces`] once its last piece is there: one allocation of exactly its
-/// length, each byte copied once.
-async fn read(
-    mut body: Body,
-    limits: &Limits,
-    reserved: &mut Reservation,
-) -> Result<Bytes, ReadFailure> {
-    let ceiling = limits.body_bytes;
-    let deadline = tokio::time::Instant::now() + limits.body_deadline;
-    let mut held = reserved_len(&body, ceiling);
-    let hint = body.size_hint();
-    let ceiling_u64 = u64::try_from(ceiling).unwrap_or(u64::MAX);
-    if hint.lower() > ceiling_u64 {
-        return Err(ReadFailure::OverCeiling);
-    }
-    let declared = hint
-        .exact()
-        .map_or(0, |len| usize::try_from(len).unwrap_or(ceiling));
-
-    let mut first: Option<Bytes> = None;
-    let mut pieces = Pieces::new(declared);
-    let mut total = 0usize;
-    loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let frame = match next_frame(&mut body, limits.read_timeout.min(left)).await {
-            Err(_elapsed) => return Err(ReadFailure::Stalled),
-            Ok(None) => break,
-            Ok(Some(Err(error))) => return Err(ReadFailure::Transport(error)),
-            Ok(Some(Ok(frame))) => frame,
-        };
-        // Trailers carry nothing the message is made of.
-        let Ok(data) = frame.into_data() else {
-            continue;
-        };
-        if data.is_empty() {
-            continue;
-        }
-        total = total.saturating_add(data.len());
-        if total > ceiling {
-            return Err(ReadFailure::OverCeiling);
-        }
-        if total > held {
-            if !reserved.grow(total - held) {
-                return Err(ReadFailure::OverBudget);
-            }
-            held = total;
-        }
-        match first.take() {
-            None if pieces.is_empty() => first = Some(data),
-            None => pieces.push(data),
-            Some(held) => {
-                pieces.push(held);
-                pieces.push(data);
-            }
-        }
-    }
-    Ok(match first {
-        Some(only) => only,
-        None => pieces.into_body(total),
-    })
-}
-
-/// The bytes reserved for `body` before its read: its declared length,
-/// within the ceiling.
-fn reserved_len(body: &Body, ceiling: usize) -> usize {
-    usize::try_from(body.size_hint().lower())
-        .unwrap_or(usize::MAX)
-        .min(ceiling)
-}
-
-/// A body frame of at least this many bytes is kept as the transport gave
-/// it until the body is whole; smaller ones are copied together at once.
-const KEEP: usize = 64 * 1024;
-
-/// The most the buffer of small frames is sized from the body's declared
-/// length before the bytes are there.
-const PREALLOCATION: usize = 64 * 1024;
-
-/// The pieces of a body that arrives in more than one.
-///
-/// Large frames are kept as they came (no copy until the body is put
-/// together); small ones are copied into one buffer as they arrive, so a
-/// client that sends many small pieces does not hold a transport buffer
-/// alive per piece. That buffer is sized from the declared length only up to
-/// [`PREALLOCATION`]: a declared length is a client's claim, and trusting it
-/// whole would let a client that sends two small pieces and stalls hold the
-/// server to the whole declared size. Past it the buffer grows as bytes
-/// arrive.
-struct Pieces {
-    declared: usize,
-    kept: Vec<Bytes>,
-    small: Vec<u8>,
-}
-
-impl Pieces {
-    fn new(declared: usize) -> Self {
-        Pieces {
-            declared,
-            kept: Vec::new(),
-            small: Vec::new(),
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.kept.is_empty() && self.small.is_empty()
-    }
-
-    fn push(&mut self, data: Bytes) {
-        if data.len() >= KEEP {
-            if !self.small.is_empty() {
-                self.kept.push(Bytes::from(std::mem::take(&mut self.small)));
-            }
-            self.kept.push(data);
-        } else {
-            if self.small.capacity() == 0 {
-                self.small
-                    .reserve_exact(self.declared.min(PREALLOCATION).max(data.len()));
-            }
-            self.small.extend_from_slice(&data);
-        }
-    }
-
-    /// The body, `total` bytes, in one allocation.
-    fn into_body(mut self, total: usize) -> Bytes {
-        if self.kept.is_empty() {
-            return Bytes::from(self.small);
-        }
-        if !self.small.is_empty() {
-            self.kept.push(Bytes::from(self.small));
-        }
-        if self.kept.len() == 1 {
-            return self.kept.pop().unwrap_or_default();
-        }
-        let mut body = Vec::with_capacity(total);
-        for piece in &self.kept {
-            body.extend_from_slice(piece);
-        }
-        Bytes::from(body)
-    }
-}
-
-/// The body's next frame, waiting at most `timeout` for it. A frame already
-/// there (a small body arrives with its head) is taken without arming a
-/// timer.
-async fn next_frame(
-    body: &mut Body,
-    timeout: Duration,
-) -> Result<Option<Result<http_body::Frame<Bytes>, axum::Error>>, tokio::time::error::Elapsed> {
-    let mut frame = std::pin::pin!(body.frame());
-    match std::future::poll_fn(|cx| Poll::Ready(frame.as_mut().poll(cx))).await {
-        Poll::Ready(frame) => Ok(frame),
-        Poll::Pending => tokio::time::timeout(timeout, frame).await,
-    }
-}
-
 /// The answer to a body read the transport failed: the status alone, no
 /// JSON-RPC body, and no rejection event. Closes an HTTP/1.x connection,
 /// whose unread rest of the body cannot be told from a next request.
@@ -439,38 +246,6 @@ fn transport_failure(ex: &Exchange<'_>, status: StatusCode) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Whatever mix of small and large frames a body arrives in, it is put
-    /// together in order, whole, in one allocation of exactly its length.
-    #[test]
-    fn pieces_put_a_body_together_in_order() {
-        let sizes: [&[usize]; 6] = [
-            &[10, 20],
-            &[KEEP, 5],
-            &[5, KEEP, 7, KEEP + 3],
-            &[KEEP * 2, KEEP],
-            &[1, 1, 1, KEEP, 1],
-            &[KEEP, 1, 1, 1],
-        ];
-        for frames in sizes {
-            let mut pieces = Pieces::new(0);
-            let mut expected = Vec::new();
-            let mut next = 0u8;
-            for &len in frames {
-                let frame: Vec<u8> = (0..len)
-                    .map(|_| {
-                        next = next.wrapping_add(1);
-                        next
-                    })
-                    .collect();
-                expected.extend_from_slice(&frame);
-                pieces.push(Bytes::from(frame));
-            }
-            let body = pieces.into_body(expected.len());
-            assert_eq!(body.len(), expected.len(), "{frames:?}");
-            assert!(body == expected, "{frames:?}");
-        }
-    }
 
     #[test]
     fn only_application_json_declares_json() {

@@ -58,13 +58,13 @@ pub struct ProtocolFields;
 
 impl Stage for ProtocolFields {
     async fn run(ex: &mut Exchange<'_>) -> Flow {
-        if ex.era != Era::Modern {
+        if ex.era() != Era::Modern {
             return Flow::Continue;
         }
-        let Some(kind @ (MessageKind::Request | MessageKind::Notification)) = ex.kind else {
+        let Some(kind @ (MessageKind::Request | MessageKind::Notification)) = ex.kind() else {
             return Flow::Continue;
         };
-        let Some(message) = ex.message.as_ref() else {
+        let Some(message) = ex.message() else {
             return Flow::Continue;
         };
         let version = match read_fields(message, kind == MessageKind::Request) {
@@ -72,7 +72,7 @@ impl Stage for ProtocolFields {
             Ok(None) => return Flow::Continue,
             Err(error) => return ex.reject(Rejection::of(StatusCode::BAD_REQUEST, error)),
         };
-        let header = ex.parts.headers.get(MCP_PROTOCOL_VERSION);
+        let header = ex.headers().get(MCP_PROTOCOL_VERSION);
         let judged = match header {
             Some(value) => plain_text(value) == Ok(version),
             None => kind == MessageKind::Notification,
@@ -82,8 +82,8 @@ impl Stage for ProtocolFields {
             return Flow::Continue;
         }
         match judge(version, ex.server().revisions()) {
-            Ok(revision) => {
-                ex.revision = Some(revision);
+            Ok(_) => {
+                ex.establish_revision();
                 Flow::Continue
             }
             Err(error) => ex.reject(Rejection::of(StatusCode::BAD_REQUEST, error)),

@@ -39,7 +39,7 @@ const FIXED: [(HeaderName, &str); 4] = [
 
 impl Stage for SingletonHeaders {
     async fn run(ex: &mut Exchange<'_>) -> Flow {
-        match repeated_header(&ex.parts.headers) {
+        match repeated_header(ex.headers()) {
             None => Flow::Continue,
             Some(name) => ex.reject(
                 Rejection::new(

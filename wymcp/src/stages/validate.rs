@@ -36,7 +36,7 @@
 //! table and answers it 404/-32601, so "no such method" is said in one place,
 //! with one code, whatever the schema knows.
 //!
-//! **Which revision.** The one ProtocolFields established (`ex.revision`);
+//! **Which revision.** The one ProtocolFields established (`ex.revision()`);
 //! else the `MCP-Protocol-Version` header's, when it names a revision of the
 //! request's era; else, for a modern request, the body's
 //! `_meta["io.modelcontextprotocol/protocolVersion"]`; else the newest served
@@ -67,7 +67,7 @@ use crate::protocol::headers::MCP_PROTOCOL_VERSION;
 use crate::protocol::jsonrpc::{MessageKind, is_response};
 use crate::protocol::revision::Era;
 use crate::protocol::revision::Revision;
-use crate::protocol::validation::{check, check_response, revision_for};
+use crate::protocol::validation::{check_response, revision_for};
 use crate::reply::Flow;
 use crate::reply::Rejection;
 use crate::stage::{Stage, StageKind};
@@ -88,7 +88,7 @@ impl Validate {
     /// The revision whose schema a message is validated against; Dispatch
     /// may read it for the same answer.
     ///
-    /// In order: `ex.revision` when a stage (ProtocolFields) established it;
+    /// In order: `ex.revision()` when a stage (ProtocolFields) established it;
     /// the `MCP-Protocol-Version` header's revision when it names one of the
     /// request's era; for a modern request, the revision its
     /// `params._meta["io.modelcontextprotocol/protocolVersion"]` names; the
@@ -96,19 +96,18 @@ impl Validate {
     /// that era, the newest revision of the era wymcp knows.
     #[must_use]
     pub fn revision(ex: &Exchange<'_>) -> Revision {
-        if let Some(revision) = ex.revision {
+        if let Some(revision) = ex.revision() {
             return revision;
         }
         let header = ex
-            .parts
-            .headers
+            .headers()
             .get(MCP_PROTOCOL_VERSION)
             .and_then(|value| value.to_str().ok())
             .and_then(|value| Revision::parse(value.trim()));
-        let message = ex.message.as_ref().unwrap_or(&serde_json::Value::Null);
+        let message = ex.message().unwrap_or(&serde_json::Value::Null);
         revision_for(
-            ex.era,
-            ex.revision,
+            ex.era(),
+            ex.revision(),
             header,
             message,
             ex.server().revisions(),
@@ -117,7 +116,7 @@ impl Validate {
 }
 
 fn validate(ex: &Exchange<'_>) -> Flow {
-    let (Some(message), Some(kind)) = (ex.message.as_ref(), ex.kind) else {
+    let (Some(message), Some(kind)) = (ex.message(), ex.kind()) else {
         // A chain that validates before the parse step or classification ran
         // is misassembled; no client input can cause it.
         return ex.reject(Rejection::new(
@@ -128,13 +127,16 @@ fn validate(ex: &Exchange<'_>) -> Flow {
     };
     // A 2025 client's answer to a request the server sent mid-call: held to
     // the JSON-RPC response envelope, then Dispatch hands it to the call.
-    if kind == MessageKind::Unknown && ex.era == Era::Legacy && is_response(message) {
+    if kind == MessageKind::Unknown && ex.era() == Era::Legacy && is_response(message) {
         return match check_response(message) {
             Ok(()) => Flow::Continue,
             Err(error) => ex.reject(Rejection::of(StatusCode::BAD_REQUEST, error)),
         };
     }
-    match check(ex.server().schemas(), Validate::revision(ex), kind, message) {
+    match ex
+        .server()
+        .check_message(Validate::revision(ex), kind, message)
+    {
         Ok(()) => Flow::Continue,
         Err(error) => ex.reject(Rejection::of(StatusCode::BAD_REQUEST, error)),
     }
