@@ -198,6 +198,12 @@ pub(crate) struct AsState {
     url: Mutex<String>,
     /// The issuer its metadata names (the real one unless set).
     metadata_issuer: Mutex<Option<String>>,
+    /// The `jwks_uri` its metadata names (its own `/jwks` unless set).
+    metadata_jwks: Mutex<Option<String>>,
+    /// What `/jwks` answers with `200` instead of the key set, when set.
+    jwks_body: Mutex<Option<String>>,
+    /// How long `/jwks` takes to answer (it reads the keys after it).
+    jwks_delay: Mutex<Duration>,
     pub(crate) jwks_hits: AtomicUsize,
     pub(crate) down: AtomicBool,
 }
@@ -222,8 +228,13 @@ impl Issuer {
                     let state = jwks.clone();
                     async move {
                         state.jwks_hits.fetch_add(1, Ordering::SeqCst);
+                        let delay = *state.jwks_delay.lock().unwrap();
+                        tokio::time::sleep(delay).await;
                         if state.down.load(Ordering::SeqCst) {
                             return (StatusCode::SERVICE_UNAVAILABLE, String::new());
+                        }
+                        if let Some(body) = state.jwks_body.lock().unwrap().clone() {
+                            return (StatusCode::OK, body);
                         }
                         let keys = state.keys.lock().unwrap().clone();
                         (StatusCode::OK, json!({ "keys": keys }).to_string())
@@ -242,7 +253,13 @@ impl Issuer {
                             .unwrap()
                             .clone()
                             .unwrap_or(url.clone());
-                        json!({ "issuer": issuer, "jwks_uri": format!("{url}/jwks") }).to_string()
+                        let jwks = state
+                            .metadata_jwks
+                            .lock()
+                            .unwrap()
+                            .clone()
+                            .unwrap_or(format!("{url}/jwks"));
+                        json!({ "issuer": issuer, "jwks_uri": jwks }).to_string()
                     }
                 }),
             );
@@ -802,6 +819,130 @@ async fn the_key_set_is_found_through_the_issuers_metadata_and_must_name_it() {
         UNREACHABLE,
     );
     assert_eq!(impostor.hits(), 0);
+}
+
+#[tokio::test]
+async fn a_discovered_jwks_uri_must_be_https_or_on_the_issuers_own_origin() {
+    let rsa = Signer::rsa("rsa-1", 0);
+    // The metadata points at plain http on another loopback port: a
+    // service the operator never named.
+    let elsewhere = Issuer::start(&[&rsa]).await;
+    let issuer = Issuer::start(&[&rsa]).await;
+    *issuer.state.metadata_jwks.lock().unwrap() = Some(format!("{}/jwks", elsewhere.url));
+    let server = server_with(JwtVerifier::builder(&issuer.url, RESOURCE).build().unwrap());
+    refused(
+        &call(&server, Some(&rsa.mint(&claims(&issuer.url)))).await,
+        UNREACHABLE,
+    );
+    assert_eq!(elsewhere.hits(), 0, "the discovered http URL is never fetched");
+    // Configured explicitly, the same URL is the operator's choice.
+    let server = server_with(
+        JwtVerifier::builder(&issuer.url, RESOURCE)
+            .jwks_url(format!("{}/jwks", elsewhere.url))
+            .build()
+            .unwrap(),
+    );
+    accepted(&call(&server, Some(&rsa.mint(&claims(&issuer.url)))).await);
+    assert_eq!(elsewhere.hits(), 1);
+}
+
+#[tokio::test]
+async fn a_slow_key_server_delays_one_refresh_while_held_keys_keep_verifying() {
+    let (held, rotated) = (Signer::rsa("held", 0), Signer::ec("rotated"));
+    let issuer = Issuer::start(&[&held]).await;
+    let server = server_with(
+        issuer
+            .verifier()
+            .keys_max_age(Duration::from_millis(100))
+            .refresh_interval(Duration::from_millis(100))
+            .build()
+            .unwrap(),
+    );
+    accepted(&call(&server, Some(&held.mint(&claims(&issuer.url)))).await);
+    assert_eq!(issuer.hits(), 1);
+    // The set grows stale; the key server becomes slow.
+    let delay = Duration::from_millis(1500);
+    *issuer.state.jwks_delay.lock().unwrap() = delay;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let token = held.mint(&claims(&issuer.url));
+    let refresher = {
+        let (server, token) = (server.clone(), token.clone());
+        tokio::spawn(async move { call(&server, Some(&token)).await })
+    };
+    // Let it start its fetch.
+    while issuer.hits() < 2 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // The refresh runs: every request whose key is held is answered from
+    // the held set at once, and none starts a second refresh.
+    let started = std::time::Instant::now();
+    let mut meanwhile = tokio::task::JoinSet::new();
+    for _ in 0..20 {
+        let (server, token) = (server.clone(), token.clone());
+        meanwhile.spawn(async move { call(&server, Some(&token)).await });
+    }
+    while let Some(reply) = meanwhile.join_next().await {
+        accepted(&reply.unwrap());
+    }
+    assert!(
+        started.elapsed() < delay / 3,
+        "requests waited behind the refresh: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(issuer.hits(), 2, "one refresh in flight");
+    // A token whose key the held set lacks waits for that one refresh (the
+    // key is rotated in before it answers) and starts no other.
+    issuer.publish(&[&held, &rotated]);
+    let unknown = call(&server, Some(&rotated.mint(&claims(&issuer.url)))).await;
+    accepted(&unknown);
+    accepted(&refresher.await.unwrap());
+    assert_eq!(issuer.hits(), 2, "the waiting request started no refresh");
+}
+
+#[tokio::test]
+async fn an_answer_that_is_not_a_jwk_set_is_a_failed_fetch_and_held_keys_survive_it() {
+    let rsa = Signer::rsa("rsa-1", 0);
+    let issuer = Issuer::start(&[&rsa]).await;
+    let interval = Duration::from_millis(150);
+    let server = server_with(
+        issuer
+            .verifier()
+            .refresh_interval(interval)
+            .timeout(Duration::from_secs(2))
+            .build()
+            .unwrap(),
+    );
+    let token = rsa.mint(&claims(&issuer.url));
+    accepted(&call(&server, Some(&token)).await);
+    let stranger = Signer::ec("forged");
+    let mut warnings = Vec::new();
+    // `200` with an object lacking `keys`, then with `keys` not an array:
+    // each time a forged kid makes the set be read again.
+    for body in [json!({"not_keys": []}), json!({"keys": {"a": 1}})] {
+        *issuer.state.jwks_body.lock().unwrap() = Some(body.to_string());
+        tokio::time::sleep(interval + Duration::from_millis(20)).await;
+        let hits = issuer.hits();
+        let forged = stranger.mint(&claims(&issuer.url));
+        let (status, challenge, _, log) = send_logging(&server, whoami().bearer(&forged)).await;
+        assert_eq!(issuer.hits(), hits + 1, "the set was read again");
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert_eq!(challenge, invalid_token_challenge(UNREACHABLE));
+        warnings.extend(log);
+        // The held key still verifies what it signed.
+        let (status, _, _, log) = send_logging(&server, whoami().bearer(&token)).await;
+        assert_eq!(status, StatusCode::OK);
+        warnings.extend(log);
+    }
+    assert_eq!(warnings, ["WARN wymcp::auth"], "one warning for the outage");
+    // A JWK Set again: the end of the outage is said once.
+    *issuer.state.jwks_body.lock().unwrap() = None;
+    tokio::time::sleep(interval + Duration::from_millis(20)).await;
+    let forged = stranger.mint(&claims(&issuer.url));
+    let (status, challenge, _, log) = send_logging(&server, whoami().bearer(&forged)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(challenge, invalid_token_challenge(UNKNOWN_KEY));
+    assert_eq!(log, ["INFO wymcp::auth"]);
+    accepted(&call(&server, Some(&token)).await);
 }
 
 /// Sends `req` through the validated chain, recording the `wymcp::auth`
