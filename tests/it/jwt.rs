@@ -335,6 +335,20 @@ pub(crate) async fn call(server: &Arc<Server>, token: Option<&str>) -> Reply {
     validated(server, req).await
 }
 
+/// [`call`] on a thread and a runtime of its own, for requests that must
+/// be in flight at once: each records its own rejection events, which a
+/// task sharing the test's thread could not.
+pub(crate) fn call_apart(server: &Arc<Server>, token: &str) -> tokio::task::JoinHandle<Reply> {
+    let (server, token) = (server.clone(), token.to_owned());
+    tokio::task::spawn_blocking(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(call(&server, Some(&token)))
+    })
+}
+
 /// The call went through: the principal the tool saw.
 #[track_caller]
 pub(crate) fn accepted(reply: &Reply) -> Value {
@@ -865,10 +879,7 @@ async fn a_slow_key_server_delays_one_refresh_while_held_keys_keep_verifying() {
     *issuer.state.jwks_delay.lock().unwrap() = delay;
     tokio::time::sleep(Duration::from_millis(150)).await;
     let token = held.mint(&claims(&issuer.url));
-    let refresher = {
-        let (server, token) = (server.clone(), token.clone());
-        tokio::spawn(async move { call(&server, Some(&token)).await })
-    };
+    let refresher = call_apart(&server, &token);
     // Let it start its fetch.
     while issuer.hits() < 2 {
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -876,13 +887,9 @@ async fn a_slow_key_server_delays_one_refresh_while_held_keys_keep_verifying() {
     // The refresh runs: every request whose key is held is answered from
     // the held set at once, and none starts a second refresh.
     let started = std::time::Instant::now();
-    let mut meanwhile = tokio::task::JoinSet::new();
-    for _ in 0..20 {
-        let (server, token) = (server.clone(), token.clone());
-        meanwhile.spawn(async move { call(&server, Some(&token)).await });
-    }
-    while let Some(reply) = meanwhile.join_next().await {
-        accepted(&reply.unwrap());
+    let meanwhile: Vec<_> = (0..20).map(|_| call_apart(&server, &token)).collect();
+    for reply in meanwhile {
+        accepted(&reply.await.unwrap());
     }
     assert!(
         started.elapsed() < delay / 3,
