@@ -1088,3 +1088,64 @@ async fn a_refused_token_follows_the_rejection_id_rule() {
     let reply = validated(&server, Req::modern(7, "tools/list").bearer(&token)).await;
     reply.rejected("Auth", 401, -32600, &json!(7));
 }
+
+/// A 2026 `tools/list` to `examples/everything`, with this bearer token.
+fn everything_tools_list(host: &str, token: &str) -> wymcp_tests::wire::RawRequest {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": "list-1",
+        "method": "tools/list",
+        "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "jwt", "version": "1"},
+        }},
+    });
+    wymcp_tests::wire::RawRequest::post("/mcp")
+        .host(host)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/list")
+        .header("Authorization", format!("Bearer {token}"))
+        .json(serde_json::to_vec(&body).unwrap())
+}
+
+#[tokio::test]
+async fn examples_everything_accepts_typ_jwt_tokens_when_asked_to_as_docs_auth_md_says() {
+    use wymcp_tests::child::Everything;
+    use wymcp_tests::wire::RawConn;
+    let rsa = Signer::rsa("rsa-1", 0);
+    let issuer = Issuer::start(&[&rsa]).await;
+    let jwks = format!("{}/jwks", issuer.url);
+    let header = json!({"alg": "RS256", "typ": "JWT", "kid": "rsa-1"});
+    let generic = rsa.mint_raw(&header, &claims(&issuer.url));
+    let typed = rsa.mint(&claims(&issuer.url));
+    let flags = ["--jwks-url", &jwks, "--issuer", &issuer.url, "--audience", RESOURCE];
+    // Without the flag: RFC 9068's `at+jwt` only.
+    let strict = Everything::start(&flags, &[]);
+    let host = strict.addr().to_string();
+    let mut conn = RawConn::connect(strict.addr()).await;
+    let refused = conn.request(&everything_tools_list(&host, &generic)).await;
+    assert_eq!(refused.status, 401);
+    assert!(
+        refused
+            .header("www-authenticate")
+            .is_some_and(|c| c.contains(TYP)),
+        "{:?}",
+        refused.header("www-authenticate")
+    );
+    assert_eq!(refused.json()["id"], "list-1");
+    let mut conn = RawConn::connect(strict.addr()).await;
+    assert_eq!(conn.request(&everything_tools_list(&host, &typed)).await.status, 200);
+    drop(strict);
+    // With it, as docs/auth.md's snippet does: `typ: JWT` is let in.
+    let generic_flags = [&flags[..], &["--accept-generic-typ"]].concat();
+    let lenient = Everything::start(&generic_flags, &[]);
+    let host = lenient.addr().to_string();
+    let mut conn = RawConn::connect(lenient.addr()).await;
+    let listed = conn.request(&everything_tools_list(&host, &generic)).await;
+    assert_eq!(listed.status, 200, "{:?}", String::from_utf8_lossy(&listed.body));
+    assert_eq!(listed.json()["id"], "list-1");
+    assert!(listed.json()["result"]["tools"].is_array());
+    assert_eq!(lenient.panics(), 0);
+}
