@@ -848,7 +848,11 @@ async fn a_discovered_jwks_uri_must_be_https_or_on_the_issuers_own_origin() {
         &call(&server, Some(&rsa.mint(&claims(&issuer.url)))).await,
         UNREACHABLE,
     );
-    assert_eq!(elsewhere.hits(), 0, "the discovered http URL is never fetched");
+    assert_eq!(
+        elsewhere.hits(),
+        0,
+        "the discovered http URL is never fetched"
+    );
     // Configured explicitly, the same URL is the operator's choice.
     let server = server_with(
         JwtVerifier::builder(&issuer.url, RESOURCE)
@@ -1120,7 +1124,14 @@ async fn examples_everything_accepts_typ_jwt_tokens_when_asked_to_as_docs_auth_m
     let header = json!({"alg": "RS256", "typ": "JWT", "kid": "rsa-1"});
     let generic = rsa.mint_raw(&header, &claims(&issuer.url));
     let typed = rsa.mint(&claims(&issuer.url));
-    let flags = ["--jwks-url", &jwks, "--issuer", &issuer.url, "--audience", RESOURCE];
+    let flags = [
+        "--jwks-url",
+        &jwks,
+        "--issuer",
+        &issuer.url,
+        "--audience",
+        RESOURCE,
+    ];
     // Without the flag: RFC 9068's `at+jwt` only.
     let strict = Everything::start(&flags, &[]);
     let host = strict.addr().to_string();
@@ -1136,7 +1147,12 @@ async fn examples_everything_accepts_typ_jwt_tokens_when_asked_to_as_docs_auth_m
     );
     assert_eq!(refused.json()["id"], "list-1");
     let mut conn = RawConn::connect(strict.addr()).await;
-    assert_eq!(conn.request(&everything_tools_list(&host, &typed)).await.status, 200);
+    assert_eq!(
+        conn.request(&everything_tools_list(&host, &typed))
+            .await
+            .status,
+        200
+    );
     drop(strict);
     // With it, as docs/auth.md's snippet does: `typ: JWT` is let in.
     let generic_flags = [&flags[..], &["--accept-generic-typ"]].concat();
@@ -1144,7 +1160,12 @@ async fn examples_everything_accepts_typ_jwt_tokens_when_asked_to_as_docs_auth_m
     let host = lenient.addr().to_string();
     let mut conn = RawConn::connect(lenient.addr()).await;
     let listed = conn.request(&everything_tools_list(&host, &generic)).await;
-    assert_eq!(listed.status, 200, "{:?}", String::from_utf8_lossy(&listed.body));
+    assert_eq!(
+        listed.status,
+        200,
+        "{:?}",
+        String::from_utf8_lossy(&listed.body)
+    );
     assert_eq!(listed.json()["id"], "list-1");
     assert!(listed.json()["result"]["tools"].is_array());
     assert_eq!(lenient.panics(), 0);

@@ -163,7 +163,7 @@ impl<V: Clone> InFlight<V> {
         F: FnOnce() -> Fut,
         Fut: Future<Output = V>,
     {
-        let cell = self
+        let slot = self
             .calls
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -173,9 +173,9 @@ impl<V: Clone> InFlight<V> {
         let _leave = Leave {
             calls: &self.calls,
             key,
-            cell: &cell,
+            cell: &slot,
         };
-        cell.get_or_init(call).await.clone()
+        slot.get_or_init(call).await.clone()
     }
 
     #[cfg(test)]
@@ -199,7 +199,9 @@ impl<V> Drop for Leave<'_, V> {
         let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
         // Under the lock no request can pick the cell up: two holders are
         // the map and this request.
-        if calls.get(&self.key).is_some_and(|c| Arc::ptr_eq(c, self.cell))
+        if calls
+            .get(&self.key)
+            .is_some_and(|c| Arc::ptr_eq(c, self.cell))
             && Arc::strong_count(self.cell) == 2
         {
             calls.remove(&self.key);
@@ -208,6 +210,7 @@ impl<V> Drop for Leave<'_, V> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};

@@ -39,7 +39,7 @@ use http::{HeaderValue, Uri};
 use serde_json::Value;
 
 use super::cache::{InFlight, TokenCache, digest};
-use super::fetch::{FetchSettings, Fetcher, OutboundCalls, Outage};
+use super::fetch::{FetchSettings, Fetcher, Outage, OutboundCalls};
 use super::verifier::{self, VerifierConfigError};
 use super::{AuthError, AuthFuture, Authenticator, Credentials, Principal};
 

@@ -47,7 +47,7 @@ use serde_json::{Map, Value};
 use tokio::sync::watch;
 
 use super::algorithm::Algorithm;
-use super::fetch::{FetchError, Fetcher, Outage};
+use super::fetch::{FetchError, Fetcher, Outage, check_discovered_url};
 
 /// The default least time between two fetches of the key set.
 pub(crate) const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(60);
@@ -469,7 +469,7 @@ impl Keys {
                     .get("jwks_uri")
                     .and_then(Value::as_str)
                     .ok_or(FetchError::Unusable("the metadata names no jwks_uri"))?;
-                self.fetcher.check_discovered_url(jwks, url).map_err(|_| {
+                check_discovered_url(jwks, url).map_err(|_| {
                     FetchError::Unusable(
                         "the metadata's jwks_uri is neither https nor on the issuer's own origin",
                     )
