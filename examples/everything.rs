@@ -6,7 +6,9 @@
 //!
 //! Without auth flags it serves without auth. `--jwks-url URL --issuer ISS
 //! --audience AUD` makes it an OAuth resource server for JWT access tokens
-//! (`wymcp::auth::JwtVerifier`); `--introspection-url URL --client-id ID
+//! (`wymcp::auth::JwtVerifier`), typed `at+jwt` unless
+//! `--accept-generic-typ` also lets in `typ: JWT` and untyped ones (what
+//! most authorization servers issue); `--introspection-url URL --client-id ID
 //! --client-secret S` (with `--audience AUD`, by default the served URL)
 //! one for opaque tokens (`wymcp::auth::Introspection`). Each takes
 //! `--required-scope S`, as often as needed: every request must hold it
@@ -888,7 +890,7 @@ impl Keys {
 }
 
 const USAGE: &str = "usage: everything [--bind ADDR] [--replica NAME] [--trusted-proxy ADDR[/PREFIX]]… \
-    [--jwks-url URL --issuer ISS --audience AUD | \
+    [--jwks-url URL --issuer ISS --audience AUD [--accept-generic-typ] | \
     --introspection-url URL --client-id ID --client-secret S [--audience AUD] [--issuer ISS]] \
     [--required-scope S]… [--static-token TOKEN] [--redis-url URL] | --stdio \
     (env WYMCP_REDIS_URL: the Redis the replicas share for the change bus and \
@@ -901,6 +903,8 @@ const USAGE: &str = "usage: everything [--bind ADDR] [--replica NAME] [--trusted
 #[derive(Default)]
 struct AuthArgs {
     jwks_url: Option<String>,
+    /// JWTs typed `JWT`, or not typed, are accepted too.
+    accept_generic_typ: bool,
     issuer: Option<String>,
     audience: Option<String>,
     introspection_url: Option<String>,
@@ -949,13 +953,18 @@ impl AuthArgs {
                 .authorization_server(issuer)
                 .required_scopes(self.required_scopes.clone())
         };
+        if self.accept_generic_typ && self.jwks_url.is_none() {
+            return Err("--accept-generic-typ needs --jwks-url".into());
+        }
         if let Some(jwks_url) = &self.jwks_url {
             let (Some(issuer), Some(audience)) = (&self.issuer, &self.audience) else {
                 return Err("--jwks-url needs --issuer and --audience".into());
             };
-            let verifier = JwtVerifier::builder(issuer, audience)
-                .jwks_url(jwks_url)
-                .build()?;
+            let mut verifier = JwtVerifier::builder(issuer, audience).jwks_url(jwks_url);
+            if self.accept_generic_typ {
+                verifier = verifier.accept_generic_typ();
+            }
+            let verifier = verifier.build()?;
             return Ok(Some(AuthSetup {
                 authenticator: ResourceServer::Jwt(verifier),
                 config: config(issuer),
@@ -1021,6 +1030,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ("--trusted-proxy", args) => trusted.push(args.next().ok_or(USAGE)?.parse()?),
             ("--redis-url", args) => redis = Some(args.next().ok_or(USAGE)?),
             ("--jwks-url", args) => auth.jwks_url = Some(args.next().ok_or(USAGE)?),
+            ("--accept-generic-typ", _) => auth.accept_generic_typ = true,
             ("--issuer", args) => auth.issuer = Some(args.next().ok_or(USAGE)?),
             ("--audience", args) => auth.audience = Some(args.next().ok_or(USAGE)?),
             ("--introspection-url", args) => {

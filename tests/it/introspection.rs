@@ -19,7 +19,7 @@ use wymcp_tests::wire::TestServer;
 
 use crate::jwt::{
     AUDIENCE, EXPIRED, NO_AUDIENCE, NOT_YET_VALID, RESOURCE, SCOPE, UNREACHABLE, accepted, call,
-    now, refused, server_with,
+    call_apart, now, refused, server_with,
 };
 
 const CLIENT_ID: &str = "mcp server";
@@ -33,6 +33,8 @@ struct State {
     hits: AtomicUsize,
     down: AtomicBool,
     forms: Mutex<Vec<String>>,
+    /// How long the endpoint takes to answer.
+    delay: Mutex<Duration>,
 }
 
 /// A loopback introspection endpoint.
@@ -55,6 +57,8 @@ impl Endpoint {
                 let expected = expected.clone();
                 async move {
                     state.hits.fetch_add(1, Ordering::SeqCst);
+                    let delay = *state.delay.lock().unwrap();
+                    tokio::time::sleep(delay).await;
                     if state.down.load(Ordering::SeqCst) {
                         return (StatusCode::SERVICE_UNAVAILABLE, String::new());
                     }
@@ -163,7 +167,15 @@ async fn wrong_client_credentials_are_the_endpoint_unreachable_for_the_client() 
 #[tokio::test]
 async fn inactive_and_not_truly_active_tokens_are_refused_and_not_cached() {
     let endpoint = Endpoint::start().await;
-    let server = server_with(endpoint.introspection().build().unwrap());
+    // With the refusal cache off: refusals are cached only briefly, by
+    // choice (the next test).
+    let server = server_with(
+        endpoint
+            .introspection()
+            .refusal_cache_ttl(Duration::ZERO)
+            .build()
+            .unwrap(),
+    );
     refused(&call(&server, Some("unknown")).await, INACTIVE);
     let mut truthy = active();
     truthy["active"] = json!("true");
@@ -328,4 +340,95 @@ async fn an_active_token_without_the_required_scope_is_403() {
             crate::jwt::METADATA
         )
     );
+}
+
+#[tokio::test]
+async fn a_refusal_is_reused_for_the_refusal_ttl_and_then_asked_again() {
+    let endpoint = Endpoint::start().await;
+    let window = Duration::from_millis(300);
+    let server = server_with(
+        endpoint
+            .introspection()
+            .refusal_cache_ttl(window)
+            .build()
+            .unwrap(),
+    );
+    refused(&call(&server, Some("unknown")).await, INACTIVE);
+    refused(&call(&server, Some("unknown")).await, INACTIVE);
+    assert_eq!(endpoint.hits(), 1, "the second use made no call");
+    // An answer that refuses on its claims is reused the same way.
+    let mut foreign = active();
+    foreign["aud"] = json!("https://other.example.com/mcp");
+    endpoint.answer("foreign", foreign);
+    refused(&call(&server, Some("foreign")).await, AUDIENCE);
+    refused(&call(&server, Some("foreign")).await, AUDIENCE);
+    assert_eq!(endpoint.hits(), 2);
+    // Past the window it is asked about again, and may be active by then.
+    endpoint.answer("unknown", active());
+    tokio::time::sleep(window + Duration::from_millis(50)).await;
+    accepted(&call(&server, Some("unknown")).await);
+    assert_eq!(endpoint.hits(), 3);
+    // A failure to get an answer is not cached.
+    endpoint.state.down.store(true, Ordering::SeqCst);
+    refused(&call(&server, Some("later")).await, UNREACHABLE);
+    endpoint.state.down.store(false, Ordering::SeqCst);
+    refused(&call(&server, Some("later")).await, INACTIVE);
+    assert_eq!(endpoint.hits(), 5);
+}
+
+#[tokio::test]
+async fn concurrent_requests_with_one_unknown_token_make_one_call() {
+    let endpoint = Endpoint::start().await;
+    *endpoint.state.delay.lock().unwrap() = Duration::from_millis(300);
+    // Neither cache helps: only the call in flight is shared.
+    let server = server_with(
+        endpoint
+            .introspection()
+            .cache_ttl(Duration::ZERO)
+            .refusal_cache_ttl(Duration::ZERO)
+            .build()
+            .unwrap(),
+    );
+    let requests: Vec<_> = (0..50).map(|_| call_apart(&server, "unknown")).collect();
+    for reply in requests {
+        refused(&reply.await.unwrap(), INACTIVE);
+    }
+    assert_eq!(endpoint.hits(), 1, "50 requests, one call");
+    // Once it has answered, the next request asks again (no cache here).
+    refused(&call(&server, Some("unknown")).await, INACTIVE);
+    assert_eq!(endpoint.hits(), 2);
+}
+
+#[tokio::test]
+async fn calls_beyond_the_cap_are_refused_at_once_never_queued() {
+    const BUSY: &str = "the token cannot be verified now: too many introspection calls are in flight, retry shortly";
+    let endpoint = Endpoint::start().await;
+    let delay = Duration::from_millis(800);
+    *endpoint.state.delay.lock().unwrap() = delay;
+    endpoint.answer("first", active());
+    endpoint.answer("second", active());
+    let server = server_with(endpoint.introspection().max_concurrent(2).build().unwrap());
+    let holding: Vec<_> = ["first", "second"]
+        .into_iter()
+        .map(|token| call_apart(&server, token))
+        .collect();
+    while endpoint.hits() < 2 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Both places are taken: a third token is answered at once, and the
+    // endpoint is not asked.
+    let started = std::time::Instant::now();
+    let reply = call(&server, Some("third")).await;
+    assert!(started.elapsed() < delay / 2, "{:?}", started.elapsed());
+    refused(&reply, BUSY);
+    // A token already in flight shares its call rather than needing one.
+    accepted(&call(&server, Some("first")).await);
+    for reply in holding {
+        accepted(&reply.await.unwrap());
+    }
+    assert_eq!(endpoint.hits(), 2);
+    // The places are free again, and the refusal was not cached.
+    *endpoint.state.delay.lock().unwrap() = Duration::ZERO;
+    refused(&call(&server, Some("third")).await, INACTIVE);
+    assert_eq!(endpoint.hits(), 3);
 }

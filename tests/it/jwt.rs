@@ -198,6 +198,12 @@ pub(crate) struct AsState {
     url: Mutex<String>,
     /// The issuer its metadata names (the real one unless set).
     metadata_issuer: Mutex<Option<String>>,
+    /// The `jwks_uri` its metadata names (its own `/jwks` unless set).
+    metadata_jwks: Mutex<Option<String>>,
+    /// What `/jwks` answers with `200` instead of the key set, when set.
+    jwks_body: Mutex<Option<String>>,
+    /// How long `/jwks` takes to answer (it reads the keys after it).
+    jwks_delay: Mutex<Duration>,
     pub(crate) jwks_hits: AtomicUsize,
     pub(crate) down: AtomicBool,
 }
@@ -222,8 +228,13 @@ impl Issuer {
                     let state = jwks.clone();
                     async move {
                         state.jwks_hits.fetch_add(1, Ordering::SeqCst);
+                        let delay = *state.jwks_delay.lock().unwrap();
+                        tokio::time::sleep(delay).await;
                         if state.down.load(Ordering::SeqCst) {
                             return (StatusCode::SERVICE_UNAVAILABLE, String::new());
+                        }
+                        if let Some(body) = state.jwks_body.lock().unwrap().clone() {
+                            return (StatusCode::OK, body);
                         }
                         let keys = state.keys.lock().unwrap().clone();
                         (StatusCode::OK, json!({ "keys": keys }).to_string())
@@ -242,7 +253,13 @@ impl Issuer {
                             .unwrap()
                             .clone()
                             .unwrap_or(url.clone());
-                        json!({ "issuer": issuer, "jwks_uri": format!("{url}/jwks") }).to_string()
+                        let jwks = state
+                            .metadata_jwks
+                            .lock()
+                            .unwrap()
+                            .clone()
+                            .unwrap_or(format!("{url}/jwks"));
+                        json!({ "issuer": issuer, "jwks_uri": jwks }).to_string()
                     }
                 }),
             );
@@ -316,6 +333,20 @@ pub(crate) async fn call(server: &Arc<Server>, token: Option<&str>) -> Reply {
         None => whoami(),
     };
     validated(server, req).await
+}
+
+/// [`call`] on a thread and a runtime of its own, for requests that must
+/// be in flight at once: each records its own rejection events, which a
+/// task sharing the test's thread could not.
+pub(crate) fn call_apart(server: &Arc<Server>, token: &str) -> tokio::task::JoinHandle<Reply> {
+    let (server, token) = (server.clone(), token.to_owned());
+    tokio::task::spawn_blocking(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(call(&server, Some(&token)))
+    })
 }
 
 /// The call went through: the principal the tool saw.
@@ -804,6 +835,127 @@ async fn the_key_set_is_found_through_the_issuers_metadata_and_must_name_it() {
     assert_eq!(impostor.hits(), 0);
 }
 
+#[tokio::test]
+async fn a_discovered_jwks_uri_must_be_https_or_on_the_issuers_own_origin() {
+    let rsa = Signer::rsa("rsa-1", 0);
+    // The metadata points at plain http on another loopback port: a
+    // service the operator never named.
+    let elsewhere = Issuer::start(&[&rsa]).await;
+    let issuer = Issuer::start(&[&rsa]).await;
+    *issuer.state.metadata_jwks.lock().unwrap() = Some(format!("{}/jwks", elsewhere.url));
+    let server = server_with(JwtVerifier::builder(&issuer.url, RESOURCE).build().unwrap());
+    refused(
+        &call(&server, Some(&rsa.mint(&claims(&issuer.url)))).await,
+        UNREACHABLE,
+    );
+    assert_eq!(
+        elsewhere.hits(),
+        0,
+        "the discovered http URL is never fetched"
+    );
+    // Configured explicitly, the same URL is the operator's choice.
+    let server = server_with(
+        JwtVerifier::builder(&issuer.url, RESOURCE)
+            .jwks_url(format!("{}/jwks", elsewhere.url))
+            .build()
+            .unwrap(),
+    );
+    accepted(&call(&server, Some(&rsa.mint(&claims(&issuer.url)))).await);
+    assert_eq!(elsewhere.hits(), 1);
+}
+
+#[tokio::test]
+async fn a_slow_key_server_delays_one_refresh_while_held_keys_keep_verifying() {
+    let (held, rotated) = (Signer::rsa("held", 0), Signer::ec("rotated"));
+    let issuer = Issuer::start(&[&held]).await;
+    let server = server_with(
+        issuer
+            .verifier()
+            .keys_max_age(Duration::from_millis(100))
+            .refresh_interval(Duration::from_millis(100))
+            .build()
+            .unwrap(),
+    );
+    accepted(&call(&server, Some(&held.mint(&claims(&issuer.url)))).await);
+    assert_eq!(issuer.hits(), 1);
+    // The set grows stale; the key server becomes slow.
+    let delay = Duration::from_millis(1500);
+    *issuer.state.jwks_delay.lock().unwrap() = delay;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let token = held.mint(&claims(&issuer.url));
+    let refresher = call_apart(&server, &token);
+    // Let it start its fetch.
+    while issuer.hits() < 2 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // The refresh runs: every request whose key is held is answered from
+    // the held set at once, and none starts a second refresh.
+    let started = std::time::Instant::now();
+    let meanwhile: Vec<_> = (0..20).map(|_| call_apart(&server, &token)).collect();
+    for reply in meanwhile {
+        accepted(&reply.await.unwrap());
+    }
+    assert!(
+        started.elapsed() < delay / 3,
+        "requests waited behind the refresh: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(issuer.hits(), 2, "one refresh in flight");
+    // A token whose key the held set lacks waits for that one refresh (the
+    // key is rotated in before it answers) and starts no other.
+    issuer.publish(&[&held, &rotated]);
+    let unknown = call(&server, Some(&rotated.mint(&claims(&issuer.url)))).await;
+    accepted(&unknown);
+    accepted(&refresher.await.unwrap());
+    assert_eq!(issuer.hits(), 2, "the waiting request started no refresh");
+}
+
+#[tokio::test]
+async fn an_answer_that_is_not_a_jwk_set_is_a_failed_fetch_and_held_keys_survive_it() {
+    let rsa = Signer::rsa("rsa-1", 0);
+    let issuer = Issuer::start(&[&rsa]).await;
+    let interval = Duration::from_millis(150);
+    let server = server_with(
+        issuer
+            .verifier()
+            .refresh_interval(interval)
+            .timeout(Duration::from_secs(2))
+            .build()
+            .unwrap(),
+    );
+    let token = rsa.mint(&claims(&issuer.url));
+    accepted(&call(&server, Some(&token)).await);
+    let stranger = Signer::ec("forged");
+    let mut warnings = Vec::new();
+    // `200` with an object lacking `keys`, then with `keys` not an array:
+    // each time a forged kid makes the set be read again.
+    for body in [json!({"not_keys": []}), json!({"keys": {"a": 1}})] {
+        *issuer.state.jwks_body.lock().unwrap() = Some(body.to_string());
+        tokio::time::sleep(interval + Duration::from_millis(20)).await;
+        let hits = issuer.hits();
+        let forged = stranger.mint(&claims(&issuer.url));
+        let (status, challenge, _, log) = send_logging(&server, whoami().bearer(&forged)).await;
+        assert_eq!(issuer.hits(), hits + 1, "the set was read again");
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert_eq!(challenge, invalid_token_challenge(UNREACHABLE));
+        warnings.extend(log);
+        // The held key still verifies what it signed.
+        let (status, _, _, log) = send_logging(&server, whoami().bearer(&token)).await;
+        assert_eq!(status, StatusCode::OK);
+        warnings.extend(log);
+    }
+    assert_eq!(warnings, ["WARN wymcp::auth"], "one warning for the outage");
+    // A JWK Set again: the end of the outage is said once.
+    *issuer.state.jwks_body.lock().unwrap() = None;
+    tokio::time::sleep(interval + Duration::from_millis(20)).await;
+    let forged = stranger.mint(&claims(&issuer.url));
+    let (status, challenge, _, log) = send_logging(&server, whoami().bearer(&forged)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(challenge, invalid_token_challenge(UNKNOWN_KEY));
+    assert_eq!(log, ["INFO wymcp::auth"]);
+    accepted(&call(&server, Some(&token)).await);
+}
+
 /// Sends `req` through the validated chain, recording the `wymcp::auth`
 /// warnings.
 async fn send_logging(server: &Arc<Server>, req: Req) -> (StatusCode, String, Value, Vec<String>) {
@@ -939,4 +1091,82 @@ async fn a_refused_token_follows_the_rejection_id_rule() {
     // An integer id is echoed as the integer it is.
     let reply = validated(&server, Req::modern(7, "tools/list").bearer(&token)).await;
     reply.rejected("Auth", 401, -32600, &json!(7));
+}
+
+/// A 2026 `tools/list` to `examples/everything`, with this bearer token.
+fn everything_tools_list(host: &str, token: &str) -> wymcp_tests::wire::RawRequest {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": "list-1",
+        "method": "tools/list",
+        "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "jwt", "version": "1"},
+        }},
+    });
+    wymcp_tests::wire::RawRequest::post("/mcp")
+        .host(host)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/list")
+        .header("Authorization", format!("Bearer {token}"))
+        .json(serde_json::to_vec(&body).unwrap())
+}
+
+#[tokio::test]
+async fn examples_everything_accepts_typ_jwt_tokens_when_asked_to_as_docs_auth_md_says() {
+    use wymcp_tests::child::Everything;
+    use wymcp_tests::wire::RawConn;
+    let rsa = Signer::rsa("rsa-1", 0);
+    let issuer = Issuer::start(&[&rsa]).await;
+    let jwks = format!("{}/jwks", issuer.url);
+    let header = json!({"alg": "RS256", "typ": "JWT", "kid": "rsa-1"});
+    let generic = rsa.mint_raw(&header, &claims(&issuer.url));
+    let typed = rsa.mint(&claims(&issuer.url));
+    let flags = [
+        "--jwks-url",
+        &jwks,
+        "--issuer",
+        &issuer.url,
+        "--audience",
+        RESOURCE,
+    ];
+    // Without the flag: RFC 9068's `at+jwt` only.
+    let strict = Everything::start(&flags, &[]);
+    let host = strict.addr().to_string();
+    let mut conn = RawConn::connect(strict.addr()).await;
+    let refused = conn.request(&everything_tools_list(&host, &generic)).await;
+    assert_eq!(refused.status, 401);
+    assert!(
+        refused
+            .header("www-authenticate")
+            .is_some_and(|c| c.contains(TYP)),
+        "{:?}",
+        refused.header("www-authenticate")
+    );
+    assert_eq!(refused.json()["id"], "list-1");
+    let mut conn = RawConn::connect(strict.addr()).await;
+    assert_eq!(
+        conn.request(&everything_tools_list(&host, &typed))
+            .await
+            .status,
+        200
+    );
+    drop(strict);
+    // With it, as docs/auth.md's snippet does: `typ: JWT` is let in.
+    let generic_flags = [&flags[..], &["--accept-generic-typ"]].concat();
+    let lenient = Everything::start(&generic_flags, &[]);
+    let host = lenient.addr().to_string();
+    let mut conn = RawConn::connect(lenient.addr()).await;
+    let listed = conn.request(&everything_tools_list(&host, &generic)).await;
+    assert_eq!(
+        listed.status,
+        200,
+        "{:?}",
+        String::from_utf8_lossy(&listed.body)
+    );
+    assert_eq!(listed.json()["id"], "list-1");
+    assert!(listed.json()["result"]["tools"].is_array());
+    assert_eq!(lenient.panics(), 0);
 }

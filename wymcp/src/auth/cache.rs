@@ -1,13 +1,24 @@
-//! A bounded cache keyed by a token's SHA-256 digest: the raw token is
-//! never kept. Each entry has its own expiry; a full cache first drops what
-//! has expired, then the oldest entries. A client can send any number of
-//! distinct tokens, so the bound is what keeps memory in check.
+//! What is kept about tokens, always under a token's SHA-256 digest (the
+//! raw token is never kept): a bounded cache of answers, and the calls in
+//! flight that identical tokens share.
+//!
+//! **The cache.** Each entry has its own expiry; a full cache first drops
+//! what has expired, then the oldest entries. A client can send any number
+//! of distinct tokens, so the bound is what keeps memory in check.
+//!
+//! **The calls in flight.** Requests carrying the same token while one
+//! call about it runs wait for that call and share its answer, so a burst
+//! of one token costs one call. An entry lives as long as a request waits
+//! on it: the last to leave (answered, or cancelled) takes it out, so the
+//! map holds no more entries than there are requests waiting.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Mutex, PoisonError};
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use sha2::{Digest, Sha256};
+use tokio::sync::OnceCell;
 
 /// The digest a token is cached under.
 pub(crate) type TokenDigest = [u8; 32];
@@ -128,10 +139,118 @@ impl<V: Clone> TokenCache<V> {
     }
 }
 
+/// The calls in flight, one per token digest, each shared by every request
+/// that carries its token while it runs.
+#[derive(Debug)]
+pub(crate) struct InFlight<V> {
+    calls: Mutex<HashMap<TokenDigest, Arc<OnceCell<V>>>>,
+}
+
+impl<V> Default for InFlight<V> {
+    fn default() -> Self {
+        InFlight {
+            calls: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<V: Clone> InFlight<V> {
+    /// The answer of the call about `key` in flight, or of `call`, run now
+    /// when none is. If the request running it is cancelled, one of those
+    /// waiting runs it instead.
+    pub(crate) async fn run<F, Fut>(&self, key: TokenDigest, call: F) -> V
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = V>,
+    {
+        let slot = self
+            .calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(key)
+            .or_default()
+            .clone();
+        let _leave = Leave {
+            calls: &self.calls,
+            key,
+            cell: &slot,
+        };
+        slot.get_or_init(call).await.clone()
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+}
+
+/// One request leaving a call: the last one out takes its entry out.
+struct Leave<'a, V> {
+    calls: &'a Mutex<HashMap<TokenDigest, Arc<OnceCell<V>>>>,
+    key: TokenDigest,
+    cell: &'a Arc<OnceCell<V>>,
+}
+
+impl<V> Drop for Leave<'_, V> {
+    fn drop(&mut self) {
+        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        // Under the lock no request can pick the cell up: two holders are
+        // the map and this request.
+        if calls
+            .get(&self.key)
+            .is_some_and(|c| Arc::ptr_eq(c, self.cell))
+            && Arc::strong_count(self.cell) == 2
+        {
+            calls.remove(&self.key);
+        }
+    }
+}
+
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
+
+    #[tokio::test]
+    async fn identical_keys_in_flight_share_one_call_and_leave_nothing_behind() {
+        let flight = Arc::new(InFlight::<usize>::default());
+        let calls = Arc::new(AtomicUsize::new(0));
+        let gate = Arc::new(tokio::sync::Notify::new());
+        let mut waiting = tokio::task::JoinSet::new();
+        for _ in 0..10 {
+            let (flight, calls, gate) = (flight.clone(), calls.clone(), gate.clone());
+            waiting.spawn(async move {
+                flight
+                    .run(digest("same"), || async move {
+                        calls.fetch_add(1, Ordering::SeqCst);
+                        gate.notified().await;
+                        7
+                    })
+                    .await
+            });
+        }
+        tokio::task::yield_now().await;
+        assert_eq!(flight.len(), 1);
+        gate.notify_one();
+        while let Some(answer) = waiting.join_next().await {
+            assert_eq!(answer.unwrap(), 7);
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        assert_eq!(flight.len(), 0, "the last one out took the entry out");
+        // A cancelled call leaves nothing behind either.
+        let pending = flight.run(digest("gone"), std::future::pending::<usize>);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(10), pending)
+                .await
+                .is_err()
+        );
+        assert_eq!(flight.len(), 0);
+    }
 
     #[test]
     fn entries_expire_on_their_own_time() {

@@ -10,6 +10,7 @@
 //! first success after it says the server is reachable again.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -20,6 +21,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::verifier::VerifierConfigError;
 
@@ -104,6 +106,11 @@ impl Fetcher {
     /// loopback host unless allowed.
     pub(crate) fn check_url(&self, url: &str) -> Result<Uri, VerifierConfigError> {
         check_url(url, self.settings.plain_http)
+    }
+
+    /// How long one exchange may take.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.settings.timeout
     }
 
     /// GETs a JSON object.
@@ -211,12 +218,56 @@ pub(crate) fn check_url(url: &str, plain_http: bool) -> Result<Uri, VerifierConf
     }
 }
 
+/// Checks a URL the authorization server named (a metadata document's
+/// `jwks_uri`), read from the document at `from`: `https`, or plain
+/// `http` only on `from`'s own origin, which the operator configured.
+/// Allowing plain http elsewhere was the operator's choice for the URLs
+/// they wrote, never for the ones a server answers with.
+pub(crate) fn check_discovered_url(url: &str, from: &Uri) -> Result<Uri, VerifierConfigError> {
+    let uri = check_url(url, true)?;
+    let same_origin = uri.scheme() == from.scheme()
+        && uri.host().map(str::to_ascii_lowercase) == from.host().map(str::to_ascii_lowercase)
+        && uri.port_u16() == from.port_u16();
+    if uri.scheme_str() == Some("https") || same_origin {
+        Ok(uri)
+    } else {
+        Err(VerifierConfigError::Url {
+            url: bounded(url),
+            reason: "a discovered URL must be https, or on the configured origin",
+        })
+    }
+}
+
 fn is_loopback(host: &str) -> bool {
     let host = host.trim_start_matches('[').trim_end_matches(']');
     host.eq_ignore_ascii_case("localhost")
         || host
             .parse::<IpAddr>()
             .is_ok_and(|address| address.is_loopback())
+}
+
+/// The cap on calls to the authorization server in flight at once: a call
+/// takes a place or is not made (never a queue), so a flood of unknown
+/// tokens costs the authorization server at most this many calls at a
+/// time. One small type, so that a shared account of what callers hold can
+/// take its place.
+#[derive(Debug, Clone)]
+pub(crate) struct OutboundCalls {
+    places: Arc<Semaphore>,
+}
+
+impl OutboundCalls {
+    /// At most `cap` calls at once (none at all for 0).
+    pub(crate) fn new(cap: usize) -> Self {
+        OutboundCalls {
+            places: Arc::new(Semaphore::new(cap.min(Semaphore::MAX_PERMITS))),
+        }
+    }
+
+    /// A place for one call, held until dropped; `None` when all are taken.
+    pub(crate) fn take(&self) -> Option<OwnedSemaphorePermit> {
+        self.places.clone().try_acquire_owned().ok()
+    }
 }
 
 /// Whether the authorization server is unreachable: each outage is logged
@@ -273,6 +324,37 @@ mod tests {
             check_url("https://auth.example.com/jwks", false).is_ok(),
             cfg!(feature = "tls")
         );
+    }
+
+    #[test]
+    fn a_discovered_url_is_https_or_on_the_configured_origin() {
+        let from: Uri = "http://127.0.0.1:8080/.well-known/oauth-authorization-server"
+            .parse()
+            .unwrap();
+        let check = |url: &str| check_discovered_url(url, &from).is_ok();
+        assert!(check("http://127.0.0.1:8080/jwks"));
+        // Another port, another loopback host, another host: not the
+        // origin the operator configured.
+        assert!(!check("http://127.0.0.1:6379/jwks"));
+        assert!(!check("http://localhost:8080/jwks"));
+        assert!(!check("http://[::1]:8080/jwks"));
+        assert!(!check("http://auth.example.com/jwks"));
+        assert!(!check("ftp://127.0.0.1:8080/jwks"));
+        assert_eq!(
+            check("https://keys.example.com/jwks"),
+            cfg!(feature = "tls")
+        );
+    }
+
+    #[test]
+    fn outbound_calls_take_a_place_or_are_not_made() {
+        let calls = OutboundCalls::new(2);
+        let (a, b) = (calls.take(), calls.take());
+        assert!(a.is_some() && b.is_some());
+        assert!(calls.take().is_none());
+        drop(a);
+        assert!(calls.take().is_some());
+        assert!(OutboundCalls::new(0).take().is_none());
     }
 
     #[test]

@@ -14,9 +14,20 @@
 //!
 //! **The cache.** An accepted answer is kept under the token's SHA-256
 //! digest (never the token) for the cache TTL, and never past the answer's
-//! `exp`: a cached "active" outlives neither. Refusals and failures are not
-//! cached. The cache is bounded: full, it drops what expired, then the
-//! oldest.
+//! `exp`: a cached "active" outlives neither. A refusal the endpoint's
+//! answer made (inactive, another audience, expired, …) is kept the same
+//! way, in a cache of its own, for the refusal TTL (a few seconds): a
+//! client repeating a bad token is answered without asking again, and a
+//! flood of bad tokens cannot push accepted ones out. A failure to get an
+//! answer is not cached. Each cache is bounded: full, it drops what
+//! expired, then the oldest.
+//!
+//! **The calls.** Requests carrying one token while it is being asked about
+//! share that one call. At most [`max_concurrent`] calls are in flight at
+//! once; a request whose token would need another is refused at once
+//! ([`BUSY`]), never queued.
+//!
+//! [`max_concurrent`]: IntrospectionBuilder::max_concurrent
 
 use std::fmt;
 use std::sync::Arc;
@@ -28,18 +39,24 @@ use http::{HeaderValue, Uri};
 use serde_json::Value;
 
 use super::authenticator::{AuthError, AuthFuture, Authenticator, Credentials, Principal};
-use super::cache::{TokenCache, digest};
-use super::fetch::{FetchSettings, Fetcher, Outage};
+use super::cache::{InFlight, TokenCache, digest};
+use super::fetch::{FetchSettings, Fetcher, Outage, OutboundCalls};
 use super::verifier::{self, VerifierConfigError};
 
 /// The default longest time an introspection answer is reused.
 pub(crate) const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(60);
-/// The default most answers kept.
+/// The default most answers kept (in each of the two caches).
 pub(crate) const DEFAULT_CACHE_CAPACITY: usize = 10_000;
+/// The default longest time a refusal is reused.
+pub(crate) const DEFAULT_REFUSAL_CACHE_TTL: Duration = Duration::from_secs(5);
+/// The default most introspection calls in flight at once.
+pub(crate) const DEFAULT_MAX_CONCURRENT: usize = 64;
 
 // What a refused opaque token's challenge says.
 pub(crate) const INACTIVE: &str = "the token is not active";
 pub(crate) const ISSUER: &str = "the token was issued by another issuer";
+pub(crate) const BUSY: &str =
+    "the token cannot be verified now: too many introspection calls are in flight, retry shortly";
 
 /// An [`Authenticator`] for opaque access tokens: each is asked about at
 /// the authorization server's introspection endpoint (RFC 7662), with this
@@ -47,9 +64,12 @@ pub(crate) const ISSUER: &str = "the token was issued by another issuer";
 /// `active`, names this resource in `aud`, and has not expired; the
 /// principal is its `sub`, its `scope` and its `client_id`. Accepted
 /// answers are cached (by the token's digest, for at most the cache TTL
-/// and never past the token's `exp`). While the endpoint cannot be reached
-/// every token it has not already vouched for is refused `401
-/// invalid_token` (never a 5xx), and the outage is logged once.
+/// and never past the token's `exp`), refusals briefly (the refusal TTL);
+/// requests with one token share one call, and at most
+/// [`max_concurrent`](IntrospectionBuilder::max_concurrent) calls run at
+/// once. While the endpoint cannot be reached every token it has not
+/// already vouched for is refused `401 invalid_token`, and the outage is
+/// logged once.
 ///
 /// ```
 /// use wymcp::Server;
@@ -84,8 +104,12 @@ struct Inner {
     issuer: Option<String>,
     leeway: Duration,
     cache_ttl: Duration,
+    refusal_cache_ttl: Duration,
     max_token_bytes: usize,
     cache: TokenCache<Principal>,
+    refusals: TokenCache<AuthError>,
+    in_flight: InFlight<Result<Principal, AuthError>>,
+    outbound: OutboundCalls,
     fetcher: Fetcher,
     outage: Outage,
 }
@@ -111,6 +135,8 @@ impl fmt::Debug for Introspection {
 ///     .issuer("https://auth.example.com")
 ///     .cache_ttl(Duration::from_secs(30))
 ///     .cache_capacity(50_000)
+///     .refusal_cache_ttl(Duration::from_secs(2))
+///     .max_concurrent(32)
 ///     .build()?;
 /// # Ok::<(), wymcp::auth::VerifierConfigError>(())
 /// ```
@@ -125,6 +151,8 @@ pub struct IntrospectionBuilder {
     leeway: Duration,
     cache_ttl: Duration,
     cache_capacity: usize,
+    refusal_cache_ttl: Duration,
+    max_concurrent: usize,
     max_token_bytes: usize,
     fetch: FetchSettings,
 }
@@ -157,6 +185,8 @@ impl Introspection {
             leeway: verifier::DEFAULT_LEEWAY,
             cache_ttl: DEFAULT_CACHE_TTL,
             cache_capacity: DEFAULT_CACHE_CAPACITY,
+            refusal_cache_ttl: DEFAULT_REFUSAL_CACHE_TTL,
+            max_concurrent: DEFAULT_MAX_CONCURRENT,
             max_token_bytes: verifier::DEFAULT_MAX_TOKEN_BYTES,
             fetch: FetchSettings::default(),
         }
@@ -207,9 +237,29 @@ impl IntrospectionBuilder {
         self
     }
 
-    /// The most answers cached; 10,000 unless set.
+    /// The most answers cached; 10,000 unless set. Accepted answers and
+    /// refusals are cached apart, each up to this many.
     pub fn cache_capacity(mut self, capacity: usize) -> Self {
         self.cache_capacity = capacity;
+        self
+    }
+
+    /// The longest a refusal the endpoint's answer made (an inactive
+    /// token, another audience, …) is reused; 5 s unless set, and zero
+    /// turns it off. A token that becomes active is refused for at most
+    /// this long after; a failure to get an answer is never cached.
+    pub fn refusal_cache_ttl(mut self, ttl: Duration) -> Self {
+        self.refusal_cache_ttl = ttl;
+        self
+    }
+
+    /// The most introspection calls in flight at once; 64 unless set.
+    /// Requests with one token share one call; a request whose token would
+    /// need a call beyond this many is refused at once, `401
+    /// invalid_token` saying the token cannot be verified now, never
+    /// queued.
+    pub fn max_concurrent(mut self, calls: usize) -> Self {
+        self.max_concurrent = calls;
         self
     }
 
@@ -262,8 +312,12 @@ impl IntrospectionBuilder {
                 issuer: self.issuer,
                 leeway: self.leeway,
                 cache_ttl: self.cache_ttl,
+                refusal_cache_ttl: self.refusal_cache_ttl,
                 max_token_bytes: self.max_token_bytes,
                 cache: TokenCache::new(self.cache_capacity),
+                refusals: TokenCache::new(self.cache_capacity),
+                in_flight: InFlight::default(),
+                outbound: OutboundCalls::new(self.max_concurrent),
                 fetcher,
                 outage: Outage::default(),
             }),
@@ -295,9 +349,22 @@ impl Authenticator for Introspection {
 impl Inner {
     async fn introspect(&self, token: &str) -> Result<Principal, AuthError> {
         let key = digest(token);
-        if let Some(principal) = self.cache.get(&key, Instant::now()) {
+        let now = Instant::now();
+        if let Some(principal) = self.cache.get(&key, now) {
             return Ok(principal);
         }
+        if let Some(refusal) = self.refusals.get(&key, now) {
+            return Err(refusal);
+        }
+        self.in_flight.run(key, || self.call(token)).await
+    }
+
+    /// One call to the endpoint, if a place is free, and what its answer
+    /// says, cached.
+    async fn call(&self, token: &str) -> Result<Principal, AuthError> {
+        let Some(_place) = self.outbound.take() else {
+            return Err(AuthError::invalid_token(BUSY));
+        };
         let form = form_urlencoded::Serializer::new(String::new())
             .append_pair("token", token)
             .append_pair("token_type_hint", "access_token")
@@ -321,25 +388,44 @@ impl Inner {
         let Value::Object(claims) = answer else {
             return Err(AuthError::invalid_token(verifier::UNREACHABLE));
         };
+        let key = digest(token);
+        let at = Instant::now();
+        match self.judge(&claims) {
+            Ok((principal, ttl)) => {
+                self.cache.insert(key, principal.clone(), at + ttl, at);
+                Ok(principal)
+            }
+            Err(refusal) => {
+                self.refusals
+                    .insert(key, refusal.clone(), at + self.refusal_cache_ttl, at);
+                Err(refusal)
+            }
+        }
+    }
+
+    /// The answer's rules: the principal it vouches for and how long that
+    /// may be reused, or why the token is refused.
+    fn judge(
+        &self,
+        claims: &serde_json::Map<String, Value>,
+    ) -> Result<(Principal, Duration), AuthError> {
         if claims.get("active") != Some(&Value::Bool(true)) {
             return Err(AuthError::invalid_token(INACTIVE));
         }
         if let Some(issuer) = &self.issuer
-            && verifier::string_claim(&claims, "iss") != Some(issuer.as_str())
+            && verifier::string_claim(claims, "iss") != Some(issuer.as_str())
         {
             return Err(AuthError::invalid_token(ISSUER));
         }
-        verifier::check_audience(&claims, &self.audiences, self.allow_missing_audience)?;
+        verifier::check_audience(claims, &self.audiences, self.allow_missing_audience)?;
         let now = verifier::now();
-        verifier::check_times(&claims, now, self.leeway, false)?;
-        let principal = verifier::principal(&claims)?;
+        verifier::check_times(claims, now, self.leeway, false)?;
+        let principal = verifier::principal(claims)?;
         let mut ttl = self.cache_ttl;
         if let Some(exp) = claims.get("exp").and_then(Value::as_f64) {
             ttl = ttl.min(Duration::try_from_secs_f64(exp - now).unwrap_or(Duration::ZERO));
         }
-        let at = Instant::now();
-        self.cache.insert(key, principal.clone(), at + ttl, at);
-        Ok(principal)
+        Ok((principal, ttl))
     }
 }
 

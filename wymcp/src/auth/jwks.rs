@@ -13,12 +13,30 @@
 //! its maximum age; and when a token names a `kid` the set does not hold,
 //! for a key rotated in. Never twice within the refresh interval, whatever
 //! the reason: a stream of tokens naming forged `kid`s costs one fetch per
-//! interval, and is answered from the set at hand in between. One fetch is
-//! in flight at a time; requests that need it wait for it (each exchange is
-//! bounded by the fetch timeout). When a fetch fails the keys already held
-//! go on verifying the tokens they can.
+//! interval, and is answered from the set at hand in between.
+//!
+//! **While a fetch runs.** One fetch is in flight at a time, and no lock is
+//! held across the network: the request that starts it waits for it (each
+//! exchange bounded by the fetch timeout), every other request verifies
+//! against the set already held, stale or not, and one whose key the held
+//! set lacks waits for the fetch in flight (at most as long as it may take)
+//! rather than starting another. A slow authorization server therefore
+//! delays one request, not every JWT request behind it.
+//!
+//! **What a fetch must answer.** A JWK Set: a JSON object whose `keys` is
+//! an array (RFC 7517 §5). Anything else is a failed fetch, logged as the
+//! outage it is, and the keys already held survive it, as they survive an
+//! unreachable server: they go on verifying the tokens they can.
+//!
+//! **Where a discovered key set may be.** A `jwks_uri` read from metadata
+//! is the authorization server's word, not the operator's: it must be
+//! `https`, or plain `http` on the very origin the operator configured (the
+//! issuer's, whose metadata named it). A metadata document cannot point the
+//! verifier at another plain-`http` service, on loopback or anywhere else.
+//! A configured [`jwks_url`](super::JwtVerifierBuilder::jwks_url) is held
+//! to the fetch client's own policy.
 
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -26,10 +44,10 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use http::Uri;
 use jsonwebtoken::DecodingKey;
 use serde_json::{Map, Value};
-use tokio::sync::Mutex;
+use tokio::sync::watch;
 
 use super::algorithm::Algorithm;
-use super::fetch::{FetchError, Fetcher, Outage};
+use super::fetch::{FetchError, Fetcher, Outage, check_discovered_url};
 
 /// The default least time between two fetches of the key set.
 pub(crate) const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(60);
@@ -94,15 +112,12 @@ pub(crate) enum Selection {
 }
 
 impl KeySet {
-    /// The usable keys of a JWK Set document.
-    pub(crate) fn parse(document: &Value, fetched: Instant) -> KeySet {
+    /// The usable keys of a JWK Set document; `None` when the document is
+    /// not a JWK Set (RFC 7517 §5: its `keys` member, an array, is
+    /// required), which is never read as a set without keys.
+    pub(crate) fn parse(document: &Value, fetched: Instant) -> Option<KeySet> {
         let mut keys: Vec<Arc<Key>> = Vec::new();
-        for jwk in document
-            .get("keys")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        for jwk in document.get("keys").and_then(Value::as_array)? {
             let Some(key) = jwk.as_object().and_then(key_of) else {
                 continue;
             };
@@ -111,10 +126,10 @@ impl KeySet {
                 keys.push(Arc::new(key));
             }
         }
-        KeySet {
+        Some(KeySet {
             keys,
             fetched: Some(fetched),
-        }
+        })
     }
 
     fn fresh(&self, now: Instant, max_age: Duration) -> bool {
@@ -241,7 +256,11 @@ pub(crate) struct Keys {
     source: Source,
     refresh_interval: Duration,
     max_age: Duration,
+    /// The longest one refresh may take (each of its exchanges bounded by
+    /// the fetch timeout): how long a request waits for one in flight.
+    refresh_bound: Duration,
     current: RwLock<Arc<KeySet>>,
+    /// Bookkeeping only, never held across an await.
     refresh: Mutex<Refresh>,
     outage: Outage,
 }
@@ -251,6 +270,36 @@ struct Refresh {
     last_attempt: Option<Instant>,
     /// The JWKS URL discovery found.
     discovered: Option<Uri>,
+    /// The refresh in flight, if one is: its sender is dropped when it
+    /// ends, which is what a waiting request waits for.
+    in_flight: Option<watch::Receiver<()>>,
+}
+
+/// What a request does about a set that is stale or lacks its key.
+enum Step<'k> {
+    /// Fetch now, holding this slot (the one refresh in flight).
+    Fetch(InFlight<'k>),
+    /// Another request's fetch is in flight.
+    Wait(watch::Receiver<()>),
+    /// Too soon to fetch again: the set at hand.
+    Settle,
+}
+
+/// The one refresh in flight, held by the request running it: dropped (its
+/// fetch done, or the request cancelled), the slot is free again and every
+/// request waiting for it wakes.
+struct InFlight<'k> {
+    refresh: &'k Mutex<Refresh>,
+    _done: watch::Sender<()>,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.refresh
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .in_flight = None;
+    }
 }
 
 /// Why no key was found for a token.
@@ -271,11 +320,21 @@ impl Keys {
         refresh_interval: Duration,
         max_age: Duration,
     ) -> Self {
+        // A refresh through discovery may try each metadata URL, then the
+        // key set; a configured URL is one exchange.
+        let exchanges = match &source {
+            Source::Url(_) => 1,
+            Source::Discovery { metadata, .. } => metadata.len() + 1,
+        };
+        let refresh_bound = fetcher
+            .timeout()
+            .saturating_mul(u32::try_from(exchanges).unwrap_or(u32::MAX));
         Keys {
             fetcher,
             source,
             refresh_interval,
             max_age,
+            refresh_bound,
             current: RwLock::new(Arc::new(KeySet::default())),
             refresh: Mutex::new(Refresh::default()),
             outage: Outage::default(),
@@ -296,35 +355,39 @@ impl Keys {
         alg: Algorithm,
     ) -> Result<Arc<Key>, Missing> {
         let set = self.current();
+        let held = set.select(kid, alg);
         if set.fresh(Instant::now(), self.max_age) {
-            match set.select(kid, alg) {
+            match held {
                 Selection::Found(key) => return Ok(key),
                 Selection::Ambiguous => return Err(Missing::Ambiguous),
                 Selection::NotFound => {}
             }
         }
-        let mut refresh = self.refresh.lock().await;
-        // Another request may have refreshed the set while this one waited.
-        let set = self.current();
-        let now = Instant::now();
-        if set.fresh(now, self.max_age)
-            && let Selection::Found(key) = set.select(kid, alg)
-        {
-            return Ok(key);
-        }
-        let allowed = refresh
-            .last_attempt
-            .is_none_or(|at| now.saturating_duration_since(at) >= self.refresh_interval);
-        if allowed {
-            refresh.last_attempt = Some(now);
-            if let Some(fetched) = self.fetch(&mut refresh).await {
-                let fetched = Arc::new(fetched);
-                *self.current.write().unwrap_or_else(PoisonError::into_inner) = fetched.clone();
-                return found(&fetched, kid, alg, Missing::Unknown);
+        let mut timed_out = false;
+        match self.step() {
+            Step::Fetch(slot) => {
+                if let Some(fetched) = self.fetch().await {
+                    *self.current.write().unwrap_or_else(PoisonError::into_inner) =
+                        Arc::new(fetched);
+                }
+                drop(slot);
             }
+            Step::Wait(mut done) => {
+                // The stale set holds the key: it serves while the fetch
+                // runs, as it would if the fetch failed.
+                if let Selection::Found(key) = held {
+                    return Ok(key);
+                }
+                // Ends when the fetch's sender is dropped.
+                timed_out = tokio::time::timeout(self.refresh_bound, done.changed())
+                    .await
+                    .is_err();
+            }
+            Step::Settle => {}
         }
-        // No fetch now (too soon, or it failed): the keys at hand, even old.
-        let missing = if set.fetched.is_none() || self.outage.is_down() {
+        // The set now at hand: just fetched, or the one held (even old).
+        let set = self.current();
+        let missing = if set.fetched.is_none() || self.outage.is_down() || timed_out {
             Missing::Unreachable
         } else {
             Missing::Unknown
@@ -332,33 +395,69 @@ impl Keys {
         found(&set, kid, alg, missing)
     }
 
+    /// Takes the one refresh slot if it is free and a fetch is due.
+    fn step(&self) -> Step<'_> {
+        let mut refresh = self.refresh.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(done) = &refresh.in_flight {
+            return Step::Wait(done.clone());
+        }
+        let now = Instant::now();
+        let allowed = refresh
+            .last_attempt
+            .is_none_or(|at| now.saturating_duration_since(at) >= self.refresh_interval);
+        if !allowed {
+            return Step::Settle;
+        }
+        refresh.last_attempt = Some(now);
+        let (sender, receiver) = watch::channel(());
+        refresh.in_flight = Some(receiver);
+        Step::Fetch(InFlight {
+            refresh: &self.refresh,
+            _done: sender,
+        })
+    }
+
     /// Fetches the key set (discovering its URL first if need be); `None`
-    /// when the authorization server could not give it.
-    async fn fetch(&self, refresh: &mut Refresh) -> Option<KeySet> {
-        let url = match (&self.source, &refresh.discovered) {
-            (Source::Url(url), _) | (Source::Discovery { .. }, Some(url)) => url.clone(),
+    /// when the authorization server could not give one.
+    async fn fetch(&self) -> Option<KeySet> {
+        let discovered = self
+            .refresh
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .discovered
+            .clone();
+        let url = match (&self.source, discovered) {
+            (Source::Url(url), _) => url.clone(),
+            (Source::Discovery { .. }, Some(url)) => url,
             (Source::Discovery { issuer, metadata }, None) => {
                 let url = self.discover(issuer, metadata).await?;
-                refresh.discovered = Some(url.clone());
+                self.refresh
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .discovered = Some(url.clone());
                 url
             }
         };
-        match self.fetcher.get_json(&url).await {
-            Ok(document) => {
-                self.outage
-                    .succeeded("the authorization server's key set", &url);
-                Some(KeySet::parse(&document, Instant::now()))
+        let what = "the authorization server's key set";
+        let set = self.fetcher.get_json(&url).await.and_then(|document| {
+            KeySet::parse(&document, Instant::now()).ok_or(FetchError::Unusable(
+                "the answer is not a JWK Set (no `keys` array)",
+            ))
+        });
+        match set {
+            Ok(set) => {
+                self.outage.succeeded(what, &url);
+                Some(set)
             }
             Err(error) => {
-                self.outage
-                    .failed("the authorization server's key set", &url, &error);
+                self.outage.failed(what, &url, &error);
                 None
             }
         }
     }
 
     /// The `jwks_uri` of the first metadata document that answers and names
-    /// `issuer`.
+    /// `issuer`, held to the discovered-URL rule.
     async fn discover(&self, issuer: &str, metadata: &[Uri]) -> Option<Uri> {
         let mut last = FetchError::Unusable("no metadata URL");
         for url in metadata {
@@ -370,9 +469,11 @@ impl Keys {
                     .get("jwks_uri")
                     .and_then(Value::as_str)
                     .ok_or(FetchError::Unusable("the metadata names no jwks_uri"))?;
-                self.fetcher
-                    .check_url(jwks)
-                    .map_err(|_| FetchError::Unusable("the metadata's jwks_uri cannot be used"))
+                check_discovered_url(jwks, url).map_err(|_| {
+                    FetchError::Unusable(
+                        "the metadata's jwks_uri is neither https nor on the issuer's own origin",
+                    )
+                })
             });
             match jwks {
                 Ok(jwks) => {
@@ -416,7 +517,7 @@ mod tests {
 
     #[allow(clippy::needless_pass_by_value)]
     fn set(keys: Value) -> KeySet {
-        KeySet::parse(&json!({ "keys": keys }), Instant::now())
+        KeySet::parse(&json!({ "keys": keys }), Instant::now()).unwrap()
     }
 
     #[test]
@@ -462,7 +563,22 @@ mod tests {
             keys.select(Some("secret"), Algorithm::RS256),
             Selection::NotFound
         ));
-        assert_eq!(set(json!("no")).len(), 0);
+        assert_eq!(set(json!([])).len(), 0);
+    }
+
+    #[test]
+    fn a_document_without_a_keys_array_is_not_a_key_set() {
+        let now = Instant::now();
+        for document in [
+            json!({}),
+            json!({"keys": "no"}),
+            json!({"keys": {}}),
+            json!({"keys": null}),
+            json!({"jwks": []}),
+        ] {
+            assert!(KeySet::parse(&document, now).is_none(), "{document}");
+        }
+        assert!(KeySet::parse(&json!({"keys": []}), now).is_some());
     }
 
     #[test]

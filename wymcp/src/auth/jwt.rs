@@ -165,7 +165,10 @@ impl JwtVerifierBuilder {
     /// the `jwks_uri` of the issuer's metadata (RFC 8414
     /// `/.well-known/oauth-authorization-server`, then OpenID Connect
     /// `/.well-known/openid-configuration`), whose `issuer` must be the
-    /// configured issuer.
+    /// configured issuer, and whose `jwks_uri` must be `https` or on the
+    /// issuer's own origin (a server's answer never gets the leeway
+    /// [`allow_plain_http`](Self::allow_plain_http) gives the URLs configured
+    /// here).
     pub fn jwks_url(mut self, url: impl Into<String>) -> Self {
         self.jwks_url = Some(url.into());
         self
@@ -203,6 +206,8 @@ impl JwtVerifierBuilder {
 
     /// The least time between two fetches of the key set, whatever asks
     /// for one (a `kid` not in the set, the set's age); 60 s unless set.
+    /// One fetch runs at a time; while it does, the other requests verify
+    /// against the keys already held.
     pub fn refresh_interval(mut self, interval: Duration) -> Self {
         self.refresh_interval = interval;
         self
