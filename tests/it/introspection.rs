@@ -420,7 +420,15 @@ async fn calls_beyond_the_cap_are_refused_at_once_never_queued() {
     let started = std::time::Instant::now();
     let reply = call(&server, Some("third")).await;
     assert!(started.elapsed() < delay / 2, "{:?}", started.elapsed());
-    refused(&reply, BUSY);
+    // A full place, not a refusal: 503, the request's id, Retry-After, and
+    // no challenge.
+    reply.rejected("Auth", 503, -32600, &json!("r-1"));
+    assert_eq!(reply.header("retry-after"), "1");
+    assert!(reply.headers.get("www-authenticate").is_none());
+    assert_eq!(
+        reply.body["error"]["message"],
+        format!("unavailable: {BUSY}")
+    );
     // A token already in flight shares its call rather than needing one.
     accepted(&call(&server, Some("first")).await);
     for reply in holding {

@@ -39,6 +39,22 @@ impl Stage for OutsideAuth {
                 "forbidden: the token lacks a scope this request needs".to_owned(),
                 config.insufficient_scope_challenge(&required),
             ),
+            Err(AuthError::Unavailable {
+                description,
+                retry_after,
+            }) => {
+                return ex.reject(
+                    Rejection::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        ErrorCode::INVALID_REQUEST,
+                        format!("unavailable: {}", error_description(&description)),
+                    )
+                    .header(
+                        header::RETRY_AFTER,
+                        HeaderValue::from(retry_after.as_secs().max(1)),
+                    ),
+                );
+            }
             Err(_) => (
                 StatusCode::UNAUTHORIZED,
                 "unauthorized: this server needs a valid bearer token in one `Authorization` header"

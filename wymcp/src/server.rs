@@ -249,9 +249,9 @@ impl Server {
     pub fn check_message(
         &self,
         revision: Revision,
-        kind: crate::MessageKind,
+        kind: crate::protocol::jsonrpc::MessageKind,
         message: &serde_json::Value,
-    ) -> Result<(), crate::RpcError> {
+    ) -> Result<(), crate::protocol::error::RpcError> {
         crate::protocol::validation::check(&self.schemas, revision, kind, message)
     }
 

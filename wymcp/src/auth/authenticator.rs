@@ -101,6 +101,17 @@ pub enum AuthError {
         /// The scopes the request needs.
         required: Vec<String>,
     },
+    /// The credentials cannot be judged now because a shared place is full
+    /// (the cap of calls to the authorization server in flight): answered
+    /// `503` with `Retry-After` and no challenge. The token may well be
+    /// valid; the client is told to come back, not that it is refused.
+    #[error("unavailable: {description}")]
+    Unavailable {
+        /// Why, for the client (never a token, never key material).
+        description: String,
+        /// How long the client should wait before it tries again.
+        retry_after: std::time::Duration,
+    },
 }
 
 /// What an [`Authenticator`] is shown of a request.

@@ -363,7 +363,10 @@ impl Inner {
     /// says, cached.
     async fn call(&self, token: &str) -> Result<Principal, AuthError> {
         let Some(_place) = self.outbound.take() else {
-            return Err(AuthError::invalid_token(BUSY));
+            return Err(AuthError::Unavailable {
+                description: BUSY.to_owned(),
+                retry_after: Duration::from_secs(1),
+            });
         };
         let form = form_urlencoded::Serializer::new(String::new())
             .append_pair("token", token)

@@ -25,6 +25,10 @@
 //! * `403`, `-32600`, `WWW-Authenticate: Bearer error="insufficient_scope",
 //!   scope="…", resource_metadata="…"` when the principal lacks a required
 //!   scope (the configuration's, or the ones the authenticator names).
+//! * `503`, `-32600`, `Retry-After` (whole seconds, at least 1) and no
+//!   challenge when the credentials cannot be judged now because a shared
+//!   place is full ([`AuthError::Unavailable`]: the cap of introspection
+//!   calls in flight); the token is not refused, the client comes back.
 //!
 //! **A repeated `Authorization` header.** The singleton-header check lists
 //! `Authorization`, but auth comes first and reads it first. With an
@@ -74,6 +78,22 @@ impl Stage for Auth {
                 "forbidden: the token lacks a scope this request needs".into(),
                 config.insufficient_scope_challenge(&required),
             ),
+            Err(AuthError::Unavailable {
+                description,
+                retry_after,
+            }) => {
+                // A full shared place, not a refusal: no challenge, and a
+                // whole number of seconds to wait (at least one).
+                let seconds = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+                return ex.reject(
+                    Rejection::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        ErrorCode::INVALID_REQUEST,
+                        format!("unavailable: {}", error_description(&description)),
+                    )
+                    .header(header::RETRY_AFTER, HeaderValue::from(seconds.max(1))),
+                );
+            }
             Err(AuthError::Unauthorized) => (
                 StatusCode::UNAUTHORIZED,
                 "unauthorized: this server needs a valid bearer token in one `Authorization` header"

@@ -74,7 +74,8 @@ impl Stage for Dispatch {
             trace::dispatched(
                 ex.span(),
                 method,
-                ex.revision().map(crate::protocol::revision::Revision::as_str),
+                ex.revision()
+                    .map(crate::protocol::revision::Revision::as_str),
                 ex.params(),
             );
         }
