@@ -1,24 +1,4 @@
 //! The request as it flows through the chain.
-//!
-//! **What a stage reads, and who writes it.** Every fact an [`Exchange`]
-//! holds is read through a method. None is a field a stage assigns: each is
-//! established by the rule that owns it, run through a public method of the
-//! exchange that computes the fact from the request and the server, once
-//! (a second call answers what the first established):
-//!
-//! | fact | established by | run by |
-//! |---|---|---|
-//! | [`bytes`](Exchange::bytes), [`message`](Exchange::message) | [`read_body`](Exchange::read_body): the body read within [`Limits`](crate::Limits), parsed as bounded JSON | the parse step |
-//! | [`kind`](Exchange::kind), [`era`](Exchange::era), the request span | [`classify`](Exchange::classify): the JSON-RPC kind and the era, by the protocol's rules | `Classify` |
-//! | [`principal`](Exchange::principal) | [`authenticate`](Exchange::authenticate): the server's [`Authenticator`](crate::auth::Authenticator) | `Auth` |
-//! | [`revision`](Exchange::revision) | [`establish_revision`](Exchange::establish_revision): the revision the request's own version names, when served | `ProtocolFields`, `HeaderBinding` |
-//!
-//! A stage of a user's chain calls the same methods a built-in stage calls,
-//! and reads the same [`Server`] getters: nothing a built-in stage uses is
-//! out of its reach, and no stage, built-in or not, can make a fact other
-//! than what its rule computes. What a user's stages tell each other lives
-//! in [`extensions_mut`](Exchange::extensions_mut), which no built-in stage
-//! reads.
 
 use std::net::IpAddr;
 
@@ -40,8 +20,27 @@ use crate::server::{Reservation, Server};
 use crate::trace::{self, SpanSlot};
 
 /// One POST as it passes through the chain: the request, and what each stage
-/// established about it (see the [module documentation](self) for who
-/// establishes what).
+/// established about it.
+///
+/// **What a stage reads, and who writes it.** Every fact an [`Exchange`]
+/// holds is read through a method. None is a field a stage assigns: each is
+/// established by the rule that owns it, run through a public method of the
+/// exchange that computes the fact from the request and the server, once
+/// (a second call answers what the first established):
+///
+/// | fact | established by | run by |
+/// |---|---|---|
+/// | [`bytes`](Exchange::bytes), [`message`](Exchange::message) | [`read_body`](Exchange::read_body): the body read within [`Limits`](crate::Limits), parsed as bounded JSON | the parse step |
+/// | [`kind`](Exchange::kind), [`era`](Exchange::era), the request span | [`classify`](Exchange::classify): the JSON-RPC kind and the era, by the protocol's rules | `Classify` |
+/// | [`principal`](Exchange::principal) | [`authenticate`](Exchange::authenticate): the server's [`Authenticator`](crate::auth::Authenticator) | `Auth` |
+/// | [`revision`](Exchange::revision) | [`establish_revision`](Exchange::establish_revision): the revision the request's own version names, when served | `ProtocolFields`, `HeaderBinding` |
+///
+/// A stage of a user's chain calls the same methods a built-in stage calls,
+/// and reads the same [`Server`] getters: nothing a built-in stage uses is
+/// out of its reach, and no stage, built-in or not, can make a fact other
+/// than what its rule computes. What a user's stages tell each other lives
+/// in [`extensions_mut`](Exchange::extensions_mut), which no built-in stage
+/// reads.
 #[derive(Debug)]
 pub struct Exchange<'a> {
     server: &'a Server,
@@ -147,7 +146,7 @@ impl<'a> Exchange<'a> {
 
     /// The address of the client, as the accept loop recorded it (the
     /// proxy's `X-Forwarded-For` only from a trusted proxy); `None` for a
-    /// request that did not come through [`serve`](crate::serve).
+    /// request that did not come through [`serve`](crate::serve()).
     #[must_use]
     pub fn client_addr(&self) -> Option<IpAddr> {
         self.parts.extensions.get::<ClientAddr>().map(|c| c.0)
@@ -386,7 +385,7 @@ impl<'a> Exchange<'a> {
         self.revision = revision;
     }
 
-    /// The request span (see [`trace`](crate::trace)), once classification
+    /// The request span (wymcp's `trace` fields), once classification
     /// opened it; disabled before.
     #[must_use]
     pub fn span(&self) -> &tracing::Span {
