@@ -458,4 +458,29 @@ async fn facts_are_established_once_by_their_rules() {
         None,
         "the header disagrees with the body"
     );
+
+    // ProtocolFields' rule: judged in one read, refused with its error.
+    let mut ex = Exchange::new(&server, request(version));
+    ex.read_body().await.unwrap();
+    ex.classify();
+    assert_eq!(
+        ex.judge_protocol_fields().map_err(|e| e.code),
+        Ok(Some(wymcp::Revision::LATEST))
+    );
+    assert_eq!(ex.revision(), Some(wymcp::Revision::LATEST));
+    let unserved = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2099-01-01",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }}});
+    let request = http::Request::post("/mcp")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2099-01-01")
+        .body(wymcp::axum::body::Body::from(unserved.to_string()))
+        .unwrap();
+    let mut ex = Exchange::new(&server, request);
+    ex.read_body().await.unwrap();
+    ex.classify();
+    let refused = ex.judge_protocol_fields().unwrap_err();
+    assert_eq!(refused.code, wymcp::ErrorCode::UNSUPPORTED_PROTOCOL_VERSION);
+    assert_eq!(ex.revision(), None);
 }

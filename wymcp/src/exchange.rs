@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::auth::{AuthError, Principal};
 use crate::body::{self, ReadFailure};
 use crate::origin::ClientAddr;
+use crate::protocol::error::RpcError;
 use crate::protocol::fields::{judge, read_fields};
 use crate::protocol::headers::{MCP_PROTOCOL_VERSION, plain_text};
 use crate::protocol::json::{JsonError, parse_bounded};
@@ -33,7 +34,7 @@ use crate::trace::{self, SpanSlot};
 /// | [`bytes`](Exchange::bytes), [`message`](Exchange::message) | [`read_body`](Exchange::read_body): the body read within [`Limits`](crate::Limits), parsed as bounded JSON | the parse step |
 /// | [`kind`](Exchange::kind), [`era`](Exchange::era), the request span | [`classify`](Exchange::classify): the JSON-RPC kind and the era, by the protocol's rules | `Classify` |
 /// | [`principal`](Exchange::principal) | [`authenticate`](Exchange::authenticate): the server's [`Authenticator`](crate::auth::Authenticator) | `Auth` |
-/// | [`revision`](Exchange::revision) | [`establish_revision`](Exchange::establish_revision): the revision the request's own version names, when served | `ProtocolFields`, `HeaderBinding` |
+/// | [`revision`](Exchange::revision) | [`judge_protocol_fields`](Exchange::judge_protocol_fields) (2026-07-28), [`establish_revision`](Exchange::establish_revision): the revision the request's own version names, when served | `ProtocolFields`, `HeaderBinding` |
 ///
 /// A stage of a user's chain calls the same methods a built-in stage calls,
 /// and reads the same [`Server`] getters: nothing a built-in stage uses is
@@ -331,26 +332,52 @@ impl<'a> Exchange<'a> {
     }
 
     fn derived_revision(&self) -> Option<Revision> {
-        let header = self.parts.headers.get(MCP_PROTOCOL_VERSION);
-        let served = self.server.revisions();
         match self.era {
-            Era::Legacy => plain_text(header?)
+            Era::Legacy => plain_text(self.parts.headers.get(MCP_PROTOCOL_VERSION)?)
                 .ok()
                 .and_then(Revision::parse)
-                .filter(|r| served.contains(r)),
-            Era::Modern => {
-                let kind @ (MessageKind::Request | MessageKind::Notification) = self.kind? else {
-                    return None;
-                };
-                let message = self.message.as_ref()?;
-                let version = read_fields(message, kind == MessageKind::Request).ok()??;
-                let agrees = match header {
-                    Some(value) => plain_text(value) == Ok(version),
-                    None => kind == MessageKind::Notification,
-                };
-                agrees.then(|| judge(version, served).ok()).flatten()
-            }
+                .filter(|r| self.server.revisions().contains(r)),
+            Era::Modern => self.modern_fields().ok().flatten(),
         }
+    }
+
+    /// Holds a 2026-07-28 request's protocol fields to their rules
+    /// (`_meta`'s shape, the protocol version a string naming a served
+    /// revision, judged where the `MCP-Protocol-Version` header agrees with
+    /// it or a notification carries none) and establishes
+    /// [`revision`](Self::revision) from them: the rule `ProtocolFields`
+    /// runs, in one read of the message. `Ok(None)` when there is nothing
+    /// to judge: another era, not a request or notification, no version, or
+    /// a header that disagrees (header binding's to refuse).
+    pub fn judge_protocol_fields(&mut self) -> Result<Option<Revision>, RpcError> {
+        let judged = self.modern_fields()?;
+        if self.revision.is_none() {
+            self.revision = judged;
+        }
+        Ok(judged)
+    }
+
+    fn modern_fields(&self) -> Result<Option<Revision>, RpcError> {
+        if self.era != Era::Modern {
+            return Ok(None);
+        }
+        let Some(kind @ (MessageKind::Request | MessageKind::Notification)) = self.kind else {
+            return Ok(None);
+        };
+        let Some(message) = self.message.as_ref() else {
+            return Ok(None);
+        };
+        let Some(version) = read_fields(message, kind == MessageKind::Request)? else {
+            return Ok(None);
+        };
+        let agrees = match self.parts.headers.get(MCP_PROTOCOL_VERSION) {
+            Some(value) => plain_text(value) == Ok(version),
+            None => kind == MessageKind::Notification,
+        };
+        if !agrees {
+            return Ok(None);
+        }
+        judge(version, self.server.revisions()).map(Some)
     }
 
     /// The message, moved out: for the stage that consumes it, last in the

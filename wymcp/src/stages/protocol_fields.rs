@@ -1,7 +1,8 @@
 //! `ProtocolFields` (wire check): enforces the per-request protocol fields
 //! of 2026-07-28, `params._meta["io.modelcontextprotocol/protocolVersion"]`
 //! and `params._meta["io.modelcontextprotocol/clientCapabilities"]`, and
-//! judges whether the version named is served. Sets
+//! judges whether the version named is served, through
+//! [`Exchange::judge_protocol_fields`], which establishes
 //! [`Exchange::revision`].
 //!
 //! **Why here.** After the singleton-header check, which guarantees at most
@@ -44,10 +45,6 @@
 use http::StatusCode;
 
 use crate::exchange::Exchange;
-use crate::protocol::fields::{judge, read_fields};
-use crate::protocol::headers::{MCP_PROTOCOL_VERSION, plain_text};
-use crate::protocol::jsonrpc::MessageKind;
-use crate::protocol::revision::Era;
 use crate::reply::Flow;
 use crate::reply::Rejection;
 use crate::stage::Stage;
@@ -58,34 +55,8 @@ pub struct ProtocolFields;
 
 impl Stage for ProtocolFields {
     async fn run(ex: &mut Exchange<'_>) -> Flow {
-        if ex.era() != Era::Modern {
-            return Flow::Continue;
-        }
-        let Some(kind @ (MessageKind::Request | MessageKind::Notification)) = ex.kind() else {
-            return Flow::Continue;
-        };
-        let Some(message) = ex.message() else {
-            return Flow::Continue;
-        };
-        let version = match read_fields(message, kind == MessageKind::Request) {
-            Ok(Some(version)) => version,
-            Ok(None) => return Flow::Continue,
-            Err(error) => return ex.reject(Rejection::of(StatusCode::BAD_REQUEST, error)),
-        };
-        let header = ex.headers().get(MCP_PROTOCOL_VERSION);
-        let judged = match header {
-            Some(value) => plain_text(value) == Ok(version),
-            None => kind == MessageKind::Notification,
-        };
-        if !judged {
-            // The header disagrees (or a request lacks it): header binding's.
-            return Flow::Continue;
-        }
-        match judge(version, ex.server().revisions()) {
-            Ok(_) => {
-                ex.establish_revision();
-                Flow::Continue
-            }
+        match ex.judge_protocol_fields() {
+            Ok(_) => Flow::Continue,
             Err(error) => ex.reject(Rejection::of(StatusCode::BAD_REQUEST, error)),
         }
     }
