@@ -62,7 +62,7 @@ use crate::protocol::headers::{
     decoded_text, header_spelling, is_integral, plain_text,
 };
 use crate::protocol::jsonrpc::MessageKind;
-use crate::protocol::revision::{Era, Revision};
+use crate::protocol::revision::Era;
 use crate::reply::Flow;
 use crate::reply::Rejection;
 use crate::server::Server;
@@ -396,19 +396,20 @@ fn param_row(
 /// The legacy era's version row: a present `MCP-Protocol-Version` names a
 /// served revision.
 fn legacy(ex: &mut Exchange<'_>) -> Flow {
-    let Some(value) = ex.headers().get(MCP_PROTOCOL_VERSION) else {
-        return Flow::Continue;
-    };
-    let server = ex.server();
-    let requested = String::from_utf8_lossy(value.as_bytes()).into_owned();
-    let revision = plain_text(value)
-        .ok()
-        .and_then(Revision::parse)
-        .filter(|r| server.revisions().contains(r));
-    if revision.is_some() {
-        ex.establish_revision();
+    if !ex.headers().contains_key(MCP_PROTOCOL_VERSION) {
         return Flow::Continue;
     }
+    // A header naming a served revision establishes it, by the exchange's
+    // rule: the same reading this row refuses, not a second copy of it.
+    if ex.establish_revision().is_some() {
+        return Flow::Continue;
+    }
+    let server = ex.server();
+    let requested = ex
+        .headers()
+        .get(MCP_PROTOCOL_VERSION)
+        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+        .unwrap_or_default();
     let supported: Vec<&str> = server.revisions().iter().map(|r| r.as_str()).collect();
     ex.reject(
         Rejection::new(
