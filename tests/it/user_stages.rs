@@ -484,3 +484,62 @@ async fn facts_are_established_once_by_their_rules() {
     assert_eq!(refused.code, wymcp::ErrorCode::UNSUPPORTED_PROTOCOL_VERSION);
     assert_eq!(ex.revision(), None);
 }
+
+/// A stage that reads the body itself and lets a failed read go on.
+struct CarelessReader;
+
+impl Stage for CarelessReader {
+    async fn run(ex: &mut Exchange<'_>) -> Flow {
+        let _ = ex.read_body().await;
+        Flow::Continue
+    }
+}
+
+/// A misassembled chain: the parse step after a stage that read the body.
+#[wymcp::pipeline]
+mod reads_twice {
+    use wymcp::{Exchange, Flow, stages};
+
+    #[body_bound(reason = "reads the body before the parse step, to show what that answers")]
+    pub type CarelessReader = super::CarelessReader;
+    #[body_bound(reason = "the parse step is what reads the body")]
+    pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
+        stages::parse_body(ex).await
+    }
+    pub type Validate = stages::Validate;
+    pub type Dispatch = stages::Dispatch;
+}
+
+/// Rule: a body is read once. After a read that failed, the parse step has
+/// no body to read and says the chain is misassembled: 500, -32603, a null
+/// id (nothing was parsed), and no header beyond the body's type and length.
+#[tokio::test]
+async fn the_parse_step_after_a_failed_read_is_a_misassembled_chain() {
+    use http_body_util::BodyExt as _;
+    use tower::ServiceExt as _;
+    let router = reads_twice::router(Server::builder().build().unwrap());
+    let request = http::Request::post("/mcp")
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .body(wymcp::axum::body::Body::from("{not json"))
+        .unwrap();
+    let response = router.oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    let headers: Vec<&str> = response
+        .headers()
+        .keys()
+        .map(http::HeaderName::as_str)
+        .collect();
+    assert_eq!(headers, ["content-type", "content-length"]);
+    let body: Value =
+        serde_json::from_slice(&response.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    assert_eq!(body["id"], Value::Null);
+    assert_eq!(body["error"]["code"], -32603);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("after the body was read and refused"),
+        "{body}"
+    );
+}
