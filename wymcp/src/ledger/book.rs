@@ -520,6 +520,7 @@ impl Drop for Place {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -574,14 +575,18 @@ mod tests {
             .map(|_| ledger.take_evictable(Kind::ListenStreams, &hog, 1).unwrap())
             .collect();
         let newcomer = who("new");
-        let mine = ledger.take_evictable(Kind::ListenStreams, &newcomer, 1).unwrap();
+        let mine = ledger
+            .take_evictable(Kind::ListenStreams, &newcomer, 1)
+            .unwrap();
         assert!(places[0].is_evicted(), "the oldest gave way");
         assert!(!places[1].is_evicted());
         assert_eq!(places[0].amount(), 0);
         assert_eq!(ledger.held(Kind::ListenStreams), 4);
         assert_eq!(ledger.held_by(Kind::ListenStreams, &hog), 3);
         // Two holders: a fair share is 2; the newcomer takes its second.
-        let _second = ledger.take_evictable(Kind::ListenStreams, &newcomer, 1).unwrap();
+        let _second = ledger
+            .take_evictable(Kind::ListenStreams, &newcomer, 1)
+            .unwrap();
         assert!(places[1].is_evicted());
         // A third would be over its fair share: the cap's refusal.
         assert_eq!(
@@ -642,8 +647,12 @@ mod tests {
     #[tokio::test]
     async fn evicted_resolves_for_the_place_that_gave_way() {
         let ledger = ledger(2, 2);
-        let place = ledger.take_evictable(Kind::ListenStreams, &who("a"), 1).unwrap();
-        let _younger = ledger.take_evictable(Kind::ListenStreams, &who("a"), 1).unwrap();
+        let place = ledger
+            .take_evictable(Kind::ListenStreams, &who("a"), 1)
+            .unwrap();
+        let _younger = ledger
+            .take_evictable(Kind::ListenStreams, &who("a"), 1)
+            .unwrap();
         let waiter = tokio::spawn(async move {
             place.evicted().await;
             place.is_evicted()
@@ -658,7 +667,10 @@ mod tests {
         let ledger = Ledger::default();
         let share = ledger.error(Refusal::Share(Kind::ListenStreams));
         assert_eq!(share.code, ErrorCode::INVALID_REQUEST);
-        assert_eq!(share.data.as_ref().unwrap()["limit"], "max_streams_per_caller");
+        assert_eq!(
+            share.data.as_ref().unwrap()["limit"],
+            "max_streams_per_caller"
+        );
         let cap = ledger.error(Refusal::Cap(Kind::Bodies));
         assert_eq!(cap.code, ErrorCode::INTERNAL_ERROR);
         assert_eq!(cap.data.as_ref().unwrap()["limit"], "bodies_in_flight");

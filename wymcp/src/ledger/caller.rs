@@ -70,9 +70,7 @@ impl Caller {
                 if prefix == 128 {
                     return Caller(format!("address:{v6}").into());
                 }
-                let mask = u128::MAX
-                    .checked_shl(128 - u32::from(prefix))
-                    .unwrap_or(0);
+                let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
                 let net = std::net::Ipv6Addr::from(u128::from(v6) & mask);
                 Caller(format!("address:{net}/{prefix}").into())
             }
@@ -119,6 +117,7 @@ impl fmt::Display for Caller {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -146,7 +145,10 @@ mod tests {
             Caller::address(addr("10.0.0.1"), g),
             Caller::address(addr("10.0.0.2"), g)
         );
-        assert_eq!(Caller::address(addr("10.0.0.1"), g).as_str(), "address:10.0.0.1");
+        assert_eq!(
+            Caller::address(addr("10.0.0.1"), g).as_str(),
+            "address:10.0.0.1"
+        );
         let g = Grouping {
             ipv4_prefix: 24,
             ..g
@@ -168,7 +170,10 @@ mod tests {
             Caller::of(Some("alice"), Some(addr("10.0.0.1")), g),
             Caller::of(Some("alice"), Some(addr("10.0.0.2")), g)
         );
-        assert_ne!(Caller::principal("alice"), Caller::address(addr("10.0.0.1"), g));
+        assert_ne!(
+            Caller::principal("alice"),
+            Caller::address(addr("10.0.0.1"), g)
+        );
         assert_eq!(Caller::of(None, None, g), Caller::unknown());
     }
 }
