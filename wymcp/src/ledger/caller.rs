@@ -1,0 +1,179 @@
+//! Who a place is counted against: the principal when the server
+//! authenticates, else the client's address, grouped by prefix (an IPv6
+//! /64 is one caller by default: one host is given a /64, and a host that
+//! draws a new address for each request is still one caller).
+
+use std::fmt;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+/// How client addresses group into callers: the prefix length that counts as
+/// one caller, per address family. The defaults, `/32` for IPv4 and `/64`
+/// for IPv6, count one IPv4 address, or one IPv6 subnet as a host is given
+/// it, as one caller.
+///
+/// ```
+/// use wymcp::ledger::{Caller, Grouping};
+/// let grouping = Grouping::default();
+/// let a = Caller::address("2001:db8:1:2::a".parse()?, grouping);
+/// let b = Caller::address("2001:db8:1:2:ffff::b".parse()?, grouping);
+/// assert_eq!(a, b);
+/// assert_eq!(a.as_str(), "address:2001:db8:1:2::/64");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grouping {
+    /// Leading bits of an IPv4 address that name a caller (`0..=32`; default
+    /// 32).
+    pub ipv4_prefix: u8,
+    /// Leading bits of an IPv6 address that name a caller (`0..=128`;
+    /// default 64).
+    pub ipv6_prefix: u8,
+}
+
+impl Default for Grouping {
+    fn default() -> Self {
+        Grouping {
+            ipv4_prefix: 32,
+            ipv6_prefix: 64,
+        }
+    }
+}
+
+/// Who holds a place: a key, compared by value, cheap to clone.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Caller(Arc<str>);
+
+impl Caller {
+    /// The caller an authenticated principal is: its subject.
+    #[must_use]
+    pub fn principal(subject: &str) -> Self {
+        Caller(format!("principal:{subject}").into())
+    }
+
+    /// The caller an unauthenticated client is: its address's network of
+    /// `grouping`'s prefix (an IPv4-mapped IPv6 address is its IPv4 address).
+    #[must_use]
+    pub fn address(addr: IpAddr, grouping: Grouping) -> Self {
+        match addr.to_canonical() {
+            IpAddr::V4(v4) => {
+                let prefix = grouping.ipv4_prefix.min(32);
+                if prefix == 32 {
+                    return Caller(format!("address:{v4}").into());
+                }
+                let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
+                let net = std::net::Ipv4Addr::from(u32::from(v4) & mask);
+                Caller(format!("address:{net}/{prefix}").into())
+            }
+            IpAddr::V6(v6) => {
+                let prefix = grouping.ipv6_prefix.min(128);
+                if prefix == 128 {
+                    return Caller(format!("address:{v6}").into());
+                }
+                let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
+                let net = std::net::Ipv6Addr::from(u128::from(v6) & mask);
+                Caller(format!("address:{net}/{prefix}").into())
+            }
+        }
+    }
+
+    /// The caller of a request that has neither a principal nor an address
+    /// (stdio, or a router served without [`ClientAddr`](crate::ClientAddr)):
+    /// all such requests are one caller.
+    #[must_use]
+    pub fn unknown() -> Self {
+        Caller("unknown".into())
+    }
+
+    /// Who is counted for a request: the principal's subject when there is
+    /// one, else the client's address grouped, else [`unknown`](Self::unknown).
+    #[must_use]
+    pub fn of(subject: Option<&str>, addr: Option<IpAddr>, grouping: Grouping) -> Self {
+        match (subject, addr) {
+            (Some(subject), _) => Caller::principal(subject),
+            (None, Some(addr)) => Caller::address(addr, grouping),
+            (None, None) => Caller::unknown(),
+        }
+    }
+
+    /// The key, as logged and compared: `principal:<subject>`,
+    /// `address:<ip>` or `address:<network>/<prefix>`, or `unknown`.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Caller {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&crate::protocol::text::truncated(&self.0))
+    }
+}
+
+impl fmt::Display for Caller {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&crate::protocol::text::truncated(&self.0))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn addr(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn one_ipv6_slash_64_is_one_caller_by_default() {
+        let g = Grouping::default();
+        assert_eq!(
+            Caller::address(addr("2001:db8::1"), g),
+            Caller::address(addr("2001:db8::ffff:1"), g)
+        );
+        assert_ne!(
+            Caller::address(addr("2001:db8::1"), g),
+            Caller::address(addr("2001:db8:0:1::1"), g)
+        );
+    }
+
+    #[test]
+    fn ipv4_addresses_are_their_own_callers_by_default_and_group_when_asked() {
+        let g = Grouping::default();
+        assert_ne!(
+            Caller::address(addr("10.0.0.1"), g),
+            Caller::address(addr("10.0.0.2"), g)
+        );
+        assert_eq!(
+            Caller::address(addr("10.0.0.1"), g).as_str(),
+            "address:10.0.0.1"
+        );
+        let g = Grouping {
+            ipv4_prefix: 24,
+            ..g
+        };
+        assert_eq!(
+            Caller::address(addr("10.0.0.1"), g).as_str(),
+            "address:10.0.0.0/24"
+        );
+        assert_eq!(
+            Caller::address(addr("::ffff:10.0.0.9"), g),
+            Caller::address(addr("10.0.0.1"), g)
+        );
+    }
+
+    #[test]
+    fn a_principal_is_counted_by_subject_whatever_its_address() {
+        let g = Grouping::default();
+        assert_eq!(
+            Caller::of(Some("alice"), Some(addr("10.0.0.1")), g),
+            Caller::of(Some("alice"), Some(addr("10.0.0.2")), g)
+        );
+        assert_ne!(
+            Caller::principal("alice"),
+            Caller::address(addr("10.0.0.1"), g)
+        );
+        assert_eq!(Caller::of(None, None, g), Caller::unknown());
+    }
+}
