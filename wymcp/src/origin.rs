@@ -5,6 +5,8 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+use crate::protocol::net::network;
+
 /// The address the server's listener is bound to, as the serving entry tells
 /// the chain through a request extension.
 ///
@@ -58,22 +60,8 @@ impl IpNet {
     /// its IPv4 address).
     #[must_use]
     pub fn contains(&self, addr: IpAddr) -> bool {
-        let addr = addr.to_canonical();
-        match (self.addr.to_canonical(), addr) {
-            (IpAddr::V4(net), IpAddr::V4(a)) => {
-                let mask = u32::MAX
-                    .checked_shl(32 - u32::from(self.prefix))
-                    .unwrap_or(0);
-                u32::from(net) & mask == u32::from(a) & mask
-            }
-            (IpAddr::V6(net), IpAddr::V6(a)) => {
-                let mask = u128::MAX
-                    .checked_shl(128 - u32::from(self.prefix))
-                    .unwrap_or(0);
-                u128::from(net) & mask == u128::from(a) & mask
-            }
-            _ => false,
-        }
+        let (net, addr) = (self.addr.to_canonical(), addr.to_canonical());
+        net.is_ipv4() == addr.is_ipv4() && network(net, self.prefix) == network(addr, self.prefix)
     }
 }
 

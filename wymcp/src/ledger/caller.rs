@@ -7,6 +7,8 @@ use std::fmt;
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use crate::protocol::net::network;
+
 /// How client addresses group into callers: the prefix length that counts as
 /// one caller, per address family. The defaults, `/32` for IPv4 and `/64`
 /// for IPv6, count one IPv4 address, or one IPv6 subnet as a host is given
@@ -55,25 +57,15 @@ impl Caller {
     /// `grouping`'s prefix (an IPv4-mapped IPv6 address is its IPv4 address).
     #[must_use]
     pub fn address(addr: IpAddr, grouping: Grouping) -> Self {
-        match addr.to_canonical() {
-            IpAddr::V4(v4) => {
-                let prefix = grouping.ipv4_prefix.min(32);
-                if prefix == 32 {
-                    return Caller(format!("address:{v4}").into());
-                }
-                let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
-                let net = std::net::Ipv4Addr::from(u32::from(v4) & mask);
-                Caller(format!("address:{net}/{prefix}").into())
-            }
-            IpAddr::V6(v6) => {
-                let prefix = grouping.ipv6_prefix.min(128);
-                if prefix == 128 {
-                    return Caller(format!("address:{v6}").into());
-                }
-                let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
-                let net = std::net::Ipv6Addr::from(u128::from(v6) & mask);
-                Caller(format!("address:{net}/{prefix}").into())
-            }
+        let (prefix, whole) = match addr.to_canonical() {
+            IpAddr::V4(_) => (grouping.ipv4_prefix.min(32), 32),
+            IpAddr::V6(_) => (grouping.ipv6_prefix.min(128), 128),
+        };
+        let net = network(addr, prefix);
+        if prefix == whole {
+            Caller(format!("address:{net}").into())
+        } else {
+            Caller(format!("address:{net}/{prefix}").into())
         }
     }
 

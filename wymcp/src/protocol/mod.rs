@@ -16,6 +16,7 @@ pub(crate) mod jsonrpc;
 pub mod meta;
 #[cfg(not(feature = "fuzzing"))]
 pub(crate) mod meta;
+pub(crate) mod net;
 pub(crate) mod revision;
 pub(crate) mod schema;
 pub(crate) mod text;
