@@ -110,8 +110,9 @@ async fn listen_streams_are_capped_per_caller_and_per_server() {
     let mut third = RawConn::connect_from(listening.addr(), loopback(1)).await;
     let response = third.request(&listen(7)).await;
     let error = refused(&response, 429, -32600, &json!(7));
-    assert!(error.message.contains("limit is 2"), "{error:?}");
+    assert!(error.message.contains("(2)"), "{error:?}");
     assert_eq!(error.data["limit"], "max_streams_per_caller");
+    assert_eq!(error.data["max"], 2);
     assert!(response.header("retry-after").is_some(), "{response:?}");
     // The same caller's plain calls are served.
     let served = third

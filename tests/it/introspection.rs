@@ -19,7 +19,7 @@ use wymcp_tests::wire::TestServer;
 
 use crate::jwt::{
     AUDIENCE, EXPIRED, NO_AUDIENCE, NOT_YET_VALID, RESOURCE, SCOPE, UNREACHABLE, accepted, call,
-    call_apart, now, refused, server_with,
+    call_apart, now, refused, server_with, server_with_limits,
 };
 
 const CLIENT_ID: &str = "mcp server";
@@ -399,15 +399,23 @@ async fn concurrent_requests_with_one_unknown_token_make_one_call() {
     assert_eq!(endpoint.hits(), 2);
 }
 
-#[tokio::test]
-async fn calls_beyond_the_cap_are_refused_at_once_never_queued() {
-    const BUSY: &str = "the token cannot be verified now: too many introspection calls are in flight, retry shortly";
+/// Rule (issue 23, items 4 and the ledger): introspection calls are places
+/// of the server's ledger. With two calls in flight, a third token is
+/// answered at once (the endpoint is not asked) with `status` and
+/// `message`, the request's id, `Retry-After` and no challenge: 503 at the
+/// server's cap, 429 at the client's share. Tokens in flight share their
+/// call; the places come back.
+async fn calls_beyond_a_limit_are_refused_at_once(
+    limits: wymcp::Limits,
+    status: u16,
+    message: &str,
+) {
     let endpoint = Endpoint::start().await;
     let delay = Duration::from_millis(800);
     *endpoint.state.delay.lock().unwrap() = delay;
     endpoint.answer("first", active());
     endpoint.answer("second", active());
-    let server = server_with(endpoint.introspection().max_concurrent(2).build().unwrap());
+    let server = server_with_limits(endpoint.introspection().build().unwrap(), limits);
     let holding: Vec<_> = ["first", "second"]
         .into_iter()
         .map(|token| call_apart(&server, token))
@@ -415,28 +423,49 @@ async fn calls_beyond_the_cap_are_refused_at_once_never_queued() {
     while endpoint.hits() < 2 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    // Both places are taken: a third token is answered at once, and the
-    // endpoint is not asked.
+    assert_eq!(server.ledger().held(wymcp::ledger::Kind::AuthCalls), 2);
     let started = std::time::Instant::now();
     let reply = call(&server, Some("third")).await;
     assert!(started.elapsed() < delay / 2, "{:?}", started.elapsed());
-    // A full place, not a refusal: 503, the request's id, Retry-After, and
-    // no challenge.
-    reply.rejected("Auth", 503, -32600, &json!("r-1"));
+    reply.rejected("Auth", status, -32600, &json!("r-1"));
     assert_eq!(reply.header("retry-after"), "1");
     assert!(reply.headers.get("www-authenticate").is_none());
-    assert_eq!(
-        reply.body["error"]["message"],
-        format!("unavailable: {BUSY}")
-    );
+    assert_eq!(reply.body["error"]["message"], message);
     // A token already in flight shares its call rather than needing one.
     accepted(&call(&server, Some("first")).await);
     for reply in holding {
         accepted(&reply.await.unwrap());
     }
     assert_eq!(endpoint.hits(), 2);
+    assert_eq!(server.ledger().held(wymcp::ledger::Kind::AuthCalls), 0);
     // The places are free again, and the refusal was not cached.
     *endpoint.state.delay.lock().unwrap() = Duration::ZERO;
     refused(&call(&server, Some("third")).await, INACTIVE);
     assert_eq!(endpoint.hits(), 3);
+}
+
+#[tokio::test]
+async fn calls_beyond_the_cap_are_refused_at_once_never_queued() {
+    calls_beyond_a_limit_are_refused_at_once(
+        wymcp::Limits {
+            auth_calls: 2,
+            ..wymcp::Limits::default()
+        },
+        503,
+        "unavailable: the server holds as many calls to the authorization server in flight as it serves (2); try again later",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn calls_beyond_a_clients_share_are_refused_429() {
+    calls_beyond_a_limit_are_refused_at_once(
+        wymcp::Limits {
+            auth_calls_per_caller: 2,
+            ..wymcp::Limits::default()
+        },
+        429,
+        "throttled: this caller holds its share of calls to the authorization server in flight (2); try again later",
+    )
+    .await;
 }

@@ -292,6 +292,14 @@ impl Issuer {
 
 /// A server that needs `mcp:tools`, with one tool answering who called.
 pub(crate) fn server_with(authenticator: impl Authenticator) -> Arc<Server> {
+    server_with_limits(authenticator, wymcp::Limits::default())
+}
+
+/// [`server_with`], within `limits`.
+pub(crate) fn server_with_limits(
+    authenticator: impl Authenticator,
+    limits: wymcp::Limits,
+) -> Arc<Server> {
     let whoami =
         Tool::new("whoami")
             .description("Says who called")
@@ -308,6 +316,7 @@ pub(crate) fn server_with(authenticator: impl Authenticator) -> Arc<Server> {
             });
     Arc::new(
         Server::builder()
+            .limits(limits)
             .auth(
                 authenticator,
                 AuthConfig::new()

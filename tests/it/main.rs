@@ -45,6 +45,7 @@ mod hostile;
 mod introspection;
 mod jwt;
 mod layers;
+mod ledger;
 mod legacy;
 mod listen;
 mod memory;

@@ -46,9 +46,15 @@ fn a_thousand_stalled_bodies_stay_within_bounded_memory() {
 
 async fn stalled_bodies() {
     const STALLED: usize = 1000;
-    let builder = Server::builder().read_timeout(Duration::from_secs(4));
-    // From one address, so past the default per-peer cap: this test is
-    // about what a stalled body holds, not about who may hold many.
+    // From one address, so past the default per-peer cap and the default
+    // share of body bytes: this test is about what a stalled body holds,
+    // not about who may hold many (tests/it/ledger.rs is).
+    let builder = Server::builder()
+        .limits(wymcp::Limits {
+            bodies_per_caller: wymcp::Limits::default().bodies_in_flight,
+            ..wymcp::Limits::default()
+        })
+        .read_timeout(Duration::from_secs(4));
     let config = ServeConfig::default().max_connections_per_peer(2 * STALLED);
     let server = TestServer::start_with(chain(builder), config).await;
     // Warm the server up once, so its first allocations are in the baseline.

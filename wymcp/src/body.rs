@@ -12,7 +12,8 @@ use bytes::Bytes;
 use http_body::Body as _;
 use http_body_util::BodyExt as _;
 
-use crate::server::{Limits, Reservation};
+use crate::ledger::{Place, Refusal};
+use crate::server::Limits;
 
 /// Why a body read did not produce the body.
 pub(crate) enum ReadFailure {
@@ -20,6 +21,9 @@ pub(crate) enum ReadFailure {
     OverCeiling,
     /// The body would go over the server's budget of body bytes in flight.
     OverBudget,
+    /// The body would go over its caller's share of that budget, or its
+    /// place gave way to a caller under its fair share.
+    OverShare,
     /// No piece of the body arrived within the read timeout, or the whole
     /// body not within the body deadline.
     Stalled,
@@ -29,7 +33,8 @@ pub(crate) enum ReadFailure {
 
 /// Reads the whole body within the body ceiling, waiting at most the read
 /// timeout for each piece of it and the body deadline for all of it, its
-/// bytes beyond `reserved` taken from the budget as they arrive.
+/// bytes beyond what `place` holds taken from the ledger as they arrive;
+/// a place that gives way ends the read ([`ReadFailure::OverShare`]).
 ///
 /// A body that arrives in one piece (the common case for a small request) is
 /// kept as that piece, without a copy. Otherwise it is put together from
@@ -38,7 +43,7 @@ pub(crate) enum ReadFailure {
 pub(crate) async fn read(
     mut body: Body,
     limits: &Limits,
-    reserved: &mut Reservation,
+    place: &mut Place,
 ) -> Result<Bytes, ReadFailure> {
     let ceiling = limits.body_bytes;
     let deadline = tokio::time::Instant::now() + limits.body_deadline;
@@ -57,8 +62,8 @@ pub(crate) async fn read(
     let mut total = 0usize;
     loop {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let frame = match next_frame(&mut body, limits.read_timeout.min(left)).await {
-            Err(_elapsed) => return Err(ReadFailure::Stalled),
+        let frame = match next_frame(&mut body, limits.read_timeout.min(left), place).await {
+            Err(failure) => return Err(failure),
             Ok(None) => break,
             Ok(Some(Err(error))) => return Err(ReadFailure::Transport(error)),
             Ok(Some(Ok(frame))) => frame,
@@ -75,8 +80,10 @@ pub(crate) async fn read(
             return Err(ReadFailure::OverCeiling);
         }
         if total > held {
-            if !reserved.grow(total - held) {
-                return Err(ReadFailure::OverBudget);
+            match place.grow(total - held) {
+                Ok(()) => {}
+                Err(Refusal::Share(_)) => return Err(ReadFailure::OverShare),
+                Err(Refusal::Cap(_)) => return Err(ReadFailure::OverBudget),
             }
             held = total;
         }
@@ -180,11 +187,20 @@ impl Pieces {
 async fn next_frame(
     body: &mut Body,
     timeout: Duration,
-) -> Result<Option<Result<http_body::Frame<Bytes>, axum::Error>>, tokio::time::error::Elapsed> {
+    place: &Place,
+) -> Result<Option<Result<http_body::Frame<Bytes>, axum::Error>>, ReadFailure> {
+    if place.is_evicted() {
+        return Err(ReadFailure::OverShare);
+    }
     let mut frame = std::pin::pin!(body.frame());
     match std::future::poll_fn(|cx| Poll::Ready(frame.as_mut().poll(cx))).await {
         Poll::Ready(frame) => Ok(frame),
-        Poll::Pending => tokio::time::timeout(timeout, frame).await,
+        // Waiting on the client: until the piece, the read timeout, or the
+        // place giving way, whichever comes first.
+        Poll::Pending => tokio::select! {
+            frame = tokio::time::timeout(timeout, frame) => frame.map_err(|_elapsed| ReadFailure::Stalled),
+            () = place.evicted() => Err(ReadFailure::OverShare),
+        },
     }
 }
 

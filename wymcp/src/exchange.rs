@@ -17,7 +17,8 @@ use crate::protocol::json::{JsonError, parse_bounded};
 use crate::protocol::jsonrpc::{MessageKind, answer_id, classify_within};
 use crate::protocol::revision::{Era, Revision, era_of};
 use crate::reply::{Flow, Rejection, Rejector, Response};
-use crate::server::{Reservation, Server};
+use crate::ledger::{Kind, Place, Refusal};
+use crate::server::Server;
 use crate::trace::{self, SpanSlot};
 
 /// One POST as it passes through the chain: the request, and what each stage
@@ -59,9 +60,10 @@ pub struct Exchange<'a> {
     authenticated: bool,
     /// What a user's stages leave each other.
     extensions: http::Extensions,
-    /// The body bytes this request holds of the server's budget, given back
-    /// when the exchange ends.
-    reserved: Option<Reservation>,
+    /// The body bytes this request holds in the ledger, given back when the
+    /// exchange ends, or moved into a streamed answer that still holds them
+    /// ([`take_body_place`](Self::take_body_place)).
+    body_place: Option<Place>,
     stage: &'static str,
     /// The request span (see [`trace`](crate::trace)), once classification
     /// opened it; disabled until then.
@@ -81,6 +83,10 @@ pub enum BodyError {
     /// Reading it would go over the server's budget of body bytes in flight
     /// ([`Limits::bodies_in_flight`](crate::Limits::bodies_in_flight)).
     OverBudget,
+    /// Reading it would go over its client's share of that budget
+    /// ([`Limits::bodies_per_caller`](crate::Limits::bodies_per_caller)), or
+    /// its place gave way to a client under its fair share.
+    OverShare,
     /// It is longer than [`Limits::body_bytes`](crate::Limits::body_bytes),
     /// declared or read.
     OverCeiling,
@@ -115,7 +121,7 @@ impl<'a> Exchange<'a> {
             principal: None,
             authenticated: false,
             extensions: http::Extensions::new(),
-            reserved: None,
+            body_place: None,
             stage: "",
         }
     }
@@ -238,17 +244,26 @@ impl<'a> Exchange<'a> {
             return Err(BodyError::Taken);
         };
         let limits = *self.server.limits();
-        // The body bytes in flight are budgeted: the declared length before
-        // a byte is read, the rest as it arrives.
+        // The body bytes in flight are places of the ledger, counted by the
+        // client's address (the body is read before its credentials): the
+        // declared length before a byte is read, the rest as it arrives.
         let declared = body::reserved_len(&body, limits.body_bytes);
-        let Some(reservation) = self.server.bodies.reserve(declared) else {
-            return Err(BodyError::OverBudget);
+        let caller = self.server.caller_of(None, self.client_addr());
+        let place = match self
+            .server
+            .ledger()
+            .take_evictable(Kind::Bodies, &caller, declared)
+        {
+            Ok(place) => place,
+            Err(Refusal::Share(_)) => return Err(BodyError::OverShare),
+            Err(Refusal::Cap(_)) => return Err(BodyError::OverBudget),
         };
-        let reserved = self.reserved.insert(reservation);
-        let bytes = body::read(body, &limits, reserved)
+        let place = self.body_place.insert(place);
+        let bytes = body::read(body, &limits, place)
             .await
             .map_err(|failure| match failure {
                 ReadFailure::OverBudget => BodyError::OverBudget,
+                ReadFailure::OverShare => BodyError::OverShare,
                 ReadFailure::OverCeiling => BodyError::OverCeiling,
                 ReadFailure::Stalled => BodyError::Stalled,
                 ReadFailure::Transport(error) => BodyError::Transport(error),
@@ -262,6 +277,13 @@ impl<'a> Exchange<'a> {
             Err(JsonError::Syntax(error)) => Err(BodyError::Syntax(error)),
             Err(JsonError::TooManyValues(max)) => Err(BodyError::TooManyValues(max)),
         }
+    }
+
+    /// The body's place in the ledger, for an answer that holds the body's
+    /// bytes (or what was parsed from them) after the exchange ends: a
+    /// streamed answer keeps it until its handler is done.
+    pub(crate) fn take_body_place(&mut self) -> Option<Place> {
+        self.body_place.take()
     }
 
     /// Classifies the message: its JSON-RPC [`kind`](Self::kind) (string ids
@@ -303,8 +325,15 @@ impl<'a> Exchange<'a> {
     pub async fn authenticate(&mut self) -> Result<Option<&Principal>, AuthError> {
         if !self.authenticated {
             if let Some(setup) = self.server.auth.as_ref() {
+                let caller = self.server.caller_of(None, self.client_addr());
                 let principal = setup
-                    .authenticate(&self.parts, self.message.as_ref(), self.kind)
+                    .authenticate(
+                        &self.parts,
+                        self.message.as_ref(),
+                        self.kind,
+                        self.server.ledger(),
+                        &caller,
+                    )
                     .await?;
                 self.principal = Some(principal);
             }

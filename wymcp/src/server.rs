@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use std::future::Future;
 
-use crate::auth::{AuthConfig, AuthConfigError, AuthSetup, Authenticator};
+use crate::auth::{AuthConfig, AuthConfigError, AuthSetup, Authenticator, Principal};
+use crate::ledger::{Caller, Grouping, Kind, Ledger, Share};
 use crate::mrtr::{KeyError, Sealer, SealingKey};
 use crate::origin::{OriginError, OriginPolicy};
 use crate::protocol::headers::HeaderParam;
@@ -34,11 +35,26 @@ pub struct Limits {
     /// How long a whole body read may take, however steadily it trickles in,
     /// before the request is answered 408. Default 60 s.
     pub body_deadline: Duration,
-    /// How many body bytes all requests together may hold while they are
-    /// read and parsed; a request that would go over is answered 503 with
-    /// `Retry-After`, before its body is read when it declares its length.
-    /// Default 256 MiB.
+    /// How many body bytes all requests together may hold, from their read
+    /// until the last thing holding them ends (the parsed message, a
+    /// streamed answer's handler); a request that would go over is answered
+    /// 503 with `Retry-After`, before its body is read when it declares its
+    /// length. Default 256 MiB. The [`ledger`](crate::ledger)'s
+    /// [`Kind::Bodies`](crate::ledger::Kind::Bodies) cap.
     pub bodies_in_flight: usize,
+    /// How many of those bytes one caller may hold (bodies are counted by
+    /// the client's address: they are read before their credentials); more
+    /// is answered 429 with `Retry-After`. Default 32 MiB.
+    pub bodies_per_caller: usize,
+    /// Calls to the authorization server (token introspection) in flight
+    /// at once; one more is answered 503 with `Retry-After`. Default 64.
+    pub auth_calls: usize,
+    /// Of those, how many one client address may cause; more is answered
+    /// 429 with `Retry-After`. Default 8.
+    pub auth_calls_per_caller: usize,
+    /// How client addresses group into callers for every per-caller share
+    /// of the ledger (default: an IPv4 address, an IPv6 /64).
+    pub grouping: Grouping,
     /// How many JSON values (each scalar, array and object) one body may
     /// hold; more is 413 (-32600), refused while parsing, before the tree is
     /// built whole. Bounds what a body costs once parsed, authenticated or
@@ -59,76 +75,13 @@ impl Default for Limits {
             read_timeout: Duration::from_millis(15_000),
             body_deadline: Duration::from_secs(60),
             bodies_in_flight: 256 * 1024 * 1024,
+            bodies_per_caller: 32 * 1024 * 1024,
+            auth_calls: 64,
+            auth_calls_per_caller: 8,
+            grouping: Grouping::default(),
             json_values: 250_000,
             id_bytes: crate::protocol::jsonrpc::DEFAULT_MAX_ID_BYTES,
         }
-    }
-}
-
-/// The body bytes all requests hold while they are read and parsed, within
-/// [`Limits::bodies_in_flight`].
-#[derive(Debug)]
-pub(crate) struct BodyBudget {
-    max: usize,
-    used: std::sync::atomic::AtomicUsize,
-}
-
-/// Body bytes one request holds of the [`BodyBudget`]; given back when
-/// dropped (with the exchange).
-#[derive(Debug)]
-pub(crate) struct Reservation {
-    budget: Arc<BodyBudget>,
-    bytes: usize,
-}
-
-impl BodyBudget {
-    fn new(max: usize) -> Self {
-        BodyBudget {
-            max,
-            used: std::sync::atomic::AtomicUsize::new(0),
-        }
-    }
-
-    /// `bytes` of the budget, or `None` when they would go over it.
-    pub(crate) fn reserve(self: &Arc<Self>, bytes: usize) -> Option<Reservation> {
-        let mut reservation = Reservation {
-            budget: Arc::clone(self),
-            bytes: 0,
-        };
-        reservation.grow(bytes).then_some(reservation)
-    }
-
-    /// The bytes held now.
-    #[cfg(test)]
-    pub(crate) fn used(&self) -> usize {
-        self.used.load(std::sync::atomic::Ordering::Relaxed)
-    }
-}
-
-impl Reservation {
-    /// `more` bytes on top of those held; whether they were within the budget
-    /// (if not, nothing more is held).
-    pub(crate) fn grow(&mut self, more: usize) -> bool {
-        use std::sync::atomic::Ordering::Relaxed;
-        let budget = &self.budget;
-        let taken = budget
-            .used
-            .fetch_update(Relaxed, Relaxed, |used| {
-                used.checked_add(more).filter(|&total| total <= budget.max)
-            })
-            .is_ok();
-        if taken {
-            self.bytes += more;
-        }
-        taken
-    }
-}
-
-impl Drop for Reservation {
-    fn drop(&mut self) {
-        self.budget
-            .used
-            .fetch_sub(self.bytes, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -137,7 +90,6 @@ impl Drop for Reservation {
 pub struct Server {
     pub(crate) endpoint: String,
     pub(crate) limits: Limits,
-    pub(crate) bodies: Arc<BodyBudget>,
     pub(crate) schemas: Arc<Schemas>,
     pub(crate) auth: Option<AuthSetup>,
     pub(crate) header_params: HashMap<String, Vec<HeaderParam>>,
@@ -162,6 +114,31 @@ impl Server {
     #[must_use]
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// The count of what callers hold: bodies, listen streams, waiting
+    /// requests, running tasks, calls to the authorization server (see
+    /// [`ledger`](crate::ledger)). A stage of the application's takes its
+    /// places here too.
+    #[must_use]
+    pub fn ledger(&self) -> &Ledger {
+        &self.surface.ledger
+    }
+
+    /// Who the ledger counts a request against: `principal`'s subject when
+    /// there is one, else `addr` grouped by [`Limits::grouping`], else
+    /// [`Caller::unknown`].
+    #[must_use]
+    pub fn caller_of(
+        &self,
+        principal: Option<&Principal>,
+        addr: Option<std::net::IpAddr>,
+    ) -> Caller {
+        Caller::of(
+            principal.map(|p| p.subject.as_str()),
+            addr,
+            self.limits.grouping,
+        )
     }
 
     /// The revisions this server serves, oldest first.
@@ -297,7 +274,7 @@ impl Server {
     /// How many `subscriptions/listen` streams are open.
     #[must_use]
     pub fn listen_streams(&self) -> usize {
-        self.changes().listeners()
+        self.ledger().held(Kind::ListenStreams)
     }
 
     /// The tools, prompts and resources served, changeable at run time.
@@ -834,14 +811,28 @@ impl ServerBuilder {
             None => ChangeBus::new(),
         };
         let authenticates = self.auth.is_some();
+        let limits = self.limits;
+        let surface_shares = self.surface.shares();
+        let ledger = Ledger::new(|kind| match kind {
+            Kind::Bodies => Share {
+                per_caller: limits.bodies_per_caller,
+                global: limits.bodies_in_flight,
+                retry_after: Duration::from_secs(1),
+            },
+            Kind::AuthCalls => Share {
+                per_caller: limits.auth_calls_per_caller,
+                global: limits.auth_calls,
+                retry_after: Duration::from_secs(1),
+            },
+            other => surface_shares(other),
+        });
         let surface = self
             .surface
-            .build(self.revisions, sealer, bus, authenticates)?;
+            .build(self.revisions, sealer, bus, ledger, authenticates)?;
         let header_params = surface.header_params().collect();
         let origin = OriginPolicy::new(self.allowed_origins, self.allowed_hosts, self.bound_to)?;
         Ok(Server {
             endpoint: self.endpoint,
-            bodies: Arc::new(BodyBudget::new(self.limits.bodies_in_flight)),
             limits: self.limits,
             schemas: Schemas::shared()?,
             auth: self.auth,
@@ -859,24 +850,6 @@ mod tests {
 
     use super::*;
     use crate::mrtr::seal::{Binding, UnsealError};
-
-    /// Rule (issue 16, item 8): the body budget holds what is reserved and
-    /// grown, refuses what would go over (holding nothing more), and gives
-    /// every byte back when a reservation is dropped.
-    #[test]
-    fn the_body_budget_is_held_and_given_back() {
-        let budget = Arc::new(BodyBudget::new(100));
-        let mut a = budget.reserve(60).unwrap();
-        assert!(budget.reserve(50).is_none());
-        assert!(!a.grow(41));
-        assert_eq!(budget.used(), 60);
-        assert!(a.grow(40));
-        assert_eq!(budget.used(), 100);
-        drop(a);
-        assert_eq!(budget.used(), 0);
-        assert!(budget.reserve(100).is_some());
-        assert_eq!(budget.used(), 0, "a reservation dropped at once");
-    }
 
     fn binding() -> Binding {
         Binding::new(

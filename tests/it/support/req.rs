@@ -58,6 +58,8 @@ pub struct Req {
     bytes: Option<Vec<u8>>,
     bound: Option<Era>,
     edits: Vec<Edit>,
+    /// The client address the transport would tell (`ClientAddr`).
+    client: Option<std::net::IpAddr>,
 }
 
 impl Req {
@@ -109,6 +111,7 @@ impl Req {
             bytes: None,
             bound: None,
             edits: Vec::new(),
+            client: None,
         }
     }
 
@@ -216,6 +219,13 @@ impl Req {
         self
     }
 
+    /// Sent from `address`, as the transport (or a trusted proxy) tells
+    /// the server with [`wymcp::ClientAddr`].
+    pub fn from_addr(mut self, address: &str) -> Self {
+        self.client = Some(address.parse().unwrap());
+        self
+    }
+
     /// `Authorization: Bearer {token}`.
     pub fn bearer(self, token: &str) -> Self {
         self.set("Authorization", format!("Bearer {token}"))
@@ -279,6 +289,9 @@ impl Req {
                 HeaderName::from_bytes(name.as_bytes()).unwrap(),
                 HeaderValue::from_bytes(&value).unwrap(),
             );
+        }
+        if let Some(address) = self.client {
+            request.extensions_mut().insert(wymcp::ClientAddr(address));
         }
         request
     }

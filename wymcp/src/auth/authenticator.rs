@@ -11,6 +11,7 @@ use http::request::Parts;
 use http::{HeaderValue, header};
 use serde_json::Value;
 
+use crate::ledger::{Caller, Kind, Ledger, Place, Refusal};
 use crate::protocol::jsonrpc::MessageKind;
 
 use super::config::{AuthConfig, AuthConfigError};
@@ -112,6 +113,38 @@ pub enum AuthError {
         /// How long the client should wait before it tries again.
         retry_after: std::time::Duration,
     },
+    /// The credentials cannot be judged now because this client holds its
+    /// share of a place (its calls to the authorization server in flight):
+    /// answered `429` with `Retry-After` and no challenge.
+    #[error("throttled: {description}")]
+    Throttled {
+        /// Why, for the client (never a token, never key material).
+        description: String,
+        /// How long the client should wait before it tries again.
+        retry_after: std::time::Duration,
+    },
+}
+
+impl AuthError {
+    /// The error of a place the ledger refused: [`Throttled`](Self::Throttled)
+    /// for the client's share, [`Unavailable`](Self::Unavailable) for the
+    /// server's cap, with the ledger's message and `Retry-After`.
+    #[must_use]
+    pub fn refused(ledger: &Ledger, refusal: Refusal) -> Self {
+        let description = ledger.error(refusal).message.into_owned();
+        let retry_after = ledger.share(refusal.kind()).retry_after;
+        if refusal.is_share() {
+            AuthError::Throttled {
+                description,
+                retry_after,
+            }
+        } else {
+            AuthError::Unavailable {
+                description,
+                retry_after,
+            }
+        }
+    }
 }
 
 /// What an [`Authenticator`] is shown of a request.
@@ -124,9 +157,29 @@ pub struct Credentials<'a> {
     authorization: Option<&'a HeaderValue>,
     message: Option<&'a Value>,
     kind: Option<MessageKind>,
+    ledger: &'a Ledger,
+    caller: &'a Caller,
 }
 
 impl<'a> Credentials<'a> {
+    /// A place of `amount` of `kind` in the server's
+    /// [`ledger`](crate::ledger), for this request's client (its address:
+    /// no principal exists yet), or the error to answer: what an
+    /// authenticator that calls out (an introspection endpoint, a key
+    /// server) holds while it waits.
+    pub fn take_place(&self, kind: Kind, amount: usize) -> Result<Place, AuthError> {
+        self.ledger
+            .take(kind, self.caller, amount)
+            .map_err(|refusal| AuthError::refused(self.ledger, refusal))
+    }
+
+    /// Who the ledger counts this request against before it is
+    /// authenticated: its client's address, grouped.
+    #[must_use]
+    pub fn caller(&self) -> &'a Caller {
+        self.caller
+    }
+
     /// The request line and headers.
     #[must_use]
     pub fn parts(&self) -> &'a Parts {
@@ -226,6 +279,8 @@ impl AuthSetup {
         parts: &Parts,
         message: Option<&Value>,
         kind: Option<MessageKind>,
+        ledger: &Ledger,
+        caller: &Caller,
     ) -> Result<Principal, AuthError> {
         let mut values = parts.headers.get_all(header::AUTHORIZATION).iter();
         let authorization = values.next();
@@ -239,6 +294,8 @@ impl AuthSetup {
                 authorization,
                 message,
                 kind,
+                ledger,
+                caller,
             })
             .await?;
         let required = self.config.required();

@@ -10,7 +10,6 @@
 //! first success after it says the server is reachable again.
 
 use std::net::IpAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -21,7 +20,6 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::verifier::VerifierConfigError;
 
@@ -246,30 +244,6 @@ fn is_loopback(host: &str) -> bool {
             .is_ok_and(|address| address.is_loopback())
 }
 
-/// The cap on calls to the authorization server in flight at once: a call
-/// takes a place or is not made (never a queue), so a flood of unknown
-/// tokens costs the authorization server at most this many calls at a
-/// time. One small type, so that a shared account of what callers hold can
-/// take its place.
-#[derive(Debug, Clone)]
-pub(crate) struct OutboundCalls {
-    places: Arc<Semaphore>,
-}
-
-impl OutboundCalls {
-    /// At most `cap` calls at once (none at all for 0).
-    pub(crate) fn new(cap: usize) -> Self {
-        OutboundCalls {
-            places: Arc::new(Semaphore::new(cap.min(Semaphore::MAX_PERMITS))),
-        }
-    }
-
-    /// A place for one call, held until dropped; `None` when all are taken.
-    pub(crate) fn take(&self) -> Option<OwnedSemaphorePermit> {
-        self.places.clone().try_acquire_owned().ok()
-    }
-}
-
 /// Whether the authorization server is unreachable: each outage is logged
 /// once, and its end once.
 #[derive(Debug, Default)]
@@ -344,17 +318,6 @@ mod tests {
             check("https://keys.example.com/jwks"),
             cfg!(feature = "tls")
         );
-    }
-
-    #[test]
-    fn outbound_calls_take_a_place_or_are_not_made() {
-        let calls = OutboundCalls::new(2);
-        let (a, b) = (calls.take(), calls.take());
-        assert!(a.is_some() && b.is_some());
-        assert!(calls.take().is_none());
-        drop(a);
-        assert!(calls.take().is_some());
-        assert!(OutboundCalls::new(0).take().is_none());
     }
 
     #[test]

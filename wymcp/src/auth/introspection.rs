@@ -23,11 +23,13 @@
 //! expired, then the oldest.
 //!
 //! **The calls.** Requests carrying one token while it is being asked about
-//! share that one call. At most [`max_concurrent`] calls are in flight at
-//! once; a request whose token would need another is refused at once
-//! ([`BUSY`]), never queued.
-//!
-//! [`max_concurrent`]: IntrospectionBuilder::max_concurrent
+//! share that one call. Each call holds a place of the server's
+//! [`ledger`](crate::ledger) ([`Kind::AuthCalls`](crate::ledger::Kind::AuthCalls),
+//! counted by the client's address: no principal exists yet), within
+//! [`Limits::auth_calls_per_caller`](crate::Limits::auth_calls_per_caller)
+//! and [`Limits::auth_calls`](crate::Limits::auth_calls); a request whose
+//! token would need a call beyond them is refused at once, `429` or `503`
+//! with `Retry-After`, never queued.
 
 use std::fmt;
 use std::sync::Arc;
@@ -40,8 +42,9 @@ use serde_json::Value;
 
 use super::authenticator::{AuthError, AuthFuture, Authenticator, Credentials, Principal};
 use super::cache::{InFlight, TokenCache, digest};
-use super::fetch::{FetchSettings, Fetcher, Outage, OutboundCalls};
+use super::fetch::{FetchSettings, Fetcher, Outage};
 use super::verifier::{self, VerifierConfigError};
+use crate::ledger::Kind;
 
 /// The default longest time an introspection answer is reused.
 pub(crate) const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(60);
@@ -49,14 +52,10 @@ pub(crate) const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(60);
 pub(crate) const DEFAULT_CACHE_CAPACITY: usize = 10_000;
 /// The default longest time a refusal is reused.
 pub(crate) const DEFAULT_REFUSAL_CACHE_TTL: Duration = Duration::from_secs(5);
-/// The default most introspection calls in flight at once.
-pub(crate) const DEFAULT_MAX_CONCURRENT: usize = 64;
 
 // What a refused opaque token's challenge says.
 pub(crate) const INACTIVE: &str = "the token is not active";
 pub(crate) const ISSUER: &str = "the token was issued by another issuer";
-pub(crate) const BUSY: &str =
-    "the token cannot be verified now: too many introspection calls are in flight, retry shortly";
 
 /// An [`Authenticator`] for opaque access tokens: each is asked about at
 /// the authorization server's introspection endpoint (RFC 7662), with this
@@ -65,9 +64,9 @@ pub(crate) const BUSY: &str =
 /// principal is its `sub`, its `scope` and its `client_id`. Accepted
 /// answers are cached (by the token's digest, for at most the cache TTL
 /// and never past the token's `exp`), refusals briefly (the refusal TTL);
-/// requests with one token share one call, and at most
-/// [`max_concurrent`](IntrospectionBuilder::max_concurrent) calls run at
-/// once. While the endpoint cannot be reached every token it has not
+/// requests with one token share one call, and the calls in flight are
+/// places of the server's [`ledger`](crate::ledger), per client address
+/// and in all ([`Limits::auth_calls`](crate::Limits::auth_calls)). While the endpoint cannot be reached every token it has not
 /// already vouched for is refused `401 invalid_token`, and the outage is
 /// logged once.
 ///
@@ -109,7 +108,6 @@ struct Inner {
     cache: TokenCache<Principal>,
     refusals: TokenCache<AuthError>,
     in_flight: InFlight<Result<Principal, AuthError>>,
-    outbound: OutboundCalls,
     fetcher: Fetcher,
     outage: Outage,
 }
@@ -136,7 +134,6 @@ impl fmt::Debug for Introspection {
 ///     .cache_ttl(Duration::from_secs(30))
 ///     .cache_capacity(50_000)
 ///     .refusal_cache_ttl(Duration::from_secs(2))
-///     .max_concurrent(32)
 ///     .build()?;
 /// # Ok::<(), wymcp::auth::VerifierConfigError>(())
 /// ```
@@ -152,7 +149,6 @@ pub struct IntrospectionBuilder {
     cache_ttl: Duration,
     cache_capacity: usize,
     refusal_cache_ttl: Duration,
-    max_concurrent: usize,
     max_token_bytes: usize,
     fetch: FetchSettings,
 }
@@ -186,7 +182,6 @@ impl Introspection {
             cache_ttl: DEFAULT_CACHE_TTL,
             cache_capacity: DEFAULT_CACHE_CAPACITY,
             refusal_cache_ttl: DEFAULT_REFUSAL_CACHE_TTL,
-            max_concurrent: DEFAULT_MAX_CONCURRENT,
             max_token_bytes: verifier::DEFAULT_MAX_TOKEN_BYTES,
             fetch: FetchSettings::default(),
         }
@@ -253,16 +248,6 @@ impl IntrospectionBuilder {
         self
     }
 
-    /// The most introspection calls in flight at once; 64 unless set.
-    /// Requests with one token share one call; a request whose token would
-    /// need a call beyond this many is refused at once, `401
-    /// invalid_token` saying the token cannot be verified now, never
-    /// queued.
-    pub fn max_concurrent(mut self, calls: usize) -> Self {
-        self.max_concurrent = calls;
-        self
-    }
-
     /// How long one introspection request may take; 5 s unless set.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.fetch.timeout = timeout;
@@ -317,7 +302,6 @@ impl IntrospectionBuilder {
                 cache: TokenCache::new(self.cache_capacity),
                 refusals: TokenCache::new(self.cache_capacity),
                 in_flight: InFlight::default(),
-                outbound: OutboundCalls::new(self.max_concurrent),
                 fetcher,
                 outage: Outage::default(),
             }),
@@ -341,13 +325,17 @@ impl Authenticator for Introspection {
     fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> AuthFuture<'a> {
         Box::pin(async move {
             let token = verifier::bearer_of(&credentials, self.inner.max_token_bytes)?;
-            self.inner.introspect(token).await
+            self.inner.introspect(token, &credentials).await
         })
     }
 }
 
 impl Inner {
-    async fn introspect(&self, token: &str) -> Result<Principal, AuthError> {
+    async fn introspect(
+        &self,
+        token: &str,
+        credentials: &Credentials<'_>,
+    ) -> Result<Principal, AuthError> {
         let key = digest(token);
         let now = Instant::now();
         if let Some(principal) = self.cache.get(&key, now) {
@@ -356,18 +344,19 @@ impl Inner {
         if let Some(refusal) = self.refusals.get(&key, now) {
             return Err(refusal);
         }
-        self.in_flight.run(key, || self.call(token)).await
+        self.in_flight
+            .run(key, || self.call(token, credentials))
+            .await
     }
 
-    /// One call to the endpoint, if a place is free, and what its answer
-    /// says, cached.
-    async fn call(&self, token: &str) -> Result<Principal, AuthError> {
-        let Some(_place) = self.outbound.take() else {
-            return Err(AuthError::Unavailable {
-                description: BUSY.to_owned(),
-                retry_after: Duration::from_secs(1),
-            });
-        };
+    /// One call to the endpoint, if the ledger gives the client a place,
+    /// and what its answer says, cached.
+    async fn call(
+        &self,
+        token: &str,
+        credentials: &Credentials<'_>,
+    ) -> Result<Principal, AuthError> {
+        let _place = credentials.take_place(Kind::AuthCalls, 1)?;
         let form = form_urlencoded::Serializer::new(String::new())
             .append_pair("token", token)
             .append_pair("token_type_hint", "access_token")

@@ -488,15 +488,24 @@ impl Place {
     /// Resolves when the place gives way to a caller under its fair share
     /// (never, for a place taken with [`Ledger::take`]).
     pub async fn evicted(&self) {
-        let Some(eviction) = &self.eviction else {
-            return std::future::pending().await;
-        };
-        loop {
-            let notified = eviction.notify.notified();
-            if eviction.evicted.load(Ordering::Acquire) {
-                return;
+        self.on_evicted().await;
+    }
+
+    /// [`evicted`](Self::evicted) as a future of its own, for a holder that
+    /// keeps the place and the wait side by side (a stream polled by hand).
+    pub fn on_evicted(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let eviction = self.eviction.clone();
+        async move {
+            let Some(eviction) = eviction else {
+                return std::future::pending().await;
+            };
+            loop {
+                let notified = eviction.notify.notified();
+                if eviction.evicted.load(Ordering::Acquire) {
+                    return;
+                }
+                notified.await;
             }
-            notified.await;
         }
     }
 }

@@ -28,7 +28,11 @@
 //! * `503`, `-32600`, `Retry-After` (whole seconds, at least 1) and no
 //!   challenge when the credentials cannot be judged now because a shared
 //!   place is full ([`AuthError::Unavailable`]: the cap of introspection
-//!   calls in flight); the token is not refused, the client comes back.
+//!   calls in flight); the token is not refused, the client comes back;
+//! * `429`, `-32600`, `Retry-After` and no challenge when the client holds
+//!   its share of such a place ([`AuthError::Throttled`]: its calls to the
+//!   authorization server in flight, counted by the
+//!   [`ledger`](crate::ledger)).
 //!
 //! **A repeated `Authorization` header.** The singleton-header check lists
 //! `Authorization`, but auth comes first and reads it first. With an
@@ -78,18 +82,29 @@ impl Stage for Auth {
                 "forbidden: the token lacks a scope this request needs".into(),
                 config.insufficient_scope_challenge(&required),
             ),
-            Err(AuthError::Unavailable {
-                description,
-                retry_after,
-            }) => {
-                // A full shared place, not a refusal: no challenge, and a
-                // whole number of seconds to wait (at least one).
+            Err(
+                ref error @ (AuthError::Unavailable {
+                    ref description,
+                    retry_after,
+                }
+                | AuthError::Throttled {
+                    ref description,
+                    retry_after,
+                }),
+            ) => {
+                // A full place, not a refusal: no challenge, and a whole
+                // number of seconds to wait (at least one). The client's
+                // share is 429, the server's cap 503.
+                let (status, what) = match error {
+                    AuthError::Throttled { .. } => (StatusCode::TOO_MANY_REQUESTS, "throttled"),
+                    _ => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+                };
                 let seconds = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
                 return ex.reject(
                     Rejection::new(
-                        StatusCode::SERVICE_UNAVAILABLE,
+                        status,
                         ErrorCode::INVALID_REQUEST,
-                        format!("unavailable: {}", error_description(&description)),
+                        format!("{what}: {}", error_description(description)),
                     )
                     .header(header::RETRY_AFTER, HeaderValue::from(seconds.max(1))),
                 );

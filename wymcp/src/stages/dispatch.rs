@@ -56,7 +56,7 @@ use crate::protocol::revision::Era;
 use crate::reply::{self, Flow, Rejection, Rejector, Response};
 use crate::sse;
 use crate::stage::Stage;
-use crate::surface::Over;
+use crate::ledger::Place;
 use crate::surface::call::{Answer, Call, Emitted, Outcome, Running, Session};
 use crate::surface::mid_call::Refused;
 use crate::trace;
@@ -87,10 +87,11 @@ impl Stage for Dispatch {
             // not parsed again).
             let message = ex.take_message();
             let subject = ex.principal().map_or("", |p| p.subject.as_str());
-            let delivery = ex
-                .server()
-                .surface
-                .deliver(message, subject, session_token(ex));
+            let caller = ex.server().caller_of(ex.principal(), ex.client_addr());
+            let delivery =
+                ex.server()
+                    .surface
+                    .deliver(message, subject, &caller, session_token(ex));
             return Flow::Answer(match delivery.0.await {
                 Ok(()) => reply::accepted(),
                 Err(refused) => refusal(&rejector, refused),
@@ -105,14 +106,17 @@ impl Stage for Dispatch {
             method: ex.method(),
             params,
             principal: ex.principal(),
-            client: ex.client_addr(),
+            caller: ex.server().caller_of(ex.principal(), ex.client_addr()),
             raw: ex.bytes().clone(),
             span: ex.span().clone(),
             session: session_token(ex),
         };
         let answer = ex.server().surface.answer(call);
         let auth = ex.server().auth_config();
-        Flow::Answer(respond(answer, rejector, era, auth).await)
+        // A streamed answer's handler holds the params parsed from the body:
+        // the body's place in the ledger goes with it.
+        let body = ex.take_body_place();
+        Flow::Answer(respond(answer, rejector, era, auth, body).await)
     }
 }
 
@@ -145,6 +149,7 @@ async fn respond(
     rejector: Rejector,
     era: Era,
     auth: Option<&AuthConfig>,
+    body: Option<Place>,
 ) -> Response {
     match answer {
         Answer::Forbidden { what, scopes } => forbidden(&rejector, auth, &what, &scopes),
@@ -162,17 +167,18 @@ async fn respond(
         Answer::Listen(stream) => sse::respond_events([], stream),
         Answer::Busy {
             error,
-            over,
+            refusal,
             retry_after,
         } => {
-            let status = match over {
-                Over::Caller => StatusCode::TOO_MANY_REQUESTS,
-                Over::Server => StatusCode::SERVICE_UNAVAILABLE,
+            let status = if refusal.is_share() {
+                StatusCode::TOO_MANY_REQUESTS
+            } else {
+                StatusCode::SERVICE_UNAVAILABLE
             };
             let seconds = HeaderValue::from(retry_after.as_secs().max(1));
             rejector.response(Rejection::of(status, error).header(header::RETRY_AFTER, seconds))
         }
-        Answer::Running(running) => run(running, rejector, era).await,
+        Answer::Running(running) => run(running, rejector, era, body).await,
     }
 }
 
@@ -244,7 +250,7 @@ fn finished(outcome: Outcome, rejector: &Rejector, era: Era) -> Response {
 
 /// Runs the handler: its answer as plain JSON when it finishes before
 /// sending anything, else an SSE stream from its first notification on.
-async fn run(mut running: Running, rejector: Rejector, era: Era) -> Response {
+async fn run(mut running: Running, rejector: Rejector, era: Era, body: Option<Place>) -> Response {
     if !running.notifies() {
         // Nothing can be sent before the answer (most requests).
         let outcome = poll_fn(|cx| running.poll_next(cx)).await;
@@ -262,6 +268,7 @@ async fn run(mut running: Running, rejector: Rejector, era: Era) -> Response {
                 rejector,
                 era,
                 done: false,
+                body,
             },
         ),
         None => unanswered(&rejector),
@@ -286,6 +293,9 @@ struct Streamed {
     rejector: Rejector,
     era: Era,
     done: bool,
+    /// The request body's place in the ledger, held until the answer is
+    /// given (the handler holds what was parsed from the body).
+    body: Option<Place>,
 }
 
 impl MessageSource for Streamed {
@@ -295,6 +305,7 @@ impl MessageSource for Streamed {
             Some(Emitted::Notification(message)) => message,
             Some(Emitted::Final(outcome)) => {
                 self.done = true;
+                self.body = None;
                 match outcome {
                     Outcome::Result(bytes) => Bytes::from(bytes),
                     Outcome::Error(error) => Bytes::from(
@@ -355,7 +366,7 @@ mod tests {
             http2: false,
             span: tracing::Span::none(),
         };
-        run(Running::new(notifications, handler), rejector, Era::Modern).await
+        run(Running::new(notifications, handler), rejector, Era::Modern, None).await
     }
 
     async fn events(response: Response) -> Vec<Value> {

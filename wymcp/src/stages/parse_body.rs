@@ -28,7 +28,15 @@
 //!    ([`Limits::bodies_in_flight`](crate::Limits::bodies_in_flight), default
 //!    256 MiB, all requests together) → 503/-32603 with `Retry-After` and
 //!    `Connection: close`: refused on a declared length before any byte is
-//!    read, else as soon as the bytes read would go over;
+//!    read, else as soon as the bytes read would go over; a body over its
+//!    client's share of that budget
+//!    ([`Limits::bodies_per_caller`](crate::Limits::bodies_per_caller),
+//!    default 32 MiB, counted by client address as the
+//!    [`ledger`](crate::ledger) groups addresses), or whose place gave way
+//!    to a client under its fair share at the cap → 429/-32600 with
+//!    `Retry-After` and `Connection: close`. The bytes stay counted for as
+//!    long as anything holds them: a streamed answer keeps its body's place
+//!    until its handler is done;
 //! 6. a body read that stalls for the read timeout (default 15,000 ms), or
 //!    that has not ended by the body deadline (default 60 s, however
 //!    steadily it trickles in) → 408 with no body at all. This is **not** a rejection: a stall is the
@@ -136,6 +144,7 @@ pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
     match ex.read_body().await {
         Ok(()) => Flow::Continue,
         Err(BodyError::OverBudget) => ex.reject(bodies_busy(limits.bodies_in_flight)),
+        Err(BodyError::OverShare) => ex.reject(bodies_share(limits.bodies_per_caller)),
         Err(BodyError::OverCeiling) => ex.reject(
             Rejection::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -201,6 +210,21 @@ fn bodies_busy(budget: usize) -> Rejection {
         ),
     )
     .data(json!({ "limit": "bodies_in_flight", "ceiling": budget }))
+    .header(header::RETRY_AFTER, HeaderValue::from_static("1"))
+    .close()
+}
+
+/// The refusal of a body over its client's share of the bytes in flight:
+/// 429 with `Retry-After`, the connection closed (its body is unread).
+fn bodies_share(share: usize) -> Rejection {
+    Rejection::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        ErrorCode::INVALID_REQUEST,
+        format!(
+            "this client holds as many request body bytes as one client may ({share} bytes); try again later"
+        ),
+    )
+    .data(json!({ "limit": "bodies_per_caller", "ceiling": share }))
     .header(header::RETRY_AFTER, HeaderValue::from_static("1"))
     .close()
 }

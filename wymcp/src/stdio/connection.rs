@@ -269,7 +269,7 @@ impl Connection {
             params,
             principal: self.config.principal.as_ref(),
             // stdio has no address: a caller is its principal, or nobody.
-            client: None,
+            caller: self.server.caller_of(self.config.principal.as_ref(), None),
             raw: line,
             // The request span is the HTTP router's; stdio has none yet.
             span: tracing::Span::none(),

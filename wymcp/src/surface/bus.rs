@@ -1,13 +1,11 @@
 //! The change bus: what the catalog publishes ([`Change`]) and every open
 //! listen stream of this replica hears, and the [`ChangeRelay`] that carries
-//! it to the other replicas and theirs back ([`ChangeFeed`]). The bus also
-//! counts the streams that hear it, in all and per caller, since its clones
-//! share one count; which stream may open, and what it is told, is the
-//! listen stream's ([`listen`](super::listen)).
+//! it to the other replicas and theirs back ([`ChangeFeed`]). The streams
+//! that hear it are counted by the [`ledger`](crate::ledger) (each holds a
+//! [`Kind::ListenStreams`](crate::ledger::Kind::ListenStreams) place); what
+//! a stream is told is the listen stream's ([`listen`](super::listen)).
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
@@ -126,43 +124,11 @@ pub(crate) struct ChangeBus {
     closes: broadcast::Sender<()>,
     resyncs: broadcast::Sender<()>,
     relay: Option<Arc<dyn ChangeRelay>>,
-    streams: Arc<Streams>,
 }
 
 impl Default for ChangeBus {
     fn default() -> Self {
         ChangeBus::new()
-    }
-}
-
-/// The open streams, counted: in all and per caller.
-#[derive(Debug, Default)]
-struct Streams {
-    total: AtomicUsize,
-    per_caller: Mutex<HashMap<String, usize>>,
-}
-
-/// One open stream's place in the counts; given back when dropped.
-#[derive(Debug)]
-pub(crate) struct Slot {
-    streams: Arc<Streams>,
-    caller: String,
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        let mut per_caller = self
-            .streams
-            .per_caller
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(count) = per_caller.get_mut(&self.caller) {
-            *count -= 1;
-            if *count == 0 {
-                per_caller.remove(&self.caller);
-            }
-        }
-        self.streams.total.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -175,7 +141,6 @@ impl ChangeBus {
             closes: broadcast::channel(1).0,
             resyncs: broadcast::channel(1).0,
             relay: None,
-            streams: Arc::default(),
         }
     }
 
@@ -240,34 +205,5 @@ impl ChangeBus {
     /// many streams were told.
     pub(crate) fn close_all(&self) -> usize {
         self.closes.send(()).unwrap_or(0)
-    }
-
-    /// How many listen streams are open.
-    #[must_use]
-    pub(crate) fn listeners(&self) -> usize {
-        self.streams.total.load(Ordering::Relaxed)
-    }
-
-    /// A place for one more stream of `caller`, when `fits` allows it given
-    /// the caller's open streams and everyone's; `fits`'s refusal when not.
-    pub(crate) fn take_slot<E>(
-        &self,
-        caller: &str,
-        fits: impl FnOnce(usize, usize) -> Result<(), E>,
-    ) -> Result<Slot, E> {
-        let mut per_caller = self
-            .streams
-            .per_caller
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let mine = per_caller.get(caller).copied().unwrap_or(0);
-        // Counted under the lock, so two admissions cannot both take the last.
-        fits(mine, self.streams.total.load(Ordering::Relaxed))?;
-        self.streams.total.fetch_add(1, Ordering::Relaxed);
-        *per_caller.entry(caller.to_owned()).or_insert(0) += 1;
-        Ok(Slot {
-            streams: Arc::clone(&self.streams),
-            caller: caller.to_owned(),
-        })
     }
 }

@@ -18,10 +18,11 @@ use tokio::sync::mpsc;
 
 use super::context::{BoxFuture, Context, HandlerError};
 use super::finish::Finishing;
-use super::listen::{ListenStream, Over};
+use super::listen::ListenStream;
 use super::mid_call::{MidCall, Peer};
 use super::notify::{Emitter, Notifications};
 use crate::auth::Principal;
+use crate::ledger::{Caller, Refusal};
 use crate::mrtr::{Binding, InputRequired, Inputs, MRTR_METHODS, Sealer};
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::jsonrpc::{self, MessageKind};
@@ -49,9 +50,10 @@ pub(crate) struct Call<'a> {
     pub(crate) params: Option<Value>,
     /// The authenticated caller.
     pub(crate) principal: Option<&'a Principal>,
-    /// Where the request came from, when the transport knows (the peer, or
-    /// the client a trusted proxy names).
-    pub(crate) client: Option<std::net::IpAddr>,
+    /// Who the ledger counts the call against (see
+    /// [`Caller`](crate::ledger::Caller)): the principal, else the client's
+    /// address as the server groups addresses.
+    pub(crate) caller: Caller,
     /// The message as the transport read it. An MRTR `requestState` sealed
     /// in the answer is bound to its params, parsed again from these bytes
     /// only then (rare), so a served call never copies its params.
@@ -92,8 +94,9 @@ pub(crate) enum Answer {
     Busy {
         /// The error.
         error: RpcError,
-        /// Who is over.
-        over: Over,
+        /// The ledger's refusal: the caller's share (429) or the global
+        /// cap (503).
+        refusal: Refusal,
         /// When to try again.
         retry_after: std::time::Duration,
     },
@@ -200,12 +203,8 @@ impl Call<'_> {
     /// Who the caller is, for the limits counted per caller: the
     /// principal's subject when the server authenticates, else the client's
     /// address.
-    pub(crate) fn caller(&self) -> String {
-        match (self.principal, self.client) {
-            (Some(principal), _) => format!("principal:{}", principal.subject),
-            (None, Some(address)) => format!("address:{address}"),
-            (None, None) => "unknown".to_owned(),
-        }
+    pub(crate) fn caller(&self) -> &Caller {
+        &self.caller
     }
 
     /// The subject an MRTR state is bound to: the principal's, `""` when
@@ -243,8 +242,7 @@ impl Call<'_> {
             (Era::Legacy, Some(declared)) if MRTR_METHODS.contains(&method) => Some(MidCall {
                 peer: Arc::clone(env.peer),
                 capabilities: declared.clone(),
-                subject: self.subject().to_owned(),
-                caller: self.caller().into(),
+                caller: self.caller.clone(),
                 emitter: emitter.clone(),
             }),
             _ => None,

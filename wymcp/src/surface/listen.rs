@@ -48,9 +48,10 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
-use super::bus::{Change, ChangeBus, Slot};
-use crate::protocol::error::{ErrorCode, RpcError};
-use crate::protocol::jsonrpc::MessageSource;
+use super::bus::{Change, ChangeBus};
+use crate::ledger::{Place, Share};
+use crate::protocol::error::RpcError;
+use crate::protocol::jsonrpc::{self, MessageSource};
 use crate::protocol::meta::SUBSCRIPTION_ID;
 use crate::sse;
 
@@ -126,56 +127,15 @@ impl ListenLimits {
     }
 }
 
-/// How long a client refused for want of a stream slot is asked to wait.
-pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(10);
-
-/// Who is over a limit of open streams.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Over {
-    /// The caller, at its own limit.
-    Caller,
-    /// The server, at its limit for everyone.
-    Server,
-}
-
-/// Admission to a listen stream, within [`ListenLimits`]: the bus keeps the
-/// count (its clones share it), the listen stream its limits.
-impl ChangeBus {
-    /// A place for one more stream of `caller`, within `limits`; who is over
-    /// when there is none.
-    pub(crate) fn admit(&self, caller: &str, limits: &ListenLimits) -> Result<Slot, Over> {
-        self.take_slot(caller, |mine, total| {
-            if mine >= limits.max_streams_per_caller {
-                return Err(Over::Caller);
-            }
-            if total >= limits.max_streams {
-                return Err(Over::Server);
-            }
-            Ok(())
-        })
-    }
-}
-
-/// The refusal of a stream for want of a slot: -32600 to a caller at its
-/// own limit, -32603 when the server is at its limit.
-pub(crate) fn busy(over: Over, limits: &ListenLimits) -> RpcError {
-    match over {
-        Over::Caller => RpcError::new(
-            ErrorCode::INVALID_REQUEST,
-            format!(
-                "too many open listen streams for this caller: the limit is {}",
-                limits.max_streams_per_caller
-            ),
-        )
-        .data(json!({"limit": "max_streams_per_caller", "max": limits.max_streams_per_caller})),
-        Over::Server => RpcError::new(
-            ErrorCode::INTERNAL_ERROR,
-            format!(
-                "the server has as many listen streams open as it serves ({}); try again later",
-                limits.max_streams
-            ),
-        )
-        .data(json!({"limit": "max_streams", "max": limits.max_streams})),
+impl ListenLimits {
+    /// The streams' share of the [`ledger`](crate::ledger): these limits,
+    /// and a refused client asked to wait 10 s.
+    pub(crate) fn share(&self) -> Share {
+        Share {
+            per_caller: self.max_streams_per_caller,
+            global: self.max_streams,
+            retry_after: Duration::from_secs(10),
+        }
     }
 }
 
@@ -413,12 +373,14 @@ impl Listen {
         self
     }
 
-    /// The stream, holding `slot`: acknowledgement first, then the changes
+    /// The stream, holding `place`: acknowledgement first, then the changes
     /// the filter asked for, until the server closes the stream, its
-    /// lifetime ends, or the client goes away. Subscribes to `bus` now, so
-    /// no change published after this call is missed.
+    /// lifetime ends, the client goes away, or the place gives way to a
+    /// caller under its fair share (then the stream ends with `evicted`, the
+    /// caller-share error). Subscribes to `bus` now, so no change published
+    /// after this call is missed.
     #[must_use]
-    pub(crate) fn open(self, bus: &ChangeBus, slot: Slot) -> ListenStream {
+    pub(crate) fn open(self, bus: &ChangeBus, place: Place, evicted: RpcError) -> ListenStream {
         let changes = bus.subscribe();
         let closes = bus.subscribe_closes();
         let resyncs = bus.subscribe_resyncs();
@@ -446,7 +408,9 @@ impl Listen {
             catching_up: None,
             result_meta,
             done: false,
-            slot: Some(slot),
+            next_eviction: Some(Box::pin(place.on_evicted())),
+            evicted,
+            place: Some(place),
         }
     }
 }
@@ -553,8 +517,13 @@ pub(crate) struct ListenStream {
     catching_up: Option<usize>,
     result_meta: Map<String, Value>,
     done: bool,
-    /// Given back when the stream ends (or is dropped).
-    slot: Option<Slot>,
+    /// The stream's place in the ledger, given back when it ends (or is
+    /// dropped).
+    place: Option<Place>,
+    /// Resolves when the place gives way.
+    next_eviction: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    /// The error the stream ends with when its place gives way.
+    evicted: RpcError,
 }
 
 impl std::fmt::Debug for ListenStream {
@@ -619,8 +588,23 @@ impl ListenStream {
         self.next_change = None;
         self.next_close = None;
         self.next_resync = None;
-        self.slot = None;
+        self.next_eviction = None;
+        self.place = None;
         self.done = true;
+    }
+
+    /// The place gave way: the caller-share error instead of the result.
+    fn give_way(&mut self) {
+        tracing::debug!(target: "wymcp::listen", "a listen stream gave way to a caller under its fair share");
+        let error = jsonrpc::error_envelope(
+            &self.id,
+            self.evicted.code,
+            &self.evicted.message,
+            self.evicted.data.as_ref(),
+        );
+        self.close();
+        self.pending.pop_back();
+        self.pending.push_back(sse::event(&error));
     }
 }
 
@@ -685,6 +669,12 @@ impl sse::EventSource for ListenStream {
                 }
                 continue;
             }
+            if let Some(next_eviction) = &mut self.next_eviction
+                && next_eviction.as_mut().poll(cx).is_ready()
+            {
+                self.give_way();
+                continue;
+            }
             if self.end_of_life.as_mut().poll(cx).is_ready() {
                 tracing::debug!(target: "wymcp::listen", "a listen stream reached its lifetime");
                 self.close();
@@ -710,6 +700,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::ledger::{Caller, Kind, Ledger, Refusal};
+    use crate::protocol::error::ErrorCode;
     use crate::surface::bus::BUS_CAPACITY;
 
     #[allow(clippy::needless_pass_by_value)]
@@ -721,11 +713,22 @@ mod tests {
         .unwrap()
     }
 
-    /// A slot on `bus` for a caller of its own.
-    fn slot(bus: &ChangeBus) -> Slot {
+    /// A place in `ledger` for a caller of its own.
+    fn place_in(ledger: &Ledger) -> Place {
         static CALLERS: AtomicUsize = AtomicUsize::new(0);
-        let caller = format!("test-{}", CALLERS.fetch_add(1, Ordering::Relaxed));
-        bus.admit(&caller, &ListenLimits::default()).unwrap()
+        let caller = Caller::principal(&format!("test-{}", CALLERS.fetch_add(1, Ordering::Relaxed)));
+        ledger
+            .take_evictable(Kind::ListenStreams, &caller, 1)
+            .unwrap()
+    }
+
+    /// A place for a caller of its own, in a ledger of its own.
+    fn place() -> Place {
+        place_in(&Ledger::default())
+    }
+
+    fn evicted() -> RpcError {
+        Ledger::default().error(Refusal::Share(Kind::ListenStreams))
     }
 
     /// The stream's next message, if any.
@@ -796,7 +799,7 @@ mod tests {
             filter(json!({"toolsListChanged": true, "promptsListChanged": true})),
         )
         .support(support)
-        .open(&bus, slot(&bus));
+        .open(&bus, place(), evicted());
         let mut body = response;
         let ack = next_event(&mut body).await;
         assert_eq!(
@@ -820,7 +823,7 @@ mod tests {
     async fn only_requested_types_are_delivered() {
         let bus = ChangeBus::new();
         let mut body = Listen::new(json!(5), filter(json!({"promptsListChanged": true})))
-            .open(&bus, slot(&bus));
+            .open(&bus, place(), evicted());
         let _ack = next_event(&mut body).await;
         assert_eq!(bus.publish(Change::ToolsListChanged), 1);
         bus.publish(Change::ResourcesListChanged);
@@ -839,7 +842,7 @@ mod tests {
             json!(1),
             filter(json!({"resourceSubscriptions": ["test://watched-resource"]})),
         )
-        .open(&bus, slot(&bus));
+        .open(&bus, place(), evicted());
         let ack = next_event(&mut body).await;
         assert_eq!(
             ack["params"]["notifications"],
@@ -858,14 +861,15 @@ mod tests {
     #[tokio::test]
     async fn close_sends_the_complete_result_then_ends() {
         let bus = ChangeBus::new();
+        let ledger = Ledger::default();
         let mut body = Listen::new(json!(42), filter(json!({"toolsListChanged": true})))
             .result_meta(
                 "io.modelcontextprotocol/serverInfo",
                 json!({"name": "s", "version": "1"}),
             )
-            .open(&bus, slot(&bus));
+            .open(&bus, place_in(&ledger), evicted());
         let _ack = next_event(&mut body).await;
-        assert_eq!(bus.listeners(), 1);
+        assert_eq!(ledger.held(Kind::ListenStreams), 1);
         assert_eq!(bus.close_all(), 1);
         let last = next_event(&mut body).await;
         assert_eq!(
@@ -877,13 +881,13 @@ mod tests {
         );
         assert!(body.finished());
         assert!(frame(&mut body).await.is_none());
-        assert_eq!(bus.listeners(), 0);
+        assert_eq!(ledger.held(Kind::ListenStreams), 0, "the place is given back");
     }
 
     #[tokio::test]
     async fn dropping_the_bus_closes_cleanly_too() {
         let bus = ChangeBus::new();
-        let mut body = Listen::new(json!(1), Filter::default()).open(&bus, slot(&bus));
+        let mut body = Listen::new(json!(1), Filter::default()).open(&bus, place(), evicted());
         let _ack = next_event(&mut body).await;
         drop(bus);
         let last = next_event(&mut body).await;
@@ -898,7 +902,7 @@ mod tests {
             json!(1),
             filter(json!({"toolsListChanged": true, "resourceSubscriptions": ["u://1"]})),
         )
-        .open(&bus, slot(&bus));
+        .open(&bus, place(), evicted());
         let _ack = next_event(&mut body).await;
         for _ in 0..=BUS_CAPACITY {
             bus.publish(Change::PromptsListChanged);
@@ -924,7 +928,7 @@ mod tests {
             &limits,
         )
         .unwrap();
-        let mut body = Listen::new(json!(1), watched).open(&bus, slot(&bus));
+        let mut body = Listen::new(json!(1), watched).open(&bus, place(), evicted());
         let _ack = next_event(&mut body).await;
         for _ in 0..=BUS_CAPACITY {
             bus.publish(Change::ToolsListChanged);
@@ -977,27 +981,37 @@ mod tests {
         assert_eq!(twice.resource_subscriptions.unwrap().len(), 1);
     }
 
-    /// Rule (issue 16, item 1): streams are counted per caller and in all;
-    /// a caller at its limit is refused while another is served, the server
-    /// at its limit refuses everyone, and a closed stream gives its slot back.
-    #[test]
-    fn streams_are_admitted_within_the_caller_and_server_limits() {
+    /// Rule (issue 23): a stream whose place gives way to a caller under
+    /// its fair share ends with the caller-share error (its id, -32600,
+    /// `data.limit`), and gives the place back; the newcomer's stream is
+    /// served.
+    #[tokio::test]
+    async fn a_stream_whose_place_gives_way_ends_with_the_caller_share_error() {
         let bus = ChangeBus::new();
-        let limits = ListenLimits::default()
-            .max_streams(3)
-            .max_streams_per_caller(2);
-        let a1 = bus.admit("a", &limits).unwrap();
-        let _a2 = bus.admit("a", &limits).unwrap();
-        assert_eq!(bus.admit("a", &limits).unwrap_err(), Over::Caller);
-        let _b1 = bus.admit("b", &limits).unwrap();
-        assert_eq!(bus.admit("c", &limits).unwrap_err(), Over::Server);
-        assert_eq!(bus.listeners(), 3);
-        drop(a1);
-        assert_eq!(bus.listeners(), 2);
-        let _c1 = bus.admit("c", &limits).unwrap();
-        assert_eq!(bus.admit("a", &limits).unwrap_err(), Over::Server);
-        assert_eq!(busy(Over::Caller, &limits).code, ErrorCode::INVALID_REQUEST);
-        assert_eq!(busy(Over::Server, &limits).code, ErrorCode::INTERNAL_ERROR);
+        let ledger = Ledger::new(|_| Share {
+            per_caller: 2,
+            global: 2,
+            retry_after: Duration::from_secs(10),
+        });
+        let hog = Caller::principal("hog");
+        let first = ledger.take_evictable(Kind::ListenStreams, &hog, 1).unwrap();
+        let _second = ledger.take_evictable(Kind::ListenStreams, &hog, 1).unwrap();
+        let error = ledger.error(Refusal::Share(Kind::ListenStreams));
+        let mut body = Listen::new(json!("s-1"), filter(json!({"toolsListChanged": true})))
+            .open(&bus, first, error);
+        let _ack = next_event(&mut body).await;
+        assert!(nothing_within(&mut body, Duration::from_millis(20)).await);
+        let _newcomer = ledger
+            .take_evictable(Kind::ListenStreams, &Caller::principal("new"), 1)
+            .unwrap();
+        let last = next_event(&mut body).await;
+        assert_eq!(last["id"], "s-1");
+        assert_eq!(last["error"]["code"], -32600);
+        assert_eq!(last["error"]["data"]["limit"], "max_streams_per_caller");
+        assert!(last.get("result").is_none());
+        assert!(frame(&mut body).await.is_none());
+        assert!(body.finished());
+        assert_eq!(ledger.held_by(Kind::ListenStreams, &hog), 1);
     }
 
     /// Rule (issue 16, item 5): a stream ends cleanly at its lifetime, as at
@@ -1007,7 +1021,7 @@ mod tests {
         let bus = ChangeBus::new();
         let mut body = Listen::new(json!(7), filter(json!({"toolsListChanged": true})))
             .lifetime(Duration::from_secs(60))
-            .open(&bus, slot(&bus));
+            .open(&bus, place(), evicted());
         let _ack = next_event(&mut body).await;
         tokio::time::advance(Duration::from_secs(59)).await;
         bus.publish(Change::ToolsListChanged);
@@ -1032,7 +1046,7 @@ mod tests {
             json!("s\"1"),
             filter(json!({"toolsListChanged": true, "resourceSubscriptions": ["q://\"x\"/"]})),
         )
-        .open(&bus, slot(&bus));
+        .open(&bus, place(), evicted());
         let _ack = next_event(&mut body).await;
         bus.publish(Change::ToolsListChanged);
         bus.publish(Change::ToolsListChanged);

@@ -27,7 +27,7 @@ use super::completion::{self, CompletionFn};
 use super::context::HandlerError;
 use super::error::SurfaceError;
 use super::finish::{CachePolicy, Finishing, ServerInfo};
-use super::listen::{self, Filter, Listen, ListenLimits, Support};
+use super::listen::{Filter, Listen, ListenLimits, Support};
 use super::mid_call::{self, AnswerRelay, Delivery, LegacyRequests, Peer, Refused};
 use super::prompt::{self, Prompt};
 use super::resource::{self, RegisteredTemplate, Resource, ResourceTemplate, Target};
@@ -35,6 +35,7 @@ use super::scopes::Scopes;
 use super::task::{TaskLimits, Tasks};
 use super::tool::{self, Registered, TaskSupport, Tool};
 use super::{discover, legacy, pagination};
+use crate::ledger::{Caller, Kind, Ledger, Refusal, Share};
 use crate::mrtr::Sealer;
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::headers::HeaderParam;
@@ -88,6 +89,8 @@ pub(crate) struct Surface {
     pub tasks: Arc<Tasks>,
     /// The mid-call requests of 2025 calls.
     pub peer: Arc<Peer>,
+    /// The count of what callers hold.
+    pub ledger: Ledger,
 }
 
 impl std::fmt::Debug for Surface {
@@ -237,14 +240,33 @@ impl SurfaceBuilder {
         tool.or_else(prompt).or_else(resource).or_else(template)
     }
 
+    /// The ledger shares of the kinds the surface's settings give: listen
+    /// streams ([`ListenLimits`]), waiting requests ([`LegacyRequests`]),
+    /// running tasks ([`TaskLimits`]); the ledger's default for the others.
+    pub(crate) fn shares(&self) -> impl Fn(Kind) -> Share + use<> {
+        let (listen, waits, running) = (
+            self.listen_limits.share(),
+            self.legacy_requests.share(),
+            self.task_limits.share(),
+        );
+        move |kind| match kind {
+            Kind::ListenStreams => listen,
+            Kind::Waits => waits,
+            Kind::RunningTasks => running,
+            other => Ledger::default().share(other),
+        }
+    }
+
     /// The surface, serving `revisions`, sealing with `sealer`, announcing
-    /// its catalog's changes on `changes`; `authenticates` is whether the
-    /// server has an authenticator (an item with scopes needs one).
+    /// its catalog's changes on `changes`, taking what callers hold from
+    /// `ledger`; `authenticates` is whether the server has an authenticator
+    /// (an item with scopes needs one).
     pub(crate) fn build(
         self,
         revisions: Vec<Revision>,
         sealer: Sealer,
         changes: ChangeBus,
+        ledger: Ledger,
         authenticates: bool,
     ) -> Result<Surface, SurfaceError> {
         let page_size = self.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
@@ -266,7 +288,7 @@ impl SurfaceBuilder {
             subscribe: !self.quiet,
             tasks: self.task_store.is_some() || self.tools.iter().any(Tool::supports_tasks),
         };
-        let tasks = Arc::new(Tasks::new(self.task_store, self.task_limits));
+        let tasks = Arc::new(Tasks::new(self.task_store, self.task_limits, ledger.clone()));
         let catalog = Catalog::new(changes.clone());
         for tool in self.tools {
             catalog.insert_tool(Arc::new(tool.register()?))?;
@@ -283,7 +305,12 @@ impl SurfaceBuilder {
         let mut shared = self.state;
         shared.insert(catalog.clone());
         let sealer = Arc::new(sealer);
-        let peer = Peer::new(self.legacy_requests, Arc::clone(&sealer), self.answer_relay);
+        let peer = Peer::new(
+            self.legacy_requests,
+            Arc::clone(&sealer),
+            self.answer_relay,
+            ledger.clone(),
+        );
         Ok(Surface {
             finishing: Arc::new(Finishing::new(&self.info, self.cache)),
             instructions: self.instructions,
@@ -299,6 +326,7 @@ impl SurfaceBuilder {
             listen_limits: self.listen_limits,
             list_all: self.list_all,
             tasks,
+            ledger,
         })
     }
 }
@@ -748,14 +776,15 @@ impl Surface {
 
     /// Delivers a 2025 client's message that is no call: its JSON-RPC
     /// response to a request a call of this server sent mid-call (Validate
-    /// held it to the response envelope), from the caller of `subject`,
-    /// carrying the session token `session`. Handed to the waiting call,
+    /// held it to the response envelope), from `caller` (whose principal
+    /// is `subject`), carrying the session token `session`. Handed to the waiting call,
     /// here or through the [`AnswerRelay`], else refused: a token that
     /// does not open, or a message that is no response, first.
     pub(crate) fn deliver(
         &self,
         message: Option<Value>,
         subject: &str,
+        caller: &Caller,
         session: Option<&str>,
     ) -> Delivery {
         let refused = |refused| Delivery(Box::pin(std::future::ready(Err(refused))));
@@ -766,9 +795,19 @@ impl Surface {
         }
         match message {
             Some(response) if jsonrpc::is_response(&response) => {
-                self.peer.deliver(response, subject)
+                self.peer.deliver(response, caller)
             }
             _ => refused(Refused::Unknown),
+        }
+    }
+
+    /// The answer to a call the ledger refused: 429 for the caller's share,
+    /// 503 for the global cap, with the kind's `Retry-After`.
+    pub(crate) fn busy(&self, refusal: Refusal) -> Answer {
+        Answer::Busy {
+            error: self.ledger.error(refusal),
+            refusal,
+            retry_after: self.ledger.share(refusal.kind()).retry_after,
         }
     }
 
@@ -780,21 +819,22 @@ impl Surface {
             Ok(filter) => filter,
             Err(error) => return error.into(),
         };
-        let slot = match self.changes.admit(&call.caller(), limits) {
-            Ok(slot) => slot,
-            Err(over) => {
-                return Answer::Busy {
-                    error: listen::busy(over, limits),
-                    over,
-                    retry_after: listen::RETRY_AFTER,
-                };
-            }
+        let place = match self
+            .ledger
+            .take_evictable(Kind::ListenStreams, call.caller(), 1)
+        {
+            Ok(place) => place,
+            Err(refusal) => return self.busy(refusal),
         };
         let stream = Listen::new(call.id.clone(), filter)
             .support(self.advertised.listen())
             .lifetime(limits.max_lifetime)
             .result_meta(SERVER_INFO, self.finishing.info().clone())
-            .open(&self.changes, slot);
+            .open(
+                &self.changes,
+                place,
+                self.ledger.error(Refusal::Share(Kind::ListenStreams)),
+            );
         Answer::Listen(Box::new(stream))
     }
 }
@@ -897,7 +937,7 @@ mod tests {
             method: Some(method),
             params: Some(json!({})),
             principal: None,
-            client: None,
+            caller: Caller::unknown(),
             raw: Bytes::new(),
             span: tracing::Span::none(),
             session: None,
@@ -911,6 +951,7 @@ mod tests {
                 Revision::ALL.to_vec(),
                 Sealer::random().unwrap(),
                 ChangeBus::new(),
+                Ledger::default(),
                 false,
             )
             .unwrap()

@@ -27,13 +27,19 @@
 //!
 //! **Finding the waiting call.** Each request's id is sealed too (same key
 //! family, a binding of its own): a random nonce naming the waiting
-//! request, the replica holding it, the caller's subject and the deadline.
-//! A response is refused unless its id opens (`400`), is in time (`400`),
-//! comes from the same caller (`403`) and finds its request still waiting,
-//! here or, through the [`AnswerRelay`], on the replica that holds it
-//! (`400` when nobody waits). Waits are bounded by
-//! [`LegacyRequests::wait_timeout`], the requests waiting on a replica by
-//! [`LegacyRequests::max_waiting`].
+//! request, the replica holding it, the caller (the
+//! [`ledger`](crate::ledger)'s: the principal's subject, else the client's
+//! address as the server groups addresses) and the deadline. A response is
+//! refused unless its id opens (`400`), is in time (`400`), comes from the
+//! same caller (`403`) and finds its request still waiting, here or,
+//! through the [`AnswerRelay`], on the replica that holds it (`400` when
+//! nobody waits). Waits are bounded by [`LegacyRequests::wait_timeout`];
+//! the waiting requests are places of the ledger's
+//! [`Kind::Waits`](crate::ledger::Kind::Waits), within
+//! [`LegacyRequests::max_waiting_per_caller`] and
+//! [`LegacyRequests::max_waiting`] (at the cap, the largest holder's oldest
+//! round gives way to a caller under its fair share, and its call ends
+//! with the caller-share error).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -45,6 +51,7 @@ use tokio::sync::mpsc;
 
 use super::context::BoxFuture;
 use super::notify::Emitter;
+use crate::ledger::{Caller, Kind, Ledger, Refusal, Share};
 use crate::mrtr::seal::UnsealError;
 use crate::mrtr::{Binding, Sealer};
 use crate::protocol::error::{ErrorCode, RpcError};
@@ -68,12 +75,13 @@ pub struct LegacyRequests {
     pub wait_timeout: Duration,
     /// How many requests may wait for an answer on this replica at once
     /// (default 1,024); a call that would go over answers -32603 with
-    /// `data.limit: "max_waiting"`.
+    /// `data.limit: "max_waiting"` on its stream, unless a caller over its
+    /// fair share gives way (see [`ledger`](crate::ledger)).
     pub max_waiting: usize,
     /// How many of those may be one caller's (default 16; a caller is the
     /// principal's subject, else the client's address), so that one caller
     /// cannot take every waiting place; a call that would go over answers
-    /// -32603 with `data.limit: "max_waiting_per_caller"`.
+    /// -32600 with `data.limit: "max_waiting_per_caller"` on its stream.
     pub max_waiting_per_caller: usize,
     /// How many rounds of requests one call may make (default 8); the next
     /// answers -32603 with `data.limit: "max_rounds"`.
@@ -96,6 +104,15 @@ impl Default for LegacyRequests {
 }
 
 impl LegacyRequests {
+    /// Waiting requests' share of the [`ledger`](crate::ledger).
+    pub(crate) fn share(&self) -> Share {
+        Share {
+            per_caller: self.max_waiting_per_caller,
+            global: self.max_waiting,
+            retry_after: Duration::from_secs(1),
+        }
+    }
+
     /// Sets [`wait_timeout`](Self::wait_timeout).
     #[must_use]
     pub fn wait_timeout(mut self, timeout: Duration) -> Self {
@@ -256,7 +273,6 @@ impl fmt::Debug for Delivery {
 #[derive(Debug)]
 struct Slot {
     key: String,
-    caller: Arc<str>,
     tx: mpsc::Sender<(String, Value)>,
 }
 
@@ -268,6 +284,8 @@ pub(crate) struct Peer {
     origin: String,
     waiting: Mutex<HashMap<String, Slot>>,
     relay: Option<Arc<dyn AnswerRelay>>,
+    /// Where a round's requests take their places while they wait.
+    ledger: Ledger,
 }
 
 impl fmt::Debug for Peer {
@@ -312,6 +330,7 @@ impl Peer {
         limits: LegacyRequests,
         sealer: Arc<Sealer>,
         relay: Option<Arc<dyn AnswerRelay>>,
+        ledger: Ledger,
     ) -> Arc<Self> {
         let origin = relay.as_ref().map_or_else(
             || random_hex().unwrap_or_else(|| std::process::id().to_string()),
@@ -323,6 +342,7 @@ impl Peer {
             origin,
             waiting: Mutex::new(HashMap::new()),
             relay,
+            ledger,
         });
         if let Some(relay) = &peer.relay {
             relay.start(AnswerFeed {
@@ -386,14 +406,14 @@ impl Peer {
     }
 
     /// A 2025 client's `response` to a request of this server, from
-    /// `subject`: handed to the waiting call (here, or through the relay),
-    /// or refused.
-    pub(crate) fn deliver(&self, response: Value, subject: &str) -> Delivery {
-        Delivery(self.forward(response, subject))
+    /// `caller`: handed to the waiting call (here, or through the relay),
+    /// or refused (`403` when the request was sent to another caller).
+    pub(crate) fn deliver(&self, response: Value, caller: &Caller) -> Delivery {
+        Delivery(self.forward(response, caller))
     }
 
-    fn forward(&self, response: Value, subject: &str) -> BoxFuture<Result<(), Refused>> {
-        let opened = self.open_answer(&response, subject);
+    fn forward(&self, response: Value, caller: &Caller) -> BoxFuture<Result<(), Refused>> {
+        let opened = self.open_answer(&response, caller);
         let (nonce, holder) = match opened {
             Ok(found) => found,
             Err(refused) => return Box::pin(std::future::ready(Err(refused))),
@@ -424,8 +444,9 @@ impl Peer {
     }
 
     /// The nonce and holding replica a response's id names, once it is
-    /// known to be this server's, in time, and the caller's.
-    fn open_answer(&self, response: &Value, subject: &str) -> Result<(String, String), Refused> {
+    /// known to be this server's, in time, and the caller's (the ledger's
+    /// caller: the principal, else the client's address grouped).
+    fn open_answer(&self, response: &Value, caller: &Caller) -> Result<(String, String), Refused> {
         let id = response
             .get("id")
             .and_then(Value::as_str)
@@ -450,7 +471,7 @@ impl Peer {
         if now_ms() > deadline {
             return Err(Refused::Late);
         }
-        if owner != subject {
+        if owner != caller.as_str() {
             return Err(Refused::Caller);
         }
         Ok((nonce.to_owned(), holder.to_owned()))
@@ -463,9 +484,9 @@ impl Peer {
 pub(crate) struct MidCall {
     pub(crate) peer: Arc<Peer>,
     pub(crate) capabilities: Value,
-    pub(crate) subject: String,
-    /// Who the caller is, for [`LegacyRequests::max_waiting_per_caller`].
-    pub(crate) caller: Arc<str>,
+    /// Who the caller is: its requests' places in the ledger are counted
+    /// against it, and only it may answer them.
+    pub(crate) caller: Caller,
     pub(crate) emitter: Emitter,
 }
 
@@ -514,29 +535,20 @@ impl MidCall {
             nonces: Vec::with_capacity(count),
         };
         let mut messages = Vec::with_capacity(count);
+        // The round's places, one per request, taken before any is sent; at
+        // the cap, the largest holder's oldest round gives way to a caller
+        // under its fair share.
+        let place = self
+            .peer
+            .ledger
+            .take_evictable(Kind::Waits, &self.caller, count)
+            .map_err(|refusal| self.peer.ledger.error(refusal))?;
         {
             let mut waiting = self
                 .peer
                 .waiting
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if waiting.len().saturating_add(count) > limits.max_waiting {
-                return Err(failed(
-                    "the server has too many requests waiting for their clients' answers; try again later".into(),
-                    json!({"limit": "max_waiting"}),
-                ));
-            }
-            let callers = waiting
-                .values()
-                .filter(|slot| slot.caller == self.caller)
-                .count();
-            if callers.saturating_add(count) > limits.max_waiting_per_caller {
-                return Err(failed(
-                    "this caller has too many requests waiting for its answers; answer them first"
-                        .into(),
-                    json!({"limit": "max_waiting_per_caller"}),
-                ));
-            }
             for (key, request) in requests {
                 let method = request
                     .get("method")
@@ -549,8 +561,7 @@ impl MidCall {
                         Value::Null,
                     ));
                 };
-                let sealed =
-                    json!({"n": nonce, "o": self.peer.origin, "s": self.subject, "d": deadline});
+                let sealed = json!({"n": nonce, "o": self.peer.origin, "s": self.caller.as_str(), "d": deadline});
                 let id = self.peer.sealer.seal_for(
                     &Binding::new("", ANSWER, None),
                     &serde_json::to_vec(&sealed).unwrap_or_default(),
@@ -561,7 +572,6 @@ impl MidCall {
                     nonce.clone(),
                     Slot {
                         key,
-                        caller: Arc::clone(&self.caller),
                         tx: tx.clone(),
                     },
                 );
@@ -604,7 +614,14 @@ impl MidCall {
             }
             Ok(())
         };
-        let outcome = tokio::time::timeout(limits.wait_timeout, collect).await;
+        let outcome = tokio::select! {
+            outcome = tokio::time::timeout(limits.wait_timeout, collect) => outcome,
+            () = place.evicted() => {
+                tracing::debug!(target: "wymcp::legacy", "a round of mid-call requests gave way to a caller under its fair share");
+                return Err(self.peer.ledger.error(Refusal::Share(Kind::Waits)));
+            }
+        };
+        drop(place);
         match outcome {
             Ok(Ok(())) if answers.len() == count => Ok(answers),
             Ok(Err(error)) => Err(error),

@@ -1,6 +1,7 @@
 //! Who may start a task and how many run: the extension declared in a
 //! request's `_meta`, the settings ([`TaskLimits`]), the handlers this
-//! replica runs (in all and per caller, each holding a [`Slot`]), and the
+//! replica runs (each holding a [`Slot`], a place in the ledger counted in
+//! all and per caller), and the
 //! [`Tasks`] of a server that holds them.
 
 use std::collections::HashMap;
@@ -10,11 +11,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::ledger::{Caller, Kind, Ledger, Place, Refusal, Share};
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::ids::random_hex;
 use crate::protocol::meta::{CLIENT_CAPABILITIES, TASKS_EXTENSION};
 use crate::surface::call::Answer;
-use crate::surface::listen::Over;
 use crate::tasks::{MemoryTaskStore, TaskStore};
 
 /// The settings of the tasks extension, each with a default meant for a
@@ -133,8 +134,17 @@ impl TaskLimits {
     }
 }
 
-/// How long a client refused for want of a running slot is asked to wait.
-const RETRY_AFTER: Duration = Duration::from_secs(5);
+impl TaskLimits {
+    /// Running handlers' share of the [`ledger`](crate::ledger): these
+    /// limits, and a refused client asked to wait 5 s.
+    pub(crate) fn share(&self) -> Share {
+        Share {
+            per_caller: self.max_running_per_caller,
+            global: self.max_running,
+            retry_after: Duration::from_secs(5),
+        }
+    }
+}
 
 /// Whether the request's `_meta` declares the tasks extension.
 pub(crate) fn declared(params: Option<&Value>) -> bool {
@@ -166,35 +176,26 @@ pub(super) fn minted(id: &str) -> bool {
     id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-/// The running handlers of this replica, counted.
+/// The running handlers of this replica that a cancellation may abort.
 #[derive(Debug, Default)]
 pub(super) struct Local {
-    pub(super) total: usize,
-    pub(super) per_caller: HashMap<String, usize>,
     pub(super) aborts: HashMap<String, tokio::task::AbortHandle>,
 }
 
-/// A place among the running handlers, given back when dropped (when the
-/// handler finishes, fails or is dropped by a cancellation).
+/// A running handler's place in the [`ledger`](crate::ledger), given back
+/// when dropped (when the handler finishes, fails or is dropped by a
+/// cancellation).
 #[derive(Debug)]
 pub(super) struct Slot {
     tasks: Arc<Tasks>,
-    caller: String,
+    _place: Place,
     pub(super) id: Option<String>,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        let mut local = self.tasks.local();
-        local.total -= 1;
-        if let Some(count) = local.per_caller.get_mut(&self.caller) {
-            *count -= 1;
-            if *count == 0 {
-                local.per_caller.remove(&self.caller);
-            }
-        }
         if let Some(id) = &self.id {
-            local.aborts.remove(id);
+            self.tasks.local().aborts.remove(id);
         }
     }
 }
@@ -207,6 +208,8 @@ pub(crate) struct Tasks {
     /// This process's name in a task's `runner` (random, per process).
     pub(super) replica: String,
     pub(super) local: Mutex<Local>,
+    /// Where running handlers take their places.
+    pub(super) ledger: Ledger,
 }
 
 impl fmt::Debug for Tasks {
@@ -221,13 +224,18 @@ impl fmt::Debug for Tasks {
 
 impl Tasks {
     /// Tasks kept in `store` (the in-memory default when `None`).
-    pub(crate) fn new(store: Option<Arc<dyn TaskStore>>, limits: TaskLimits) -> Self {
+    pub(crate) fn new(
+        store: Option<Arc<dyn TaskStore>>,
+        limits: TaskLimits,
+        ledger: Ledger,
+    ) -> Self {
         let store = store.unwrap_or_else(|| Arc::new(MemoryTaskStore::new(limits.memory_capacity)));
         Tasks {
             store,
             limits,
             replica: new_id().unwrap_or_else(|_| format!("pid-{}", std::process::id())),
             local: Mutex::default(),
+            ledger,
         }
     }
 
@@ -237,45 +245,26 @@ impl Tasks {
 
     /// How many task handlers run on this replica.
     pub(crate) fn running(&self) -> usize {
-        self.local().total
+        self.ledger.held(Kind::RunningTasks)
     }
 
-    pub(super) fn admit(self: &Arc<Self>, caller: &str) -> Result<Slot, Over> {
-        let mut local = self.local();
-        let mine = local.per_caller.get(caller).copied().unwrap_or(0);
-        if mine >= self.limits.max_running_per_caller {
-            return Err(Over::Caller);
-        }
-        if local.total >= self.limits.max_running {
-            return Err(Over::Server);
-        }
-        local.total += 1;
-        *local.per_caller.entry(caller.to_owned()).or_insert(0) += 1;
+    /// A place for one more running handler of `caller`.
+    pub(super) fn admit(self: &Arc<Self>, caller: &Caller) -> Result<Slot, Refusal> {
+        let place = self.ledger.take(Kind::RunningTasks, caller, 1)?;
         Ok(Slot {
             tasks: Arc::clone(self),
-            caller: caller.to_owned(),
+            _place: place,
             id: None,
         })
     }
 
-    pub(super) fn busy(&self, over: Over) -> Answer {
-        let (code, limit, max) = match over {
-            Over::Caller => (
-                ErrorCode::INVALID_REQUEST,
-                "max_running_per_caller",
-                self.limits.max_running_per_caller,
-            ),
-            Over::Server => (
-                ErrorCode::INTERNAL_ERROR,
-                "max_running",
-                self.limits.max_running,
-            ),
-        };
+    /// The answer to a task the ledger refused (429 for the caller's share,
+    /// 503 for the replica's cap, `Retry-After` 5 s).
+    pub(super) fn busy(&self, refusal: Refusal) -> Answer {
         Answer::Busy {
-            error: RpcError::new(code, format!("too many tasks running: the limit is {max}"))
-                .data(json!({"limit": limit, "max": max})),
-            over,
-            retry_after: RETRY_AFTER,
+            error: self.ledger.error(refusal),
+            refusal,
+            retry_after: self.ledger.share(refusal.kind()).retry_after,
         }
     }
 }

@@ -90,9 +90,9 @@ impl Tasks {
         let caller = call.subject().to_owned();
         // Counted per caller as the listen limits are: the principal, else
         // the client's address (the subject is `""` for every anonymous one).
-        let mut slot = match self.admit(&call.caller()) {
+        let mut slot = match self.admit(call.caller()) {
             Ok(slot) => slot,
-            Err(over) => return self.busy(over),
+            Err(refusal) => return self.busy(refusal),
         };
         let reply = call.reply(env.finishing);
         let shared = Arc::clone(env.shared);

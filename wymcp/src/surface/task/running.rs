@@ -51,7 +51,7 @@ impl Tasks {
             return tool::run(tool, handling, arguments, span);
         }
         let owner = call.subject().to_owned();
-        let counted = call.caller();
+        let counted = call.caller().clone();
         let principal = call.principal.cloned();
         drop(call);
         let (cx, reply) = handling.into_task();
@@ -94,7 +94,7 @@ impl Tasks {
         };
         let mut slot = match self.admit(&counted) {
             Ok(slot) => slot,
-            Err(over) => return self.busy(over),
+            Err(refusal) => return self.busy(refusal),
         };
         let tasks = Arc::clone(self);
         Answer::Running(Running::future(async move {

@@ -1,0 +1,81 @@
+//! The ledger as the chain uses it (issue 23): a body's place lives as long
+//! as its bytes, a streamed answer's included, and counts against its
+//! client's share.
+
+use std::sync::Arc;
+
+use http::StatusCode;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use wymcp::ledger::Kind;
+use wymcp::{Limits, Server};
+
+use crate::mid_call::Stream;
+use crate::support::{Req, chain, send};
+
+/// A server whose tool `hold` sends a progress notification (so its answer
+/// is a stream) and answers once `release` is notified.
+fn server(limits: Limits, release: Arc<Notify>) -> Arc<Server> {
+    let tool = wymcp::Tool::new("hold").raw_handler(move |_args: Value, cx: wymcp::Context| {
+        let release = release.clone();
+        async move {
+            cx.progress(0.0, None, None);
+            release.notified().await;
+            Ok(wymcp::ToolResult::text("released"))
+        }
+    });
+    Arc::new(Server::builder().limits(limits).tool(tool).build().unwrap())
+}
+
+/// A call of `hold` carrying `pad` bytes of argument, asking for progress.
+fn hold(id: u64, pad: usize) -> Req {
+    Req::modern(id, "tools/call")
+        .params(json!({"name": "hold", "arguments": {"pad": "x".repeat(pad)}}))
+        .meta(json!({"progressToken": id}))
+}
+
+/// Rule (issue 23, item 2): a call whose answer became a stream keeps its
+/// body's place for as long as its handler runs, and gives it back once
+/// the answer is given.
+#[tokio::test]
+async fn a_streamed_answer_holds_its_bodys_place_until_it_is_answered() {
+    let release = Arc::new(Notify::new());
+    let server = server(Limits::default(), release.clone());
+    let router = chain(server.clone());
+    let mut stream = Stream::open(&router, hold(1, 100_000)).await;
+    let progress = stream.next().await.unwrap();
+    assert_eq!(progress["method"], "notifications/progress", "{progress}");
+    let held = server.ledger().held(Kind::Bodies);
+    assert!(held > 100_000, "the stream holds its body's bytes: {held}");
+    release.notify_one();
+    let done = stream.next().await.unwrap();
+    assert_eq!(done["result"]["content"][0]["text"], "released", "{done}");
+    assert_eq!(server.ledger().held(Kind::Bodies), 0, "given back at the answer");
+}
+
+/// Rule (issue 23, the ledger): body bytes are counted per client address:
+/// while one address's streamed call holds 100 KB of a 150 KB share, its
+/// next 100 KB body is `429`, -32600, `data.limit: "bodies_per_caller"`,
+/// `Retry-After`, `Connection: close`; another address is served.
+#[tokio::test]
+async fn body_bytes_are_counted_against_the_clients_share() {
+    let release = Arc::new(Notify::new());
+    let limits = Limits {
+        bodies_per_caller: 150_000,
+        ..Limits::default()
+    };
+    let server = server(limits, release.clone());
+    let router = chain(server.clone());
+    let mut first = Stream::open(&router, hold(1, 100_000).from_addr("192.0.2.1")).await;
+    assert_eq!(first.next().await.unwrap()["method"], "notifications/progress");
+    let over = send(&router, hold(2, 100_000).from_addr("192.0.2.1")).await;
+    let error = over.error(StatusCode::TOO_MANY_REQUESTS, -32600, &Value::Null);
+    assert_eq!(error["data"]["limit"], "bodies_per_caller", "{error}");
+    assert_eq!(over.header("retry-after"), "1");
+    assert_eq!(over.header("connection"), "close");
+    let mut other = Stream::open(&router, hold(3, 100_000).from_addr("192.0.2.2")).await;
+    assert_eq!(other.next().await.unwrap()["method"], "notifications/progress");
+    release.notify_waiters();
+    assert!(first.next().await.is_some());
+    assert!(other.next().await.is_some());
+}
