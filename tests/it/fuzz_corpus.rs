@@ -73,6 +73,11 @@ fn request_state_corpus_never_unseals_a_forgery() {
 }
 
 #[test]
+fn stdio_lines_corpus_splits_as_the_reference_whatever_the_reads() {
+    replay("stdio_lines");
+}
+
+#[test]
 fn every_target_has_a_corpus_test() {
     let names: Vec<&str> = TARGETS.iter().map(|(name, _)| *name).collect();
     assert_eq!(
@@ -82,7 +87,8 @@ fn every_target_has_a_corpus_test() {
             "dispatch",
             "classify",
             "header_value",
-            "request_state"
+            "request_state",
+            "stdio_lines"
         ]
     );
 }

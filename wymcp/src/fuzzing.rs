@@ -38,3 +38,48 @@ pub fn set_facts(
 ) {
     ex.set_facts(bytes, message, kind, era, revision);
 }
+
+/// What the stdio transport's line reader says next (see
+/// [`StdioLines`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StdioLine {
+    /// A line's bytes, without its ending.
+    Message(Vec<u8>),
+    /// A line over the ceiling, reported once; its rest is skipped.
+    TooLong,
+    /// The input ended.
+    End,
+}
+
+/// The stdio transport's line reader, the one its connections read with:
+/// newline-delimited messages, none longer than a ceiling.
+#[derive(Debug)]
+pub struct StdioLines<R>(crate::stdio::lines::Lines<R>);
+
+impl<R: tokio::io::AsyncRead + Unpin> StdioLines<R> {
+    /// Lines of at most `ceiling` bytes (their ending not counted) from
+    /// `reader`.
+    pub fn new(reader: R, ceiling: usize) -> Self {
+        StdioLines(crate::stdio::lines::Lines::new(reader, ceiling))
+    }
+
+    /// The next line.
+    ///
+    /// # Errors
+    ///
+    /// The reader's error.
+    pub async fn next(&mut self) -> std::io::Result<StdioLine> {
+        use crate::stdio::lines::Line;
+        Ok(match self.0.next().await? {
+            Line::Message(bytes) => StdioLine::Message(bytes.to_vec()),
+            Line::TooLong => StdioLine::TooLong,
+            Line::End => StdioLine::End,
+        })
+    }
+
+    /// How many bytes the reader holds now.
+    #[must_use]
+    pub fn buffered(&self) -> usize {
+        self.0.buffered()
+    }
+}
