@@ -73,6 +73,49 @@ fn request_state_corpus_never_unseals_a_forgery() {
 }
 
 #[test]
+fn stdio_lines_corpus_splits_as_the_reference_whatever_the_reads() {
+    replay("stdio_lines");
+}
+
+#[test]
+fn jwk_set_corpus_keeps_only_usable_keys_of_a_keys_array() {
+    replay("jwk_set");
+}
+
+#[test]
+fn jwt_corpus_verifies_nothing_the_key_did_not_sign() {
+    replay("jwt");
+}
+
+#[test]
+fn introspection_corpus_accepts_only_active_true_and_well_typed_claims() {
+    replay("introspection");
+}
+
+/// The checks of an accepted token or answer run only on inputs that are
+/// accepted: the seeds named for acceptance are, and those named for a
+/// refusal are not.
+#[test]
+fn the_auth_seeds_reach_acceptance_and_refusal() {
+    use wymcp_tests::fuzz::{introspection, jwt};
+    let accepted = |target: &str, accepts: fn(&[u8]) -> bool| -> Vec<String> {
+        corpus(target)
+            .into_iter()
+            .filter(|(_, data)| accepts(data))
+            .map(|(name, _)| name)
+            .collect()
+    };
+    assert_eq!(
+        accepted("jwt", jwt::accepts),
+        ["payload-valid", "token-valid"]
+    );
+    assert_eq!(
+        accepted("introspection", introspection::accepts),
+        ["active-valid", "scope-number-scp-azp"]
+    );
+}
+
+#[test]
 fn every_target_has_a_corpus_test() {
     let names: Vec<&str> = TARGETS.iter().map(|(name, _)| *name).collect();
     assert_eq!(
@@ -82,7 +125,11 @@ fn every_target_has_a_corpus_test() {
             "dispatch",
             "classify",
             "header_value",
-            "request_state"
+            "request_state",
+            "stdio_lines",
+            "jwk_set",
+            "jwt",
+            "introspection"
         ]
     );
 }

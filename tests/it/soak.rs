@@ -18,8 +18,17 @@ use wymcp_tests::child::Everything;
 use wymcp_tests::wire::{RawConn, RawRequest};
 
 /// Every status the default chain answers with, and hyper before it.
-const TABLE: [u16; 12] = [200, 202, 400, 401, 403, 404, 405, 408, 413, 414, 415, 431];
+/// (`429` only as a listen stream refused for the caller's share, with
+/// `Retry-After`; the listen arm fails any other.)
+const TABLE: [u16; 13] = [
+    200, 202, 400, 401, 403, 404, 405, 408, 413, 414, 415, 429, 431,
+];
 const WORKERS: usize = 16;
+/// A listen stream acknowledged, then cancelled by its client.
+const LISTEN_ACKNOWLEDGED: &str = "listen stream, cancelled";
+/// A listen stream refused `429` with `Retry-After`: the caller (every
+/// worker, from one address) held its share of streams.
+const LISTEN_REFUSED_FOR_SHARE: &str = "listen stream, refused for the caller's share";
 
 fn meta(extra: &Value) -> Value {
     let mut meta = json!({
@@ -161,22 +170,48 @@ async fn one(addr: std::net::SocketAddr, n: u64, tally: &Mutex<Tally>) {
             return;
         }
         8 => {
-            // A listen stream, cancelled after its acknowledgement.
+            // A listen stream, cancelled after its acknowledgement. Every
+            // worker connects from 127.0.0.1, so all of them share one
+            // caller's stream share (`max_streams_per_caller`), and a
+            // cancelled stream's place is given back only once the server
+            // notices the closed connection: a `429` with `Retry-After` is
+            // the share at work, not a lost acknowledgement.
             let params =
                 json!({"_meta": meta(&json!({})), "notifications": {"toolsListChanged": true}});
             let request = modern(&host, n, "subscriptions/listen", None, &params);
             let _ = conn.send(&request.to_bytes()).await;
-            if conn
-                .read_until(b"acknowledged", Duration::from_secs(10))
-                .await
-            {
-                tally.lock().unwrap().cancelled("listen stream, cancelled");
-            } else {
+            let wait = Duration::from_secs(10);
+            let Some(head) = conn.head(wait).await else {
                 tally
                     .lock()
                     .unwrap()
                     .failures
-                    .push(format!("{n}: no acknowledgement"));
+                    .push(format!("{n}: listen: no response head"));
+                return;
+            };
+            let tally_now = |outcome: Result<&'static str, String>| {
+                let mut tally = tally.lock().unwrap();
+                match outcome {
+                    Ok(kind) => tally.status(kind, head.status),
+                    Err(failure) => {
+                        *tally.statuses.entry(head.status).or_default() += 1;
+                        tally.failures.push(failure);
+                    }
+                }
+            };
+            match head.status {
+                200 => {
+                    if conn.read_until(b"acknowledged", wait).await {
+                        tally_now(Ok(LISTEN_ACKNOWLEDGED));
+                    } else {
+                        tally_now(Err(format!("{n}: no acknowledgement")));
+                    }
+                }
+                429 if head.header("retry-after").is_some() => {
+                    tally_now(Ok(LISTEN_REFUSED_FOR_SHARE));
+                }
+                429 => tally_now(Err(format!("{n}: listen: 429 without Retry-After"))),
+                status => tally_now(Err(format!("{n}: listen: {status}"))),
             }
             return;
         }
@@ -292,6 +327,10 @@ async fn soak() {
         tally.statuses
     );
     assert_eq!(server.panics(), 0, "the server panicked");
+    // A server refusing every listen stream would pass the arm's checks:
+    // some must have been acknowledged.
+    let acknowledged = tally.kinds.get(LISTEN_ACKNOWLEDGED).copied().unwrap_or(0);
+    assert!(acknowledged > 0, "no listen stream was acknowledged");
     assert!(
         tally.failures.is_empty(),
         "{} failures",

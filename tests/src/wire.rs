@@ -365,6 +365,41 @@ impl RawConn {
         .unwrap_or(false)
     }
 
+    /// Reads a response's head only (status and headers) within `wait`,
+    /// leaving its body unread: for a stream whose body does not end.
+    /// `None` when the connection ends or `wait` passes first.
+    pub async fn head(&mut self, wait: Duration) -> Option<RawResponse> {
+        tokio::time::timeout(wait, async {
+            let head_end = loop {
+                if let Some(at) = find(&self.buf, b"\r\n\r\n") {
+                    break at;
+                }
+                if self.fill().await == 0 {
+                    return None;
+                }
+            };
+            let head = String::from_utf8_lossy(&self.buf[..head_end]).into_owned();
+            self.buf.drain(..head_end + 4);
+            let mut lines = head.split("\r\n");
+            let mut parts = lines.next().unwrap_or_default().splitn(3, ' ');
+            let version = parts.next().unwrap_or_default().to_owned();
+            let status = parts.next().and_then(|s| s.parse().ok())?;
+            let headers = lines
+                .filter_map(|line| line.split_once(':'))
+                .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+                .collect();
+            Some(RawResponse {
+                version,
+                status,
+                headers,
+                body: Vec::new(),
+            })
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
     async fn fill(&mut self) -> usize {
         self.buf.reserve(64 * 1024);
         match self.stream.read_buf(&mut self.buf).await {

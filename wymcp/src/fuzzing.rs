@@ -38,3 +38,141 @@ pub fn set_facts(
 ) {
     ex.set_facts(bytes, message, kind, era, revision);
 }
+
+/// What the stdio transport's line reader says next (see
+/// [`StdioLines`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StdioLine {
+    /// A line's bytes, without its ending.
+    Message(Vec<u8>),
+    /// A line over the ceiling, reported once; its rest is skipped.
+    TooLong,
+    /// The input ended.
+    End,
+}
+
+/// The stdio transport's line reader, the one its connections read with:
+/// newline-delimited messages, none longer than a ceiling.
+#[derive(Debug)]
+pub struct StdioLines<R>(crate::stdio::lines::Lines<R>);
+
+impl<R: tokio::io::AsyncRead + Unpin> StdioLines<R> {
+    /// Lines of at most `ceiling` bytes (their ending not counted) from
+    /// `reader`.
+    pub fn new(reader: R, ceiling: usize) -> Self {
+        StdioLines(crate::stdio::lines::Lines::new(reader, ceiling))
+    }
+
+    /// The next line.
+    ///
+    /// # Errors
+    ///
+    /// The reader's error.
+    pub async fn next(&mut self) -> std::io::Result<StdioLine> {
+        use crate::stdio::lines::Line;
+        Ok(match self.0.next().await? {
+            Line::Message(bytes) => StdioLine::Message(bytes.to_vec()),
+            Line::TooLong => StdioLine::TooLong,
+            Line::End => StdioLine::End,
+        })
+    }
+
+    /// How many bytes the reader holds now.
+    #[must_use]
+    pub fn buffered(&self) -> usize {
+        self.0.buffered()
+    }
+}
+
+/// One key a JWK Set yields (see [`jwk_set`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldKey {
+    /// Its `kid`.
+    pub kid: Option<String>,
+    /// `RSA`, `P-256`, `P-384` or `Ed25519`.
+    pub kind: &'static str,
+    /// The `alg` its JWK names.
+    pub alg: Option<String>,
+}
+
+/// What a JWT verifier finds in a key set for a token (see [`jwk_set`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeySelection {
+    /// The key the token names, or the one key of its algorithm.
+    Found,
+    /// No key the token may use.
+    NotFound,
+    /// The token names no key and several fit.
+    Ambiguous,
+}
+
+/// A JWK Set as a JWT verifier holds it (see [`jwk_set`]).
+#[derive(Debug)]
+pub struct JwkSet(crate::auth::jwks::KeySet);
+
+impl JwkSet {
+    /// The keys kept, in the order of the document.
+    #[must_use]
+    pub fn held(&self) -> Vec<HeldKey> {
+        self.0
+            .held()
+            .into_iter()
+            .map(|(kid, kind, alg)| HeldKey { kid, kind, alg })
+            .collect()
+    }
+
+    /// What a token naming `kid` (or none), signed with `alg`, finds.
+    #[must_use]
+    pub fn select(&self, kid: Option<&str>, alg: crate::auth::Algorithm) -> KeySelection {
+        use crate::auth::jwks::Selection;
+        match self.0.select(kid, alg) {
+            Selection::Found(_) => KeySelection::Found,
+            Selection::NotFound => KeySelection::NotFound,
+            Selection::Ambiguous => KeySelection::Ambiguous,
+        }
+    }
+}
+
+/// A JWK Set document read as a JWT verifier reads what the authorization
+/// server publishes: `None` when it is not a JWK Set.
+#[must_use]
+pub fn jwk_set(document: &serde_json::Value) -> Option<JwkSet> {
+    crate::auth::jwks::KeySet::parse(document, std::time::Instant::now()).map(JwkSet)
+}
+
+/// Every signing algorithm a verifier may be told to accept.
+pub const ALGORITHMS: [crate::auth::Algorithm; 9] = crate::auth::algorithm::Algorithm::ALL;
+
+/// What an RFC 7662 introspection answer makes of a token, under the rules
+/// of an [`Introspection`](crate::auth::Introspection) built with
+/// `Introspection::builder(endpoint, audience).issuer(issuer)` and client
+/// credentials: the principal and how long it may be reused, or the
+/// refusal.
+///
+/// # Errors
+///
+/// The refusal the authenticator would answer.
+pub fn introspection_answer(
+    introspection: &crate::auth::Introspection,
+    answer: &serde_json::Value,
+) -> Result<(crate::auth::Principal, std::time::Duration), crate::auth::AuthError> {
+    introspection.judge_answer(answer)
+}
+
+/// Verifies `token` as `verifier` does, against the JWK Set `keys` (read
+/// as [`jwk_set`] reads one) instead of the set it would fetch: the header
+/// rules, the key selection, the signature, then the claims.
+///
+/// # Errors
+///
+/// The refusal the verifier would answer; [`AuthError::Unauthorized`](crate::auth::AuthError::Unauthorized)
+/// when `keys` is not a JWK Set.
+pub fn jwt_verify(
+    verifier: &crate::auth::JwtVerifier,
+    keys: &serde_json::Value,
+    token: &str,
+) -> Result<crate::auth::Principal, crate::auth::AuthError> {
+    let set = crate::auth::jwks::KeySet::parse(keys, std::time::Instant::now())
+        .ok_or(crate::auth::AuthError::Unauthorized)?;
+    verifier.verify_against(token, &set)
+}

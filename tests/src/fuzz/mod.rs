@@ -14,12 +14,20 @@
 //! | [`classify`] | a JSON value (and a protocol-version header) | classification and the era agree with slower reference implementations |
 //! | [`header_value`] | bytes as a header value, a base64 payload, a string to encode | strict base64 accepts exactly the canonical encodings; encode/decode round trips |
 //! | [`request_state`] | bytes as a `requestState`, a state to seal, a mutation, params | nothing unseals unless sealed under the key for that binding; sealed states round-trip |
+//! | [`stdio_lines`] | a ceiling, read sizes, a byte stream | the stdio line reader splits as a reference does, whatever the reads, and holds no more than the ceiling and one read |
+//! | [`jwk_set`] | a JSON document as a JWK Set | only a `keys` array is a set; only usable verifying keys are kept; selection by `kid` and algorithm agrees with a reference |
+//! | [`jwt`] | a token, checked against a fixed key | nothing but a token signed by the key verifies; a changed byte never does; `none`, HMAC and embedded keys are refused or never used |
+//! | [`introspection`] | a JSON value as an RFC 7662 answer | acceptance only for `active: true` and claims of the right type that hold; the principal is the answer's |
 
 pub mod capture;
 pub mod chain;
 pub mod classify;
 pub mod header_value;
+pub mod introspection;
+pub mod jwk_set;
+pub mod jwt;
 pub mod request_state;
+pub mod stdio_lines;
 
 /// A check: `Err` names the invariant an input broke.
 pub type Check = fn(&[u8]) -> Result<(), String>;
@@ -31,6 +39,10 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("classify", classify::check_classify),
     ("header_value", header_value::check_header_value),
     ("request_state", request_state::check_request_state),
+    ("stdio_lines", stdio_lines::check_stdio_lines),
+    ("jwk_set", jwk_set::check_jwk_set),
+    ("jwt", jwt::check_jwt),
+    ("introspection", introspection::check_introspection),
 ];
 
 /// `Err(format!(..))` unless the condition holds.

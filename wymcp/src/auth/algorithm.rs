@@ -41,7 +41,7 @@ impl Algorithm {
     /// The algorithms a verifier accepts unless told otherwise.
     pub const DEFAULT: [Algorithm; 3] = [Algorithm::RS256, Algorithm::ES256, Algorithm::EdDSA];
 
-    const ALL: [Algorithm; 9] = [
+    pub(crate) const ALL: [Algorithm; 9] = [
         Algorithm::RS256,
         Algorithm::RS384,
         Algorithm::RS512,

@@ -330,6 +330,26 @@ impl Authenticator for Introspection {
     }
 }
 
+/// The claims of an introspection answer: it must be a JSON object (RFC
+/// 7662 §2.2); anything else is no answer, refused as an unreachable
+/// endpoint is (and, like one, not cached).
+fn claims_of(answer: &Value) -> Result<&serde_json::Map<String, Value>, AuthError> {
+    match answer {
+        Value::Object(claims) => Ok(claims),
+        _ => Err(AuthError::invalid_token(verifier::UNREACHABLE)),
+    }
+}
+
+impl Introspection {
+    /// What the answer `answer` of the endpoint makes of a token: the
+    /// principal and how long it may be reused, or the refusal; for the
+    /// fuzz target of the answer's rules.
+    #[cfg(feature = "fuzzing")]
+    pub(crate) fn judge_answer(&self, answer: &Value) -> Result<(Principal, Duration), AuthError> {
+        self.inner.judge(claims_of(answer)?)
+    }
+}
+
 impl Inner {
     async fn introspect(
         &self,
@@ -377,12 +397,10 @@ impl Inner {
                 return Err(AuthError::invalid_token(verifier::UNREACHABLE));
             }
         };
-        let Value::Object(claims) = answer else {
-            return Err(AuthError::invalid_token(verifier::UNREACHABLE));
-        };
+        let claims = claims_of(&answer)?;
         let key = digest(token);
         let at = Instant::now();
-        match self.judge(&claims) {
+        match self.judge(claims) {
             Ok((principal, ttl)) => {
                 self.cache.insert(key, principal.clone(), at + ttl, at);
                 Ok(principal)

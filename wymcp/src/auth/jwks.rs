@@ -153,6 +153,25 @@ impl KeySet {
         }
     }
 
+    /// Each key held: its `kid`, its kind (`RSA`, `P-256`, `P-384`,
+    /// `Ed25519`) and the `alg` its JWK names; for the fuzz target's check
+    /// of what a set keeps.
+    #[cfg(feature = "fuzzing")]
+    pub(crate) fn held(&self) -> Vec<(Option<String>, &'static str, Option<String>)> {
+        self.keys
+            .iter()
+            .map(|key| {
+                let kind = match key.kind {
+                    Kind::Rsa => "RSA",
+                    Kind::P256 => "P-256",
+                    Kind::P384 => "P-384",
+                    Kind::Ed25519 => "Ed25519",
+                };
+                (key.kid.clone(), kind, key.alg.clone())
+            })
+            .collect()
+    }
+
     #[cfg(test)]
     fn len(&self) -> usize {
         self.keys.len()

@@ -393,7 +393,18 @@ impl Inner {
                 Missing::Ambiguous => AuthError::invalid_token(AMBIGUOUS_KEY),
                 Missing::Unreachable => AuthError::invalid_token(verifier::UNREACHABLE),
             })?;
-        if !signature_verifies(alg, &key, jws.signing_input, &jws.signature) {
+        self.verified(&jws, alg, &key)
+    }
+
+    /// The token's principal, once `key` was found for it: its signature
+    /// must verify with that key before any claim is read.
+    fn verified(
+        &self,
+        jws: &Compact<'_>,
+        alg: Algorithm,
+        key: &Key,
+    ) -> Result<Principal, AuthError> {
+        if !signature_verifies(alg, key, jws.signing_input, &jws.signature) {
             return Err(AuthError::invalid_token(SIGNATURE));
         }
         let claims = json_object(&decode_part(jws.payload)?)?;
@@ -403,6 +414,27 @@ impl Inner {
         verifier::check_audience(&claims, &self.audiences, false)?;
         verifier::check_times(&claims, verifier::now(), self.leeway, true)?;
         verifier::principal(&claims)
+    }
+}
+
+impl JwtVerifier {
+    /// Verifies `token` as [`authenticate`](Authenticator::authenticate)
+    /// does, against the key set `keys` instead of the one it fetches: for
+    /// the fuzz target of the token checks.
+    #[cfg(feature = "fuzzing")]
+    pub(crate) fn verify_against(
+        &self,
+        token: &str,
+        keys: &jwks::KeySet,
+    ) -> Result<Principal, AuthError> {
+        let jws = compact(token)?;
+        let (alg, kid) = self.inner.check_header(&jws.header)?;
+        let key = match keys.select(kid, alg) {
+            jwks::Selection::Found(key) => key,
+            jwks::Selection::NotFound => return Err(AuthError::invalid_token(UNKNOWN_KEY)),
+            jwks::Selection::Ambiguous => return Err(AuthError::invalid_token(AMBIGUOUS_KEY)),
+        };
+        self.inner.verified(&jws, alg, &key)
     }
 }
 

@@ -28,15 +28,15 @@
 //! );
 //! ```
 
-mod algorithm;
+pub(crate) mod algorithm;
 mod authenticator;
 mod bearer;
 mod cache;
 mod config;
 mod fetch;
-mod introspection;
-mod jwks;
-mod jwt;
+pub(crate) mod introspection;
+pub(crate) mod jwks;
+pub(crate) mod jwt;
 mod verifier;
 
 pub use algorithm::Algorithm;

@@ -17,7 +17,7 @@ const READ_CHUNK: usize = 64 * 1024;
 
 /// What the reader says next.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Line {
+pub(crate) enum Line {
     /// A line's bytes, without its ending: its own allocation, so a call that
     /// keeps them holds nothing else.
     Message(Bytes),
@@ -29,7 +29,7 @@ pub(super) enum Line {
 
 /// Lines from `reader`, none longer than the ceiling.
 #[derive(Debug)]
-pub(super) struct Lines<R> {
+pub(crate) struct Lines<R> {
     reader: R,
     buf: BytesMut,
     ceiling: usize,
@@ -43,7 +43,7 @@ pub(super) struct Lines<R> {
 
 impl<R: AsyncRead + Unpin> Lines<R> {
     /// Lines of at most `ceiling` bytes (their ending not counted) from `reader`.
-    pub(super) fn new(reader: R, ceiling: usize) -> Self {
+    pub(crate) fn new(reader: R, ceiling: usize) -> Self {
         Lines {
             reader,
             buf: BytesMut::with_capacity(READ_CHUNK),
@@ -56,7 +56,7 @@ impl<R: AsyncRead + Unpin> Lines<R> {
 
     /// The next line. Cancel-safe: the state lives in `self`, and the one
     /// await reads into the buffer or not at all.
-    pub(super) async fn next(&mut self) -> std::io::Result<Line> {
+    pub(crate) async fn next(&mut self) -> std::io::Result<Line> {
         loop {
             if let Some(at) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') {
                 let end = self.scanned + at;
@@ -123,6 +123,13 @@ impl<R: AsyncRead + Unpin> Lines<R> {
             return None;
         }
         Some(Line::Message(line))
+    }
+
+    /// How many bytes the reader holds now: for the fuzz target's check
+    /// that an over-long line is never held past the ceiling.
+    #[cfg(feature = "fuzzing")]
+    pub(crate) fn buffered(&self) -> usize {
+        self.buf.len()
     }
 
     /// Gives back the room a large line took once the buffer is empty again.

@@ -83,7 +83,7 @@
 
 mod config;
 mod connection;
-mod lines;
+pub(crate) mod lines;
 mod serving;
 mod stdin;
 
