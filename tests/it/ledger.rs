@@ -50,7 +50,11 @@ async fn a_streamed_answer_holds_its_bodys_place_until_it_is_answered() {
     release.notify_one();
     let done = stream.next().await.unwrap();
     assert_eq!(done["result"]["content"][0]["text"], "released", "{done}");
-    assert_eq!(server.ledger().held(Kind::Bodies), 0, "given back at the answer");
+    assert_eq!(
+        server.ledger().held(Kind::Bodies),
+        0,
+        "given back at the answer"
+    );
 }
 
 /// Rule (issue 23, the ledger): body bytes are counted per client address:
@@ -66,15 +70,21 @@ async fn body_bytes_are_counted_against_the_clients_share() {
     };
     let server = server(limits, release.clone());
     let router = chain(server.clone());
-    let mut first = Stream::open(&router, hold(1, 100_000).from_addr("192.0.2.1")).await;
-    assert_eq!(first.next().await.unwrap()["method"], "notifications/progress");
-    let over = send(&router, hold(2, 100_000).from_addr("192.0.2.1")).await;
+    let mut first = Stream::open(&router, hold(1, 100_000).sent_from("192.0.2.1")).await;
+    assert_eq!(
+        first.next().await.unwrap()["method"],
+        "notifications/progress"
+    );
+    let over = send(&router, hold(2, 100_000).sent_from("192.0.2.1")).await;
     let error = over.error(StatusCode::TOO_MANY_REQUESTS, -32600, &Value::Null);
     assert_eq!(error["data"]["limit"], "bodies_per_caller", "{error}");
     assert_eq!(over.header("retry-after"), "1");
     assert_eq!(over.header("connection"), "close");
-    let mut other = Stream::open(&router, hold(3, 100_000).from_addr("192.0.2.2")).await;
-    assert_eq!(other.next().await.unwrap()["method"], "notifications/progress");
+    let mut other = Stream::open(&router, hold(3, 100_000).sent_from("192.0.2.2")).await;
+    assert_eq!(
+        other.next().await.unwrap()["method"],
+        "notifications/progress"
+    );
     release.notify_waiters();
     assert!(first.next().await.is_some());
     assert!(other.next().await.is_some());

@@ -417,12 +417,21 @@ async fn one_caller_cannot_take_every_waiting_place() {
 async fn without_auth_one_slash_64_is_one_caller_for_the_waiting_places() {
     let router = chain(server(LegacyRequests::default().max_waiting_per_caller(1)));
     let session = session(&router, json!({"elicitation": {}}), None).await;
-    let mut first = Stream::open(&router, call(1, "ask", &session).from_addr("2001:db8:1:2::a")).await;
+    let mut first = Stream::open(
+        &router,
+        call(1, "ask", &session).sent_from("2001:db8:1:2::a"),
+    )
+    .await;
     assert_eq!(first.next().await.unwrap()["method"], "elicitation/create");
-    let same_host = send(&router, call(2, "ask", &session).from_addr("2001:db8:1:2:ffff::b")).await;
+    let same_host = send(
+        &router,
+        call(2, "ask", &session).sent_from("2001:db8:1:2:ffff::b"),
+    )
+    .await;
     let over = same_host.error(StatusCode::OK, -32600, &json!(2));
     assert_eq!(over["data"]["limit"], "max_waiting_per_caller");
-    let mut other = Stream::open(&router, call(3, "ask", &session).from_addr("2001:db8:9::1")).await;
+    let mut other =
+        Stream::open(&router, call(3, "ask", &session).sent_from("2001:db8:9::1")).await;
     assert_eq!(other.next().await.unwrap()["method"], "elicitation/create");
 }
 
@@ -434,21 +443,31 @@ async fn without_auth_one_slash_64_is_one_caller_for_the_waiting_places() {
 async fn at_the_cap_the_largest_holders_oldest_round_gives_way() {
     let router = chain(server(LegacyRequests::default().max_waiting(2)));
     let session = session(&router, json!({"elicitation": {}}), None).await;
-    let mut oldest = Stream::open(&router, call(1, "ask", &session).from_addr("192.0.2.1")).await;
+    let mut oldest = Stream::open(&router, call(1, "ask", &session).sent_from("192.0.2.1")).await;
     assert_eq!(oldest.next().await.unwrap()["method"], "elicitation/create");
-    let mut newer = Stream::open(&router, call(2, "ask", &session).from_addr("192.0.2.1")).await;
+    let mut newer = Stream::open(&router, call(2, "ask", &session).sent_from("192.0.2.1")).await;
     let newer_request = newer.next().await.unwrap();
     assert_eq!(newer_request["method"], "elicitation/create");
-    let mut newcomer = Stream::open(&router, call(3, "ask", &session).from_addr("192.0.2.2")).await;
-    assert_eq!(newcomer.next().await.unwrap()["method"], "elicitation/create");
+    let mut newcomer = Stream::open(&router, call(3, "ask", &session).sent_from("192.0.2.2")).await;
+    assert_eq!(
+        newcomer.next().await.unwrap()["method"],
+        "elicitation/create"
+    );
     let ended = oldest.next().await.unwrap();
     assert_eq!(ended["id"], 1);
     assert_eq!(ended["error"]["code"], -32600, "{ended}");
     assert_eq!(ended["error"]["data"]["limit"], "max_waiting_per_caller");
     // The hog's newer call still waits, and is answered.
-    let own = send(&router, answer(&newer_request["id"], ELICITED(), &session).from_addr("192.0.2.1")).await;
+    let own = send(
+        &router,
+        answer(&newer_request["id"], ELICITED(), &session).sent_from("192.0.2.1"),
+    )
+    .await;
     assert_eq!(own.status, StatusCode::ACCEPTED);
-    assert_eq!(newer.next().await.unwrap()["result"]["content"][0]["text"], "hello Ada, round 1");
+    assert_eq!(
+        newer.next().await.unwrap()["result"]["content"][0]["text"],
+        "hello Ada, round 1"
+    );
 }
 
 /// Rule (issue 23, item 10): without auth, the caller a request was sent
@@ -459,11 +478,19 @@ async fn at_the_cap_the_largest_holders_oldest_round_gives_way() {
 async fn without_auth_an_answer_from_another_address_is_403() {
     let router = chain(server(LegacyRequests::default()));
     let session = session(&router, json!({"elicitation": {}}), None).await;
-    let mut stream = Stream::open(&router, call(2, "ask", &session).from_addr("192.0.2.10")).await;
+    let mut stream = Stream::open(&router, call(2, "ask", &session).sent_from("192.0.2.10")).await;
     let id = stream.next().await.unwrap()["id"].clone();
-    let stolen = send(&router, answer(&id, ELICITED(), &session).from_addr("198.51.100.7")).await;
+    let stolen = send(
+        &router,
+        answer(&id, ELICITED(), &session).sent_from("198.51.100.7"),
+    )
+    .await;
     refused(&stolen, StatusCode::FORBIDDEN, -32600, "caller");
-    let own = send(&router, answer(&id, ELICITED(), &session).from_addr("192.0.2.10")).await;
+    let own = send(
+        &router,
+        answer(&id, ELICITED(), &session).sent_from("192.0.2.10"),
+    )
+    .await;
     assert_eq!(own.status, StatusCode::ACCEPTED);
     let done = stream.next().await.unwrap();
     assert_eq!(done["result"]["content"][0]["text"], "hello Ada, round 1");

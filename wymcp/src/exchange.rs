@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::auth::{AuthError, Principal};
 use crate::body::{self, ReadFailure};
+use crate::ledger::{Kind, Place, Refusal};
 use crate::origin::ClientAddr;
 use crate::protocol::error::RpcError;
 use crate::protocol::fields::{judge, read_fields};
@@ -17,7 +18,6 @@ use crate::protocol::json::{JsonError, parse_bounded};
 use crate::protocol::jsonrpc::{MessageKind, answer_id, classify_within};
 use crate::protocol::revision::{Era, Revision, era_of};
 use crate::reply::{Flow, Rejection, Rejector, Response};
-use crate::ledger::{Kind, Place, Refusal};
 use crate::server::Server;
 use crate::trace::{self, SpanSlot};
 

@@ -221,7 +221,7 @@ impl Req {
 
     /// Sent from `address`, as the transport (or a trusted proxy) tells
     /// the server with [`wymcp::ClientAddr`].
-    pub fn from_addr(mut self, address: &str) -> Self {
+    pub fn sent_from(mut self, address: &str) -> Self {
         self.client = Some(address.parse().unwrap());
         self
     }

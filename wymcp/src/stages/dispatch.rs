@@ -49,6 +49,7 @@ use http::{HeaderValue, StatusCode, header};
 
 use crate::auth::AuthConfig;
 use crate::exchange::Exchange;
+use crate::ledger::Place;
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::headers::MCP_SESSION_ID;
 use crate::protocol::jsonrpc::{MessageKind, MessageSource};
@@ -56,7 +57,6 @@ use crate::protocol::revision::Era;
 use crate::reply::{self, Flow, Rejection, Rejector, Response};
 use crate::sse;
 use crate::stage::Stage;
-use crate::ledger::Place;
 use crate::surface::call::{Answer, Call, Emitted, Outcome, Running, Session};
 use crate::surface::mid_call::Refused;
 use crate::trace;
@@ -366,7 +366,13 @@ mod tests {
             http2: false,
             span: tracing::Span::none(),
         };
-        run(Running::new(notifications, handler), rejector, Era::Modern, None).await
+        run(
+            Running::new(notifications, handler),
+            rejector,
+            Era::Modern,
+            None,
+        )
+        .await
     }
 
     async fn events(response: Response) -> Vec<Value> {

@@ -716,7 +716,8 @@ mod tests {
     /// A place in `ledger` for a caller of its own.
     fn place_in(ledger: &Ledger) -> Place {
         static CALLERS: AtomicUsize = AtomicUsize::new(0);
-        let caller = Caller::principal(&format!("test-{}", CALLERS.fetch_add(1, Ordering::Relaxed)));
+        let caller =
+            Caller::principal(&format!("test-{}", CALLERS.fetch_add(1, Ordering::Relaxed)));
         ledger
             .take_evictable(Kind::ListenStreams, &caller, 1)
             .unwrap()
@@ -822,8 +823,11 @@ mod tests {
     #[tokio::test]
     async fn only_requested_types_are_delivered() {
         let bus = ChangeBus::new();
-        let mut body = Listen::new(json!(5), filter(json!({"promptsListChanged": true})))
-            .open(&bus, place(), evicted());
+        let mut body = Listen::new(json!(5), filter(json!({"promptsListChanged": true}))).open(
+            &bus,
+            place(),
+            evicted(),
+        );
         let _ack = next_event(&mut body).await;
         assert_eq!(bus.publish(Change::ToolsListChanged), 1);
         bus.publish(Change::ResourcesListChanged);
@@ -881,7 +885,11 @@ mod tests {
         );
         assert!(body.finished());
         assert!(frame(&mut body).await.is_none());
-        assert_eq!(ledger.held(Kind::ListenStreams), 0, "the place is given back");
+        assert_eq!(
+            ledger.held(Kind::ListenStreams),
+            0,
+            "the place is given back"
+        );
     }
 
     #[tokio::test]

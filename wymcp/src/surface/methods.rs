@@ -288,7 +288,11 @@ impl SurfaceBuilder {
             subscribe: !self.quiet,
             tasks: self.task_store.is_some() || self.tools.iter().any(Tool::supports_tasks),
         };
-        let tasks = Arc::new(Tasks::new(self.task_store, self.task_limits, ledger.clone()));
+        let tasks = Arc::new(Tasks::new(
+            self.task_store,
+            self.task_limits,
+            ledger.clone(),
+        ));
         let catalog = Catalog::new(changes.clone());
         for tool in self.tools {
             catalog.insert_tool(Arc::new(tool.register()?))?;
