@@ -77,7 +77,7 @@ fn read(page: &str) -> Page {
     let mut out = Page::default();
     let mut section: Option<(String, usize, bool)> = None; // name, tests, "not covered"
     let mut place = Place::Anywhere;
-    let mut close = |section: &mut Option<(String, usize, bool)>, out: &mut Page| {
+    let close = |section: &mut Option<(String, usize, bool)>, out: &mut Page| {
         if let Some((name, tests, uncovered)) = section.take()
             && tests == 0
             && !uncovered
