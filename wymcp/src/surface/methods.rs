@@ -833,6 +833,7 @@ impl Surface {
         let stream = Listen::new(call.id.clone(), filter)
             .support(self.advertised.listen())
             .lifetime(limits.max_lifetime)
+            .held_by(call.principal)
             .result_meta(SERVER_INFO, self.finishing.info().clone())
             .open(
                 &self.changes,
