@@ -469,3 +469,36 @@ async fn calls_beyond_a_clients_share_are_refused_429() {
     )
     .await;
 }
+
+/// Rule (issue 23, item 6): a listen stream opened with an introspected
+/// token asks about it again each cache TTL; while it is active the
+/// stream lives, once the endpoint says inactive the stream ends with its
+/// clean close, not an hour later.
+#[tokio::test]
+async fn a_listen_stream_ends_once_its_introspected_token_is_revoked() {
+    let endpoint = Endpoint::start().await;
+    let ttl = Duration::from_secs(1);
+    let server = server_with(endpoint.introspection().cache_ttl(ttl).build().unwrap());
+    endpoint.answer("listener", active());
+    let client = wymcp::testing::Client::new(server.clone()).bearer("listener");
+    let mut stream = client
+        .listen(json!({"toolsListChanged": true}))
+        .await
+        .unwrap();
+    assert_eq!(stream.status, StatusCode::OK);
+    let ack = stream.next().await.unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(endpoint.hits(), 1);
+    // Asked again after a TTL: still active, the stream lives on.
+    assert!(stream.next_within(ttl + ttl / 2).await.is_none());
+    assert_eq!(endpoint.hits(), 2, "asked again at the cache TTL");
+    endpoint.answer("listener", json!({"active": false}));
+    let last = stream
+        .next_within(Duration::from_secs(4))
+        .await
+        .expect("the stream ends once the token is found inactive");
+    assert_eq!(last["id"], stream.request["id"]);
+    assert_eq!(last["result"]["resultType"], "complete");
+    assert!(stream.ended().await);
+    assert_eq!(endpoint.hits(), 3);
+}

@@ -1179,3 +1179,41 @@ async fn examples_everything_accepts_typ_jwt_tokens_when_asked_to_as_docs_auth_m
     assert!(listed.json()["result"]["tools"].is_array());
     assert_eq!(lenient.panics(), 0);
 }
+
+/// Rule (issue 23, item 6): a listen stream opened with a JWT ends when
+/// the token does (its `exp`, plus the leeway: the moment it would be
+/// refused), with the stream's clean close; a new one with that token is
+/// refused `401`.
+#[tokio::test]
+async fn a_listen_stream_ends_at_its_tokens_exp() {
+    let rsa = Signer::rsa("rsa-1", 0);
+    let issuer = Issuer::start(&[&rsa]).await;
+    let server = server_with(issuer.verifier().leeway(Duration::ZERO).build().unwrap());
+    let mut short = claims(&issuer.url);
+    short["exp"] = json!(now() + 2);
+    let token = rsa.mint(&short);
+    let client = wymcp::testing::Client::new(server.clone()).bearer(token);
+    let mut stream = client
+        .listen(json!({"toolsListChanged": true}))
+        .await
+        .unwrap();
+    assert_eq!(stream.status, StatusCode::OK);
+    let ack = stream.next().await.unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert!(
+        stream
+            .next_within(Duration::from_millis(300))
+            .await
+            .is_none(),
+        "nothing before exp"
+    );
+    let last = stream
+        .next_within(Duration::from_secs(4))
+        .await
+        .expect("the stream ends at the token's exp, not an hour later");
+    assert_eq!(last["id"], stream.request["id"]);
+    assert_eq!(last["result"]["resultType"], "complete");
+    assert!(stream.ended().await);
+    let again = client.listen(json!({"toolsListChanged": true})).await;
+    assert_eq!(again.unwrap_err().status, StatusCode::UNAUTHORIZED);
+}

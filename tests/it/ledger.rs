@@ -89,3 +89,71 @@ async fn body_bytes_are_counted_against_the_clients_share() {
     assert!(first.next().await.is_some());
     assert!(other.next().await.is_some());
 }
+
+/// A server whose tool `flood` sends `count` log messages, and a progress
+/// notification every 1,000, without waiting (its client reads nothing
+/// meanwhile), then answers how many the emitter dropped.
+fn flooding(limits: Limits, count: u64) -> Arc<Server> {
+    let tool =
+        wymcp::Tool::new("flood").raw_handler(move |_args: Value, cx: wymcp::Context| async move {
+            for i in 1..=count {
+                if i % 1000 == 0 {
+                    #[allow(clippy::cast_precision_loss)]
+                    cx.progress(i as f64, None, None);
+                }
+                cx.log(wymcp::LogLevel::Info, json!({"i": i}));
+            }
+            Ok(wymcp::ToolResult::text(cx.emitter().dropped().to_string()))
+        });
+    Arc::new(Server::builder().limits(limits).tool(tool).build().unwrap())
+}
+
+/// Rule (issue 23, item 11): a handler's notification queue is bounded.
+/// A handler that sends 1,000,000 log messages and 1,000 progress
+/// notifications to a client that reads nothing holds at most the
+/// request's bound (a place of the ledger, within the caller's share);
+/// the newest progress is kept, the log messages beyond the bound are
+/// dropped and counted, the handler is never blocked, the answer is
+/// given, and the place is given back.
+#[tokio::test]
+async fn a_flood_of_notifications_to_a_client_that_does_not_read_stays_bounded() {
+    let limits = Limits {
+        notification_bytes_per_request: 64 * 1024,
+        notification_bytes_per_caller: 256 * 1024,
+        ..Limits::default()
+    };
+    let server = flooding(limits, 1_000_000);
+    let router = chain(server.clone());
+    let mut stream = Stream::open(
+        &router,
+        Req::modern(1, "tools/call")
+            .params(json!({"name": "flood", "arguments": {}}))
+            .meta(json!({"progressToken": 1, "io.modelcontextprotocol/logLevel": "info"})),
+    )
+    .await;
+    assert_eq!(stream.status, StatusCode::OK);
+    assert_eq!(stream.content_type, "text/event-stream");
+    // Nothing read yet: the handler has sent everything it will.
+    let held = server.ledger().held(Kind::Notifications);
+    assert!(held > 0, "the queue is a place of the ledger");
+    assert!(held <= 64 * 1024, "bounded by the request's bound: {held}");
+    let mut logs = 0usize;
+    let mut last_progress = Value::Null;
+    let answer = loop {
+        let message = stream.next().await.expect("the answer comes");
+        match message["method"].as_str() {
+            Some("notifications/message") => logs += 1,
+            Some("notifications/progress") => last_progress = message["params"]["progress"].clone(),
+            _ => break message,
+        }
+    };
+    assert!(logs < 10_000, "{logs} log messages were kept");
+    assert_eq!(last_progress, 1_000_000, "the newest progress is kept");
+    let dropped: u64 = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(dropped > 990_000, "dropped and counted: {dropped}");
+    assert_eq!(server.ledger().held(Kind::Notifications), 0, "given back");
+}

@@ -52,6 +52,20 @@ pub struct Limits {
     /// Of those, how many one client address may cause; more is answered
     /// 429 with `Retry-After`. Default 8.
     pub auth_calls_per_caller: usize,
+    /// Bytes of progress and log notifications one request's handler may
+    /// have queued for a client that has not read them; beyond it a
+    /// progress notification replaces the one queued and a log message is
+    /// dropped (the handler's `progress()`/`log()` answer `false`). Default
+    /// 1 MiB.
+    pub notification_bytes_per_request: usize,
+    /// Of the bytes queued so, what one caller's requests may hold
+    /// together; beyond it as above. Default 8 MiB. The
+    /// [`ledger`](crate::ledger)'s
+    /// [`Kind::Notifications`](crate::ledger::Kind::Notifications) share.
+    pub notification_bytes_per_caller: usize,
+    /// What all requests may hold together; beyond it as above. Default
+    /// 64 MiB.
+    pub notification_bytes: usize,
     /// How client addresses group into callers for every per-caller share
     /// of the ledger (default: an IPv4 address, an IPv6 /64).
     pub grouping: Grouping,
@@ -78,6 +92,9 @@ impl Default for Limits {
             bodies_per_caller: 32 * 1024 * 1024,
             auth_calls: 64,
             auth_calls_per_caller: 8,
+            notification_bytes_per_request: crate::surface::DEFAULT_NOTIFICATION_BYTES_PER_REQUEST,
+            notification_bytes_per_caller: 8 * 1024 * 1024,
+            notification_bytes: 64 * 1024 * 1024,
             grouping: Grouping::default(),
             json_values: 250_000,
             id_bytes: crate::protocol::jsonrpc::DEFAULT_MAX_ID_BYTES,
@@ -117,7 +134,8 @@ impl Server {
     }
 
     /// The count of what callers hold: bodies, listen streams, waiting
-    /// requests, running tasks, calls to the authorization server (see
+    /// requests, running tasks, calls to the authorization server, queued
+    /// notifications (see
     /// [`ledger`](crate::ledger)). A stage of the application's takes its
     /// places here too.
     #[must_use]
@@ -824,11 +842,21 @@ impl ServerBuilder {
                 global: limits.auth_calls,
                 retry_after: Duration::from_secs(1),
             },
+            Kind::Notifications => Share {
+                per_caller: limits.notification_bytes_per_caller,
+                global: limits.notification_bytes,
+                retry_after: Duration::from_secs(1),
+            },
             other => surface_shares(other),
         });
-        let surface = self
-            .surface
-            .build(self.revisions, sealer, bus, ledger, authenticates)?;
+        let surface = self.surface.build(
+            self.revisions,
+            sealer,
+            bus,
+            ledger,
+            authenticates,
+            limits.notification_bytes_per_request,
+        )?;
         let header_params = surface.header_params().collect();
         let origin = OriginPolicy::new(self.allowed_origins, self.allowed_hosts, self.bound_to)?;
         Ok(Server {

@@ -6,6 +6,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use http::request::Parts;
 use http::{HeaderValue, header};
@@ -26,7 +27,90 @@ pub struct Principal {
     /// The OAuth client the token was issued to (a JWT's `client_id` or
     /// `azp`, an introspection answer's `client_id`), when known.
     pub client_id: Option<String>,
+    /// When what the authenticator accepted stops being valid (a token's
+    /// `exp`, plus the leeway the authenticator gives it), when known.
+    /// Something that outlives its request (a `subscriptions/listen`
+    /// stream) ends then: the client opens a new one with a new token.
+    /// `None`: no expiry is known, and the stream lives its own lifetime.
+    pub expires_at: Option<SystemTime>,
+    /// How to ask again whether what was accepted still is, for credentials
+    /// that can be revoked before they expire (an introspected token). A
+    /// listen stream asks at [`Recheck::every`] and ends when the answer is
+    /// a refusal. `None`: never asked again.
+    pub recheck: Option<Recheck>,
 }
+
+/// What [`Recheck::check`] answers with.
+pub type RecheckFuture = Pin<Box<dyn Future<Output = Result<(), AuthError>> + Send>>;
+
+/// How an [`Authenticator`] asks again whether credentials it accepted are
+/// still valid: a check, and how often to run it. Set it as
+/// [`Principal::recheck`].
+///
+/// The check answers `Ok(())` while the credentials hold. An
+/// [`AuthError::Unavailable`] or [`AuthError::Throttled`] answer (a place
+/// of the ledger is full) is no verdict: it is asked again at the next
+/// interval. Any other error ends what the credentials hold open.
+///
+/// ```
+/// use std::time::Duration;
+/// use wymcp::auth::{AuthError, Principal, Recheck};
+///
+/// let mut principal = Principal::new("alice", ["mcp"]);
+/// principal.recheck = Some(Recheck::new(Duration::from_secs(60), || async {
+///     // Ask the session store whether alice's session is still open.
+///     Err::<(), _>(AuthError::invalid_token("the session was closed"))
+/// }));
+/// ```
+#[derive(Clone)]
+pub struct Recheck {
+    every: Duration,
+    check: Arc<dyn Fn() -> RecheckFuture + Send + Sync>,
+}
+
+impl Recheck {
+    /// Runs `check` every `every` (at least one second apart).
+    pub fn new<F, Fut>(every: Duration, check: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), AuthError>> + Send + 'static,
+    {
+        Recheck {
+            every,
+            check: Arc::new(move || Box::pin(check())),
+        }
+    }
+
+    /// How often the check runs: at least one second apart.
+    #[must_use]
+    pub fn every(&self) -> Duration {
+        self.every.max(Duration::from_secs(1))
+    }
+
+    /// Runs the check once.
+    #[must_use]
+    pub fn check(&self) -> RecheckFuture {
+        (self.check)()
+    }
+}
+
+impl fmt::Debug for Recheck {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Recheck")
+            .field("every", &self.every)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Two rechecks are equal when they are one check (clones of it), run as
+/// often.
+impl PartialEq for Recheck {
+    fn eq(&self, other: &Self) -> bool {
+        self.every == other.every && Arc::ptr_eq(&self.check, &other.check)
+    }
+}
+
+impl Eq for Recheck {}
 
 impl Principal {
     /// A caller called `subject` holding `scopes`, its client unknown.
@@ -46,7 +130,20 @@ impl Principal {
             subject: subject.into(),
             scopes: scopes.into_iter().map(Into::into).collect(),
             client_id: None,
+            expires_at: None,
+            recheck: None,
         }
+    }
+
+    /// How long from now until [`expires_at`](Self::expires_at): `None`
+    /// when no expiry is known, zero once it has passed.
+    #[must_use]
+    pub fn expires_in(&self) -> Option<Duration> {
+        let at = self.expires_at?;
+        Some(
+            at.duration_since(SystemTime::now())
+                .unwrap_or(Duration::ZERO),
+        )
     }
 }
 
@@ -171,6 +268,12 @@ impl<'a> Credentials<'a> {
         self.ledger
             .take(kind, self.caller, amount)
             .map_err(|refusal| AuthError::refused(self.ledger, refusal))
+    }
+
+    /// The server's ledger, for an authenticator that takes places later
+    /// (a [`Recheck`] that calls out again).
+    pub(crate) fn ledger(&self) -> &'a Ledger {
+        self.ledger
     }
 
     /// Who the ledger counts this request against before it is

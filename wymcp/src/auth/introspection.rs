@@ -22,6 +22,11 @@
 //! answer is not cached. Each cache is bounded: full, it drops what
 //! expired, then the oldest.
 //!
+//! **Asking again.** The principal carries the token's expiry (`exp` plus
+//! the leeway) and a [`Recheck`] that asks about the token again, through
+//! the cache, every cache TTL: a listen stream opened with the token ends
+//! once the endpoint calls it inactive.
+//!
 //! **The calls.** Requests carrying one token while it is being asked about
 //! share that one call. Each call holds a place of the server's
 //! [`ledger`](crate::ledger) ([`Kind::AuthCalls`](crate::ledger::Kind::AuthCalls),
@@ -40,11 +45,11 @@ use base64::engine::general_purpose::STANDARD;
 use http::{HeaderValue, Uri};
 use serde_json::Value;
 
-use super::authenticator::{AuthError, AuthFuture, Authenticator, Credentials, Principal};
+use super::authenticator::{AuthError, AuthFuture, Authenticator, Credentials, Principal, Recheck};
 use super::cache::{InFlight, TokenCache, digest};
 use super::fetch::{FetchSettings, Fetcher, Outage};
 use super::verifier::{self, VerifierConfigError};
-use crate::ledger::Kind;
+use crate::ledger::{Caller, Kind, Ledger};
 
 /// The default longest time an introspection answer is reused.
 pub(crate) const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(60);
@@ -325,7 +330,29 @@ impl Authenticator for Introspection {
     fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> AuthFuture<'a> {
         Box::pin(async move {
             let token = verifier::bearer_of(&credentials, self.inner.max_token_bytes)?;
-            self.inner.introspect(token, &credentials).await
+            let (ledger, caller) = (credentials.ledger(), credentials.caller());
+            let mut principal = self.inner.introspect(token, ledger, caller).await?;
+            principal.recheck = Some(self.recheck(token, ledger, caller));
+            Ok(principal)
+        })
+    }
+}
+
+impl Introspection {
+    /// Asks about `token` again (through the cache, so at most once a
+    /// cache TTL and once for every holder of the token), counted as the
+    /// request that brought it was: what keeps a listen stream from
+    /// outliving a revoked token. The token is held by the check alone, in
+    /// memory, for as long as what it holds open; never in the cache, never
+    /// in the principal a handler sees.
+    fn recheck(&self, token: &str, ledger: &Ledger, caller: &Caller) -> Recheck {
+        let inner = Arc::clone(&self.inner);
+        let token: Arc<str> = Arc::from(token);
+        let (ledger, caller) = (ledger.clone(), caller.clone());
+        Recheck::new(self.inner.cache_ttl, move || {
+            let (inner, token) = (Arc::clone(&inner), Arc::clone(&token));
+            let (ledger, caller) = (ledger.clone(), caller.clone());
+            async move { inner.introspect(&token, &ledger, &caller).await.map(|_| ()) }
         })
     }
 }
@@ -354,7 +381,8 @@ impl Inner {
     async fn introspect(
         &self,
         token: &str,
-        credentials: &Credentials<'_>,
+        ledger: &Ledger,
+        caller: &Caller,
     ) -> Result<Principal, AuthError> {
         let key = digest(token);
         let now = Instant::now();
@@ -365,7 +393,7 @@ impl Inner {
             return Err(refusal);
         }
         self.in_flight
-            .run(key, || self.call(token, credentials))
+            .run(key, || self.call(token, ledger, caller))
             .await
     }
 
@@ -374,9 +402,12 @@ impl Inner {
     async fn call(
         &self,
         token: &str,
-        credentials: &Credentials<'_>,
+        ledger: &Ledger,
+        caller: &Caller,
     ) -> Result<Principal, AuthError> {
-        let _place = credentials.take_place(Kind::AuthCalls, 1)?;
+        let _place = ledger
+            .take(Kind::AuthCalls, caller, 1)
+            .map_err(|refusal| AuthError::refused(ledger, refusal))?;
         let form = form_urlencoded::Serializer::new(String::new())
             .append_pair("token", token)
             .append_pair("token_type_hint", "access_token")
@@ -430,7 +461,7 @@ impl Inner {
         verifier::check_audience(claims, &self.audiences, self.allow_missing_audience)?;
         let now = verifier::now();
         verifier::check_times(claims, now, self.leeway, false)?;
-        let principal = verifier::principal(claims)?;
+        let principal = verifier::principal(claims, self.leeway)?;
         let mut ttl = self.cache_ttl;
         if let Some(exp) = claims.get("exp").and_then(Value::as_f64) {
             ttl = ttl.min(Duration::try_from_secs_f64(exp - now).unwrap_or(Duration::ZERO));

@@ -413,7 +413,7 @@ impl Inner {
         }
         verifier::check_audience(&claims, &self.audiences, false)?;
         verifier::check_times(&claims, verifier::now(), self.leeway, true)?;
-        verifier::principal(&claims)
+        verifier::principal(&claims, self.leeway)
     }
 }
 

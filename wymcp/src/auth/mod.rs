@@ -41,7 +41,9 @@ mod verifier;
 
 pub use algorithm::Algorithm;
 pub(crate) use authenticator::AuthSetup;
-pub use authenticator::{AuthError, AuthFuture, Authenticator, Credentials, Principal};
+pub use authenticator::{
+    AuthError, AuthFuture, Authenticator, Credentials, Principal, Recheck, RecheckFuture,
+};
 pub use bearer::{BearerAuth, StaticTokens};
 pub use config::{
     AuthConfig, AuthConfigError, MAX_ERROR_DESCRIPTION, METADATA_PATH, error_description,

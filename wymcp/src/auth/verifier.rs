@@ -187,17 +187,28 @@ pub(crate) fn string_claim<'a>(claims: &'a Map<String, Value>, name: &str) -> Op
         .filter(|s| !s.is_empty())
 }
 
-/// The principal of verified claims: `sub` (required), the scopes, and the
-/// client (`client_id`, else `azp`).
-pub(crate) fn principal(claims: &Map<String, Value>) -> Result<Principal, AuthError> {
+/// The principal of verified claims: `sub` (required), the scopes, the
+/// client (`client_id`, else `azp`), and when it expires: `exp` plus
+/// `leeway`, the moment [`check_times`] starts refusing the token.
+pub(crate) fn principal(
+    claims: &Map<String, Value>,
+    leeway: Duration,
+) -> Result<Principal, AuthError> {
     let subject =
         string_claim(claims, "sub").ok_or_else(|| AuthError::invalid_token(NO_SUBJECT))?;
+    let expires_at = claims
+        .get("exp")
+        .and_then(Value::as_f64)
+        .and_then(|exp| Duration::try_from_secs_f64(exp.max(0.0)).ok())
+        .and_then(|exp| UNIX_EPOCH.checked_add(exp)?.checked_add(leeway));
     Ok(Principal {
         subject: subject.to_owned(),
         scopes: scopes(claims),
         client_id: string_claim(claims, "client_id")
             .or_else(|| string_claim(claims, "azp"))
             .map(str::to_owned),
+        expires_at,
+        recheck: None,
     })
 }
 
@@ -291,19 +302,32 @@ mod tests {
 
     #[test]
     fn the_principal_is_the_subject_its_scopes_and_its_client() {
-        let p = principal(&claims(json!({"sub": "alice", "scope": "x", "azp": "app"}))).unwrap();
+        let leeway = Duration::from_secs(30);
+        let p = principal(
+            &claims(json!({"sub": "alice", "scope": "x", "azp": "app"})),
+            leeway,
+        )
+        .unwrap();
         assert_eq!(
             p,
             Principal {
                 subject: "alice".into(),
                 scopes: vec!["x".into()],
-                client_id: Some("app".into())
+                client_id: Some("app".into()),
+                expires_at: None,
+                recheck: None,
             }
         );
-        let p = principal(&claims(json!({"sub": "s", "client_id": "c", "azp": "a"}))).unwrap();
+        let p = principal(
+            &claims(json!({"sub": "s", "client_id": "c", "azp": "a", "exp": 1000})),
+            leeway,
+        )
+        .unwrap();
         assert_eq!(p.client_id.as_deref(), Some("c"));
+        // It expires when the token stops being accepted: exp + leeway.
+        assert_eq!(p.expires_at, Some(UNIX_EPOCH + Duration::from_secs(1030)));
         assert!(matches!(
-            principal(&claims(json!({"sub": ""}))),
+            principal(&claims(json!({"sub": ""})), leeway),
             Err(AuthError::InvalidToken { .. })
         ));
     }

@@ -3,7 +3,8 @@
 //!
 //! A place is taken before what it stands for is held (a body's bytes, a
 //! listen stream, a 2025 call's waiting requests, a running task, a call to
-//! the authorization server) and given back when the [`Place`] drops, so
+//! the authorization server; a handler's queued notifications grow and
+//! shrink theirs) and given back when the [`Place`] drops, so
 //! what is counted is what is held, however its request ends.
 //!
 //! Each [`Kind`] has a per-caller share and a global cap ([`Share`]). A
@@ -46,16 +47,20 @@ pub enum Kind {
     /// Counted by the client's address: they are made before a principal
     /// exists.
     AuthCalls,
+    /// Bytes of progress and log notifications a handler queued for its
+    /// client and the client has not read yet.
+    Notifications,
 }
 
 impl Kind {
     /// Every kind, in the order of the limits table.
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 6] = [
         Kind::Bodies,
         Kind::ListenStreams,
         Kind::Waits,
         Kind::RunningTasks,
         Kind::AuthCalls,
+        Kind::Notifications,
     ];
 
     fn index(self) -> usize {
@@ -65,6 +70,7 @@ impl Kind {
             Kind::Waits => 2,
             Kind::RunningTasks => 3,
             Kind::AuthCalls => 4,
+            Kind::Notifications => 5,
         }
     }
 
@@ -77,6 +83,7 @@ impl Kind {
             Kind::Waits => "waits",
             Kind::RunningTasks => "running_tasks",
             Kind::AuthCalls => "auth_calls",
+            Kind::Notifications => "notifications",
         }
     }
 
@@ -90,6 +97,7 @@ impl Kind {
             Kind::Waits => ("max_waiting_per_caller", "max_waiting"),
             Kind::RunningTasks => ("max_running_per_caller", "max_running"),
             Kind::AuthCalls => ("auth_calls_per_caller", "auth_calls"),
+            Kind::Notifications => ("notification_bytes_per_caller", "notification_bytes"),
         }
     }
 
@@ -100,6 +108,7 @@ impl Kind {
             Kind::Waits => "requests waiting for the client's answers",
             Kind::RunningTasks => "tasks running",
             Kind::AuthCalls => "calls to the authorization server in flight",
+            Kind::Notifications => "bytes of notifications queued for clients",
         }
     }
 }
@@ -171,8 +180,8 @@ struct Book {
 
 #[derive(Debug)]
 struct Inner {
-    shares: [Share; 5],
-    books: [Mutex<Book>; 5],
+    shares: [Share; 6],
+    books: [Mutex<Book>; 6],
     next: std::sync::atomic::AtomicU64,
 }
 
@@ -214,8 +223,9 @@ impl Ledger {
     /// The defaults of each kind, in [`Kind::ALL`]'s order (docs/limits.md's
     /// table): bodies 32 MiB a caller of 256 MiB; listen streams 8 of 1,024;
     /// waiting requests 16 of 1,024; running tasks 16 of 256; authorization
-    /// server calls 8 of 64.
-    pub const DEFAULT_SHARES: [Share; 5] = [
+    /// server calls 8 of 64; queued notification bytes 8 MiB a caller of
+    /// 64 MiB.
+    pub const DEFAULT_SHARES: [Share; 6] = [
         Share {
             per_caller: 32 * 1024 * 1024,
             global: 256 * 1024 * 1024,
@@ -239,6 +249,11 @@ impl Ledger {
         Share {
             per_caller: 8,
             global: 64,
+            retry_after: Duration::from_secs(1),
+        },
+        Share {
+            per_caller: 8 * 1024 * 1024,
+            global: 64 * 1024 * 1024,
             retry_after: Duration::from_secs(1),
         },
     ];
@@ -475,6 +490,21 @@ impl Place {
             holder.held += more;
         }
         Ok(())
+    }
+
+    /// Gives back `less` of what the place holds (at most all of it).
+    pub fn shrink(&mut self, less: usize) {
+        let mut book = self.inner.book(self.kind);
+        let Some(holder) = book.holders.get_mut(&self.caller) else {
+            return;
+        };
+        let Some(held) = holder.places.get_mut(&self.seq) else {
+            return;
+        };
+        let less = less.min(held.amount);
+        held.amount -= less;
+        holder.held -= less;
+        book.total -= less;
     }
 
     /// Whether the place gave way.

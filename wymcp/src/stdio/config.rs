@@ -4,6 +4,9 @@ use std::time::Duration;
 
 use crate::auth::Principal;
 
+/// The default of [`StdioConfig::max_in_flight`].
+const DEFAULT_MAX_IN_FLIGHT: usize = 32;
+
 /// The limits of [`serve_with()`](super::serve_with) and
 /// [`serve_io()`](super::serve_io); see the [module docs](super) for what a
 /// client over each one meets.
@@ -26,7 +29,11 @@ pub struct StdioConfig {
     /// default).
     pub max_line_bytes: usize,
     /// How many requests may be in flight at once (running handlers and
-    /// open `subscriptions/listen` streams). Default 100.
+    /// open `subscriptions/listen` streams). Default 32: each running
+    /// request holds its line and the tree parsed from it, up to ≈ 99 MB
+    /// at the default limits (docs/limits.md, "Over stdio"), so this bounds
+    /// what one client can make the server hold to ≈ 3.3 GB (100 allowed
+    /// ≈ 10 GB).
     pub max_in_flight: usize,
     /// How long the server waits, once stdin is closed, for the requests in
     /// flight to finish. Default 10 s.
@@ -43,7 +50,7 @@ impl Default for StdioConfig {
     fn default() -> Self {
         StdioConfig {
             max_line_bytes: 8_000_000,
-            max_in_flight: 100,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             drain_timeout: Duration::from_secs(10),
             principal: None,
         }
@@ -77,5 +84,21 @@ impl StdioConfig {
     pub fn principal(mut self, principal: Principal) -> Self {
         self.principal = Some(principal);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rule (issue 23, item 11): the defaults bound what one stdio client
+    /// can make the server hold (docs/limits.md's formula): 32 requests in
+    /// flight, 8 MB lines.
+    #[test]
+    fn the_defaults_bound_what_a_client_can_hold() {
+        let config = StdioConfig::default();
+        assert_eq!(config.max_in_flight, 32);
+        assert_eq!(config.max_line_bytes, 8_000_000);
+        assert_eq!(config.drain_timeout, Duration::from_secs(10));
     }
 }

@@ -75,11 +75,16 @@
 //! | setting | default | what a client over it meets |
 //! |---|---|---|
 //! | [`max_line_bytes`](StdioConfig::max_line_bytes) | 8,000,000 | `-32600` with a null id, `data.limit: "max_line_bytes"` and `data.ceiling`, as soon as the line passes the ceiling; the rest of the line is read and dropped, never held; the next line is served |
-//! | [`max_in_flight`](StdioConfig::max_in_flight) | 100 | the request over it answered `-32603` with `data.limit: "max_in_flight"` at once (notifications, `notifications/cancelled` included, are still read) |
+//! | [`max_in_flight`](StdioConfig::max_in_flight) | 32 | the request over it answered `-32603` with `data.limit: "max_in_flight"` at once (notifications, `notifications/cancelled` included, are still read) |
 //! | [`drain_timeout`](StdioConfig::drain_timeout) | 10 s | at the end of input, requests still in flight after it are dropped unanswered |
 //!
 //! A request reusing the id of one still in flight is answered `-32600`:
 //! its cancellation could not say which it meant.
+//!
+//! **What a client can make the server hold** is bounded by these and the
+//! server's [`Limits`](crate::Limits): each request in flight holds its line
+//! and the tree parsed from it; docs/limits.md ("Over stdio") gives the
+//! formula and the figure at the defaults (≈ 3.3 GB).
 
 mod config;
 mod connection;

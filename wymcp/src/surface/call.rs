@@ -6,7 +6,6 @@
 //! Everything up to running a handler is synchronous; only the handler's
 //! future is awaited, by the transport, through [`Running`].
 
-use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
@@ -14,7 +13,6 @@ use std::task::{Context as TaskContext, Poll};
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::mpsc;
 
 use super::context::{BoxFuture, Context, HandlerError};
 use super::finish::Finishing;
@@ -22,7 +20,7 @@ use super::listen::ListenStream;
 use super::mid_call::{MidCall, Peer};
 use super::notify::{Emitter, Notifications};
 use crate::auth::Principal;
-use crate::ledger::{Caller, Refusal};
+use crate::ledger::{Caller, Ledger, Refusal};
 use crate::mrtr::{Binding, InputRequired, Inputs, MRTR_METHODS, Sealer};
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::jsonrpc::{self, MessageKind};
@@ -156,6 +154,10 @@ pub(crate) struct Env<'a> {
     /// its request carries, once the surface opened it (`None` for a
     /// 2026-07-28 call, and for a 2025 one without a token).
     pub(crate) declared: Option<&'a Value>,
+    /// The count of what callers hold (a handler's queued notifications).
+    pub(crate) ledger: &'a Ledger,
+    /// The most bytes of notifications one request may queue.
+    pub(crate) notification_bytes: usize,
 }
 
 /// Renders a request's result: its id, its era, the server's identity.
@@ -238,6 +240,7 @@ impl Call<'_> {
                 Emitter::for_legacy_params(self.params.as_ref()),
             ),
         };
+        let emitter = emitter.bounded(env.ledger, &self.caller, env.notification_bytes);
         let mid_call = match (self.era, env.declared) {
             (Era::Legacy, Some(declared)) if MRTR_METHODS.contains(&method) => Some(MidCall {
                 peer: Arc::clone(env.peer),
@@ -427,7 +430,6 @@ impl Handling {
         Answer::Running(Running {
             rx: notifications.rx,
             run: Some(run),
-            queued: VecDeque::new(),
             last: None,
         })
     }
@@ -511,10 +513,8 @@ pub(crate) enum Emitted {
 /// the call (a client that went away) cancels it.
 pub(crate) struct Running {
     /// `None` when the request asked for no notification.
-    rx: Option<mpsc::UnboundedReceiver<Bytes>>,
+    rx: Option<super::notify::Receiver>,
     run: Option<BoxFuture<Outcome>>,
-    /// Notifications sent before the answer, still to be given.
-    queued: VecDeque<Bytes>,
     /// The answer, once the handler gave it.
     last: Option<Outcome>,
 }
@@ -539,7 +539,6 @@ impl Running {
         Running {
             rx: notifications.rx,
             run: Some(Box::pin(run)),
-            queued: VecDeque::new(),
             last: None,
         }
     }
@@ -550,7 +549,6 @@ impl Running {
         Running {
             rx: None,
             run: Some(Box::pin(run)),
-            queued: VecDeque::new(),
             last: None,
         }
     }
@@ -565,14 +563,15 @@ impl Running {
     /// is given.
     pub(crate) fn poll_next(&mut self, cx: &mut TaskContext<'_>) -> Poll<Option<Emitted>> {
         loop {
-            if let Some(message) = self.queued.pop_front() {
-                return Poll::Ready(Some(Emitted::Notification(message)));
-            }
-            if let Some(outcome) = self.last.take() {
-                return Poll::Ready(Some(Emitted::Final(outcome)));
-            }
             let Some(run) = &mut self.run else {
-                return Poll::Ready(None);
+                // The answer is given: first what was queued before it
+                // (still the request's place in the ledger until taken).
+                if let Some(rx) = &mut self.rx
+                    && let Some(message) = rx.try_recv()
+                {
+                    return Poll::Ready(Some(Emitted::Notification(message)));
+                }
+                return Poll::Ready(self.last.take().map(Emitted::Final));
             };
             if let Some(rx) = &mut self.rx
                 && let Poll::Ready(Some(message)) = rx.poll_recv(cx)
@@ -584,9 +583,6 @@ impl Running {
             };
             self.run = None;
             if let Some(rx) = &mut self.rx {
-                while let Ok(message) = rx.try_recv() {
-                    self.queued.push_back(message);
-                }
                 // Nothing the handler sends after its answer is delivered.
                 rx.close();
             }

@@ -15,10 +15,15 @@
 //!    `notifications/resources/updated` (`params.uri`) for a URI in
 //!    `resourceSubscriptions` (or beneath one, `uri/…`);
 //! 3. on [`Server::close_subscriptions`](crate::Server::close_subscriptions),
-//!    when the server is dropped, or when the stream reaches its
-//!    [lifetime](ListenLimits::max_lifetime): the result
+//!    when the server is dropped, when the stream reaches its
+//!    [lifetime](ListenLimits::max_lifetime), when the credentials it was
+//!    opened with expire ([`Principal::expires_at`]), or when asking again
+//!    about them ([`Principal::recheck`]: an introspected token, asked about
+//!    again each cache TTL) finds them refused: the result
 //!    `{"resultType": "complete", "_meta": {subscriptionId}}` with the listen
-//!    request's id, then the end of the stream (the client opens a new one).
+//!    request's id, then the end of the stream (the client opens a new one,
+//!    and a client whose token expired or was revoked is answered `401`
+//!    then).
 //!
 //! Every notification carries `params._meta["io.modelcontextprotocol/subscriptionId"]`
 //! = the listen request's id; the envelope of each kind of notification is
@@ -49,6 +54,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
 use super::bus::{Change, ChangeBus};
+use crate::auth::{AuthError, Principal, Recheck};
 use crate::ledger::{Place, Share};
 use crate::protocol::error::RpcError;
 use crate::protocol::jsonrpc::{self, MessageSource};
@@ -334,6 +340,8 @@ pub(crate) struct Listen {
     support: Support,
     result_meta: Map<String, Value>,
     lifetime: Duration,
+    /// How to ask again about the credentials the stream was opened with.
+    recheck: Option<Recheck>,
 }
 
 impl Listen {
@@ -348,7 +356,23 @@ impl Listen {
             support: Support::all(),
             result_meta: Map::new(),
             lifetime: ListenLimits::default().max_lifetime,
+            recheck: None,
         }
+    }
+
+    /// Bounds the stream by the credentials it was opened with: it ends
+    /// (as at its lifetime) when they expire, and when asking again about
+    /// them finds them refused. Call it after [`lifetime`](Self::lifetime).
+    #[must_use]
+    pub(crate) fn held_by(mut self, principal: Option<&Principal>) -> Self {
+        let Some(principal) = principal else {
+            return self;
+        };
+        if let Some(left) = principal.expires_in() {
+            self.lifetime = self.lifetime.min(left);
+        }
+        self.recheck.clone_from(&principal.recheck);
+        self
     }
 
     /// What the server can deliver; the rest of the filter is not honoured.
@@ -411,8 +435,27 @@ impl Listen {
             next_eviction: Some(Box::pin(place.on_evicted())),
             evicted,
             place: Some(place),
+            next_refusal: self.recheck.map(refused),
         }
     }
+}
+
+/// Resolves when asking again about the stream's credentials refuses them;
+/// an answer that is no verdict (a full place) is asked again later.
+fn refused(recheck: Recheck) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    // Counted from the stream's opening, not from its first poll.
+    let first = tokio::time::Instant::now() + recheck.every();
+    Box::pin(async move {
+        let mut at = first;
+        loop {
+            tokio::time::sleep_until(at).await;
+            at = tokio::time::Instant::now() + recheck.every();
+            match recheck.check().await {
+                Ok(()) | Err(AuthError::Unavailable { .. } | AuthError::Throttled { .. }) => {}
+                Err(_) => return,
+            }
+        }
+    })
 }
 
 /// `message` as the SSE event that carries it: a stream keeps its messages
@@ -524,6 +567,9 @@ pub(crate) struct ListenStream {
     next_eviction: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
     /// The error the stream ends with when its place gives way.
     evicted: RpcError,
+    /// Resolves when the credentials the stream was opened with are
+    /// refused on asking again.
+    next_refusal: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
 }
 
 impl std::fmt::Debug for ListenStream {
@@ -589,6 +635,7 @@ impl ListenStream {
         self.next_close = None;
         self.next_resync = None;
         self.next_eviction = None;
+        self.next_refusal = None;
         self.place = None;
         self.done = true;
     }
@@ -676,7 +723,14 @@ impl sse::EventSource for ListenStream {
                 continue;
             }
             if self.end_of_life.as_mut().poll(cx).is_ready() {
-                tracing::debug!(target: "wymcp::listen", "a listen stream reached its lifetime");
+                tracing::debug!(target: "wymcp::listen", "a listen stream reached its lifetime or its credentials' expiry");
+                self.close();
+                continue;
+            }
+            if let Some(next_refusal) = &mut self.next_refusal
+                && next_refusal.as_mut().poll(cx).is_ready()
+            {
+                tracing::debug!(target: "wymcp::listen", "a listen stream's credentials were refused on asking again");
                 self.close();
                 continue;
             }
@@ -1040,6 +1094,78 @@ mod tests {
         tokio::time::advance(Duration::from_secs(2)).await;
         let last = next_event(&mut body).await;
         assert_eq!(last["id"], 7);
+        assert_eq!(last["result"]["resultType"], "complete");
+        assert!(frame(&mut body).await.is_none());
+    }
+
+    /// Rule (issue 23, item 6): a stream ends at its credentials' expiry,
+    /// as at its lifetime (the `complete` result), not an hour later.
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_ends_cleanly_when_its_credentials_expire() {
+        let bus = ChangeBus::new();
+        let mut principal = Principal::new("alice", ["mcp"]);
+        principal.expires_at = Some(std::time::SystemTime::now() + Duration::from_secs(2));
+        let mut body = Listen::new(json!(8), filter(json!({"toolsListChanged": true})))
+            .lifetime(Duration::from_secs(3600))
+            .held_by(Some(&principal))
+            .open(&bus, place(), evicted());
+        let _ack = next_event(&mut body).await;
+        tokio::time::advance(Duration::from_millis(1500)).await;
+        bus.publish(Change::ToolsListChanged);
+        assert_eq!(
+            next_event(&mut body).await["method"],
+            "notifications/tools/list_changed"
+        );
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let last = next_event(&mut body).await;
+        assert_eq!(last["id"], 8);
+        assert_eq!(last["result"]["resultType"], "complete");
+        assert!(frame(&mut body).await.is_none());
+        // Credentials without an expiry leave the lifetime as it is.
+        let mut body = Listen::new(json!(9), filter(json!({"toolsListChanged": true})))
+            .lifetime(Duration::from_secs(60))
+            .held_by(Some(&Principal::new("bob", ["mcp"])))
+            .open(&bus, place(), evicted());
+        let _ack = next_event(&mut body).await;
+        tokio::time::advance(Duration::from_secs(30)).await;
+        assert!(nothing_within(&mut body, Duration::from_millis(10)).await);
+    }
+
+    /// Rule (issue 23, item 6): credentials that can be revoked are asked
+    /// about again at their recheck interval; a refusal ends the stream
+    /// cleanly, an answer that is no verdict (a full place) does not.
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_ends_when_asking_again_refuses_its_credentials() {
+        let bus = ChangeBus::new();
+        let checks = std::sync::Arc::new(AtomicUsize::new(0));
+        let counted = checks.clone();
+        let mut principal = Principal::new("alice", ["mcp"]);
+        principal.recheck = Some(Recheck::new(Duration::from_secs(60), move || {
+            let n = counted.fetch_add(1, Ordering::SeqCst);
+            async move {
+                match n {
+                    0 => Ok(()),
+                    1 => Err(AuthError::Unavailable {
+                        description: "full".into(),
+                        retry_after: Duration::from_secs(1),
+                    }),
+                    _ => Err(AuthError::invalid_token("the token is not active")),
+                }
+            }
+        }));
+        let mut body = Listen::new(json!("r"), filter(json!({"toolsListChanged": true})))
+            .held_by(Some(&principal))
+            .open(&bus, place(), evicted());
+        let _ack = next_event(&mut body).await;
+        for asked in 1..=2 {
+            tokio::time::advance(Duration::from_secs(60)).await;
+            assert!(nothing_within(&mut body, Duration::from_millis(10)).await);
+            assert_eq!(checks.load(Ordering::SeqCst), asked);
+        }
+        tokio::time::advance(Duration::from_secs(60)).await;
+        let last = next_event(&mut body).await;
+        assert_eq!(checks.load(Ordering::SeqCst), 3);
+        assert_eq!(last["id"], "r");
         assert_eq!(last["result"]["resultType"], "complete");
         assert!(frame(&mut body).await.is_none());
     }

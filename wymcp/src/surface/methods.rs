@@ -91,6 +91,8 @@ pub(crate) struct Surface {
     pub peer: Arc<Peer>,
     /// The count of what callers hold.
     pub ledger: Ledger,
+    /// The most bytes of notifications one request may queue.
+    pub notification_bytes: usize,
 }
 
 impl std::fmt::Debug for Surface {
@@ -268,6 +270,7 @@ impl SurfaceBuilder {
         changes: ChangeBus,
         ledger: Ledger,
         authenticates: bool,
+        notification_bytes: usize,
     ) -> Result<Surface, SurfaceError> {
         let page_size = self.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
         if page_size == 0 {
@@ -331,6 +334,7 @@ impl SurfaceBuilder {
             list_all: self.list_all,
             tasks,
             ledger,
+            notification_bytes,
         })
     }
 }
@@ -774,6 +778,8 @@ impl Surface {
             shared: &self.shared,
             peer: &self.peer,
             declared: declared.as_ref(),
+            ledger: &self.ledger,
+            notification_bytes: self.notification_bytes,
         };
         (route.answer)(self, call, env)
     }
@@ -833,6 +839,7 @@ impl Surface {
         let stream = Listen::new(call.id.clone(), filter)
             .support(self.advertised.listen())
             .lifetime(limits.max_lifetime)
+            .held_by(call.principal)
             .result_meta(SERVER_INFO, self.finishing.info().clone())
             .open(
                 &self.changes,
@@ -957,6 +964,7 @@ mod tests {
                 ChangeBus::new(),
                 Ledger::default(),
                 false,
+                crate::surface::DEFAULT_NOTIFICATION_BYTES_PER_REQUEST,
             )
             .unwrap()
     }

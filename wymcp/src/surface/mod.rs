@@ -68,6 +68,7 @@ pub use listen::ListenLimits;
 pub use methods::DEFAULT_PAGE_SIZE;
 pub(crate) use methods::{Surface, SurfaceBuilder};
 pub use mid_call::{AnswerFeed, AnswerRelay, LegacyRequests};
+pub(crate) use notify::DEFAULT_NOTIFICATION_BYTES_PER_REQUEST;
 #[cfg(test)]
 pub(crate) use notify::Notifications;
 pub use notify::{Emitter, LEGACY_LOG_LEVEL, LogLevel};

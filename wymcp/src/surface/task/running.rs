@@ -260,6 +260,7 @@ impl Tasks {
             subject: record.owner.clone(),
             scopes: record.scopes.clone(),
             client_id: record.client_id.clone(),
+            ..Principal::default()
         });
         let capabilities = record
             .meta
