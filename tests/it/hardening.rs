@@ -418,8 +418,10 @@ async fn a_peer_holds_at_most_its_connections() {
 /// read (a declared length), or as soon as it goes over (chunked).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bodies_in_flight_are_budgeted() {
+    // 12,000 bytes: a small call's body and the tree parsed from it (a
+    // couple of kilobytes) fit beside the stalled 8,000.
     let limits = Limits {
-        bodies_in_flight: 10_000,
+        bodies_in_flight: 12_000,
         ..Limits::default()
     };
     let listening = TestServer::start(wymcp::chain::post::router(server_with(
@@ -451,7 +453,7 @@ async fn bodies_in_flight_are_budgeted() {
     assert_eq!(ok.status, 200);
     // Chunked: refused once its bytes go over.
     let mut chunked = listening.connect().await;
-    let pad = "x".repeat(3_000);
+    let pad = "x".repeat(4_500);
     chunked
         .send(format!("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{pad}\r\n", pad.len()).as_bytes())
         .await

@@ -58,14 +58,15 @@ async fn a_streamed_answer_holds_its_bodys_place_until_it_is_answered() {
 }
 
 /// Rule (issue 23, the ledger): body bytes are counted per client address:
-/// while one address's streamed call holds 100 KB of a 150 KB share, its
+/// while one address's streamed call holds 200 KB of a 250 KB share (its
+/// 100 KB body, and the 100 KB string parsed from it), its
 /// next 100 KB body is `429`, -32600, `data.limit: "bodies_per_caller"`,
 /// `Retry-After`, `Connection: close`; another address is served.
 #[tokio::test]
 async fn body_bytes_are_counted_against_the_clients_share() {
     let release = Arc::new(Notify::new());
     let limits = Limits {
-        bodies_per_caller: 150_000,
+        bodies_per_caller: 250_000,
         ..Limits::default()
     };
     let server = server(limits, release.clone());
@@ -88,6 +89,59 @@ async fn body_bytes_are_counted_against_the_clients_share() {
     release.notify_waiters();
     assert!(first.next().await.is_some());
     assert!(other.next().await.is_some());
+}
+
+/// A call of `hold` whose arguments hold `objects` one-member objects:
+/// a few bytes each, a `BTreeMap` node each once parsed.
+fn hold_objects(id: u64, objects: usize) -> Req {
+    Req::modern(id, "tools/call")
+        .params(json!({"name": "hold", "arguments": {"objects": vec![json!({"": 0}); objects]}}))
+        .meta(json!({"progressToken": id}))
+}
+
+/// Rule (issue 23, the ledger): a body's place counts the tree parsed from
+/// it, not only its bytes. 3,000 one-member objects are ~21 KB of text and
+/// ~2.2 MB of tree: one such streamed call holds more than 2 MB of its
+/// address's 4 MB share, its second is `429`, and another address is
+/// served. A body whose tree alone is over the share can never be held:
+/// `413`, -32600, `data.limit: "bodies_per_caller"`, whoever sends it.
+#[tokio::test]
+async fn a_bodys_parsed_tree_is_counted_with_its_bytes() {
+    let release = Arc::new(Notify::new());
+    let limits = Limits {
+        bodies_per_caller: 4_000_000,
+        ..Limits::default()
+    };
+    let server = server(limits, release.clone());
+    let router = chain(server.clone());
+    let mut first = Stream::open(&router, hold_objects(1, 3_000).sent_from("192.0.2.1")).await;
+    assert_eq!(
+        first.next().await.unwrap()["method"],
+        "notifications/progress"
+    );
+    let held = server.ledger().held(Kind::Bodies);
+    assert!(held > 2_000_000, "the tree is counted: {held}");
+    let over = send(&router, hold_objects(2, 3_000).sent_from("192.0.2.1")).await;
+    let error = over.error(StatusCode::TOO_MANY_REQUESTS, -32600, &Value::Null);
+    assert_eq!(error["data"]["limit"], "bodies_per_caller", "{error}");
+    assert_eq!(over.header("retry-after"), "1");
+    let mut other = Stream::open(&router, hold_objects(3, 3_000).sent_from("192.0.2.2")).await;
+    assert_eq!(
+        other.next().await.unwrap()["method"],
+        "notifications/progress"
+    );
+    let never = send(&router, hold_objects(4, 6_000).sent_from("192.0.2.3")).await;
+    let error = never.error(StatusCode::PAYLOAD_TOO_LARGE, -32600, &Value::Null);
+    assert_eq!(error["data"]["limit"], "bodies_per_caller", "{error}");
+    assert_eq!(error["data"]["ceiling"], 4_000_000, "{error}");
+    assert!(
+        never.headers.get("retry-after").is_none(),
+        "not worth a retry"
+    );
+    release.notify_waiters();
+    assert!(first.next().await.is_some());
+    assert!(other.next().await.is_some());
+    assert_eq!(server.ledger().held(Kind::Bodies), 0, "given back");
 }
 
 /// A server whose tool `flood` sends `count` log messages, and a progress

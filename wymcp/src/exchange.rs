@@ -14,7 +14,7 @@ use crate::origin::ClientAddr;
 use crate::protocol::error::RpcError;
 use crate::protocol::fields::{judge, read_fields};
 use crate::protocol::headers::{MCP_PROTOCOL_VERSION, plain_text};
-use crate::protocol::json::{JsonError, parse_bounded};
+use crate::protocol::json::{JsonError, parse_measured};
 use crate::protocol::jsonrpc::{MessageKind, answer_id, classify_within};
 use crate::protocol::revision::{Era, Revision, era_of};
 use crate::reply::{Flow, Rejection, Rejector, Response};
@@ -100,6 +100,11 @@ pub enum BodyError {
     /// It holds more JSON values than
     /// [`Limits::json_values`](crate::Limits::json_values), the number given.
     TooManyValues(usize),
+    /// Its bytes and the tree parsed from them cost more than a caller's
+    /// whole share of body bytes
+    /// ([`Limits::bodies_per_caller`](crate::Limits::bodies_per_caller), the
+    /// number given): no caller could ever hold it.
+    TooCostly(usize),
 }
 
 impl<'a> Exchange<'a> {
@@ -268,8 +273,21 @@ impl<'a> Exchange<'a> {
                 ReadFailure::Stalled => BodyError::Stalled,
                 ReadFailure::Transport(error) => BodyError::Transport(error),
             })?;
-        match parse_bounded(&bytes, limits.json_values) {
-            Ok(message) => {
+        match parse_measured(&bytes, limits.json_values) {
+            Ok((message, cost)) => {
+                // The parsed tree is held beside the bytes, and may cost a
+                // hundred times them (`protocol::json`): its place grows by
+                // it, within the caller's share and the cap, as the bytes'
+                // did.
+                if let Some(place) = self.body_place.as_mut() {
+                    if place.amount().saturating_add(cost) > limits.bodies_per_caller {
+                        return Err(BodyError::TooCostly(limits.bodies_per_caller));
+                    }
+                    place.grow(cost).map_err(|refusal| match refusal {
+                        Refusal::Share(_) => BodyError::OverShare,
+                        Refusal::Cap(_) => BodyError::OverBudget,
+                    })?;
+                }
                 self.bytes = bytes;
                 self.message = Some(message);
                 Ok(())

@@ -9,6 +9,21 @@
 //!
 //! The tree is built exactly as `serde_json::from_slice::<Value>` builds it
 //! (the same numbers, the same map), by a seed that counts.
+//!
+//! [`parse_measured`] also answers what the tree costs in memory, so the
+//! [ledger](crate::ledger) can count a body's parse beside its bytes: the
+//! value count bounds one body, but 250,000 values of `{"":0}` (an
+//! 875 KB body) build an 83 MB tree, and a caller's share of body bytes
+//! would otherwise hold a hundred times its size. The cost is an upper
+//! estimate from the tree's shape, measured against glibc's allocator:
+//!
+//! * the root's [`Value`] (32 bytes; a child's is counted in its parent's
+//!   buffer);
+//! * a string: its bytes, and one allocation's overhead;
+//! * an array: its buffer's capacity of 32-byte values, and an overhead;
+//! * an object: serde_json's `BTreeMap` nodes (at most one per five
+//!   members past the first node, each at most an internal node of 11
+//!   keys, values and 12 edges: 728 bytes), and its keys' bytes.
 
 use std::cell::Cell;
 use std::fmt;
@@ -28,12 +43,32 @@ pub(crate) enum JsonError {
 /// Parses `bytes` as one JSON value holding at most `max_values` values
 /// (every scalar, array and object counts one; object keys do not).
 pub(crate) fn parse_bounded(bytes: &[u8], max_values: usize) -> Result<Value, JsonError> {
+    parse_measured(bytes, max_values).map(|(value, _)| value)
+}
+
+/// What one allocation costs beyond the bytes asked for (glibc's header,
+/// and its rounding to 16 bytes).
+const ALLOCATION: usize = 16;
+
+/// The most one `BTreeMap<String, Value>` node takes: an internal node's 11
+/// keys (24 bytes each), 11 values (32 each), 12 edges, its header, and an
+/// allocation's overhead.
+const MAP_NODE: usize = 728 + ALLOCATION;
+
+/// [`parse_bounded`], and an upper estimate of the tree's heap cost in
+/// bytes (the module's docs say how it is counted).
+pub(crate) fn parse_measured(bytes: &[u8], max_values: usize) -> Result<(Value, usize), JsonError> {
     let left = Cell::new(max_values);
+    let cost = Cell::new(std::mem::size_of::<Value>());
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let parsed = Counted { left: &left }.deserialize(&mut deserializer);
+    let parsed = Counted {
+        left: &left,
+        cost: &cost,
+    }
+    .deserialize(&mut deserializer);
     match parsed {
         Ok(value) => match deserializer.end() {
-            Ok(()) => Ok(value),
+            Ok(()) => Ok((value, cost.get())),
             Err(error) => Err(JsonError::Syntax(error)),
         },
         Err(_) if left.get() == usize::MAX => Err(JsonError::TooManyValues(max_values)),
@@ -46,9 +81,15 @@ pub(crate) fn parse_bounded(bytes: &[u8], max_values: usize) -> Result<Value, Js
 #[derive(Clone, Copy)]
 struct Counted<'a> {
     left: &'a Cell<usize>,
+    /// The heap the tree built so far takes, estimated from above.
+    cost: &'a Cell<usize>,
 }
 
 impl Counted<'_> {
+    fn costs(self, bytes: usize) {
+        self.cost.set(self.cost.get().saturating_add(bytes));
+    }
+
     fn take<E: de::Error>(self) -> Result<(), E> {
         match self.left.get() {
             0 | usize::MAX => {
@@ -100,11 +141,13 @@ impl<'de> Visitor<'de> for Counted<'_> {
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
         self.take()?;
+        self.costs(heap_of(v.len()));
         Ok(Value::String(v.to_owned()))
     }
 
     fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
         self.take()?;
+        self.costs(heap_of(v.capacity()));
         Ok(Value::String(v))
     }
 
@@ -127,6 +170,7 @@ impl<'de> Visitor<'de> for Counted<'_> {
         while let Some(item) = seq.next_element_seed(self)? {
             items.push(item);
         }
+        self.costs(heap_of(items.capacity() * std::mem::size_of::<Value>()));
         Ok(Value::Array(items))
     }
 
@@ -134,11 +178,20 @@ impl<'de> Visitor<'de> for Counted<'_> {
         self.take()?;
         let mut members = Map::new();
         while let Some(key) = map.next_key::<String>()? {
+            self.costs(heap_of(key.capacity()));
             let value = map.next_value_seed(self)?;
             members.insert(key, value);
         }
+        if !members.is_empty() {
+            self.costs(MAP_NODE * (1 + (members.len() - 1) / 5));
+        }
         Ok(Value::Object(members))
     }
+}
+
+/// What a heap buffer of `bytes` costs (nothing when empty: no allocation).
+fn heap_of(bytes: usize) -> usize {
+    if bytes == 0 { 0 } else { bytes + ALLOCATION }
 }
 
 #[cfg(test)]
@@ -192,5 +245,25 @@ mod tests {
             parse_bounded(huge.as_bytes(), 250_000),
             Err(JsonError::TooManyValues(250_000))
         ));
+    }
+
+    /// Rule (issue 23, the ledger): the measured cost of a tree is what its
+    /// shape costs, not its text's length: a body of small objects costs
+    /// about a hundred times its bytes, a flat array of zeros about
+    /// sixteen, a long string about its length.
+    #[test]
+    fn the_cost_follows_the_trees_shape() {
+        let objects = format!("[{}{{\"\":0}}]", "{\"\":0},".repeat(124_999));
+        let (_, cost) = parse_measured(objects.as_bytes(), 250_001).unwrap();
+        // 125,000 one-member maps: a node each (measured: 83 MB in all).
+        assert!(cost >= 125_000 * 640, "{cost}");
+        assert!(cost > 90 * objects.len(), "{cost} for {}", objects.len());
+        let zeros = format!("[{}0]", "0,".repeat(99_999));
+        let (_, cost) = parse_measured(zeros.as_bytes(), 100_001).unwrap();
+        assert!(cost >= 100_000 * 32, "{cost}");
+        assert!(cost < 100_000 * 64, "{cost}");
+        let text = format!("\"{}\"", "x".repeat(1_000_000));
+        let (_, cost) = parse_measured(text.as_bytes(), 1).unwrap();
+        assert!((1_000_000..1_000_100).contains(&cost), "{cost}");
     }
 }

@@ -54,7 +54,14 @@
 //!    [`Limits::json_values`](crate::Limits::json_values) (default 250,000;
 //!    every scalar, array and object counts one) → 413/-32600 naming the
 //!    ceiling, refused while parsing: what a body costs once parsed is
-//!    bounded before anything has authenticated it.
+//!    bounded before anything has authenticated it;
+//! 9. JSON whose parsed tree, with the body's bytes, costs more than a
+//!    caller's whole share of body bytes (`Limits::bodies_per_caller`; a
+//!    tree of small objects costs about a hundred times its text) →
+//!    413/-32600 with `data.limit: "bodies_per_caller"` and the ceiling;
+//!    within the share, the tree's cost is added to the body's place in
+//!    the ledger, and a caller or server over its share or cap then meets
+//!    arm 5's 429 or 503.
 //!
 //! Refusals of the ceilings name the ceiling, in the message and in
 //! `data.ceiling`. The 413, the 408 and the 400/-32700 close an HTTP/1.x
@@ -188,6 +195,17 @@ pub async fn parse_body(ex: &mut Exchange<'_>) -> Flow {
                 format!("the body holds more than {max} JSON values"),
             )
             .data(json!({ "ceiling": max, "limit": "json_values" })),
+        ),
+        Err(BodyError::TooCostly(share)) => ex.reject(
+            Rejection::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                ErrorCode::INVALID_REQUEST,
+                format!(
+                    "the body and its parsed JSON would take more than a caller's share of \
+                     {share} bytes"
+                ),
+            )
+            .data(json!({ "ceiling": share, "limit": "bodies_per_caller" })),
         ),
         // Another stage read the body first and failed: answered there; a
         // chain that runs the parse step after that is misassembled.
