@@ -55,7 +55,7 @@ fn reason(result: &Result<(String, String), LegacyRefusal>) -> &str {
     }
 }
 
-fn response(id: Value) -> Value {
+fn response(id: &Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": {"action": "accept"}})
 }
 
@@ -106,7 +106,7 @@ pub fn check_sealed_id(data: &[u8]) -> Result<(), String> {
     let ours = peer();
     let text = String::from_utf8_lossy(data);
     let anyone = Caller::unknown();
-    let forged = ours.open_answer(&response(Value::String(text.to_string())), &anyone);
+    let forged = ours.open_answer(&response(&Value::String(text.to_string())), &anyone);
     // `late` only for an id that verifies (the corpus's expired one).
     ensure!(
         matches!(reason(&forged), "unknown_id" | "late"),
@@ -125,14 +125,18 @@ pub fn check_sealed_id(data: &[u8]) -> Result<(), String> {
     let (first, second) = rest.split_at(half);
     let sender = caller(tag, first);
     let answerer = caller((tag >> 3) ^ tag, second);
-    let nonce: String = first.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    let nonce: String = first.iter().take(16).fold(String::new(), |mut hex, b| {
+        use std::fmt::Write as _;
+        let _ = write!(hex, "{b:02x}");
+        hex
+    });
     let deadline = now_ms() + 60_000;
     let id = ours.seal_id(&nonce, &sender, deadline, TTL);
     ensure!(
         id.bytes().all(|b| URL_SAFE.contains(&b)),
         "the id {id:?} is not base64url"
     );
-    let sent = response(Value::String(id.clone()));
+    let sent = response(&Value::String(id.clone()));
     let here = (nonce.clone(), ours.origin().to_owned());
     ensure!(
         ours.open_answer(&sent, &sender) == Ok(here.clone()),
@@ -174,7 +178,7 @@ pub fn check_sealed_id(data: &[u8]) -> Result<(), String> {
         "another replica with the key did not find the id held here"
     );
 
-    let late = response(Value::String(ours.seal_id(
+    let late = response(&Value::String(ours.seal_id(
         &nonce,
         &sender,
         now_ms() - 1,
@@ -192,7 +196,7 @@ pub fn check_sealed_id(data: &[u8]) -> Result<(), String> {
             "an id opened, or was not refused as unknown_id, with {who}: {opened:?}"
         );
     }
-    let numbered = ours.open_answer(&response(json!(7)), &sender);
+    let numbered = ours.open_answer(&response(&json!(7)), &sender);
     ensure!(
         reason(&numbered) == "unknown_id",
         "a number id was not refused as unknown_id: {numbered:?}"
@@ -214,7 +218,7 @@ pub fn check_sealed_id(data: &[u8]) -> Result<(), String> {
         "the id {id:?} did not decode for flipping"
     );
     for bad in flips {
-        let opened = ours.open_answer(&response(Value::String(bad.clone())), &sender);
+        let opened = ours.open_answer(&response(&Value::String(bad.clone())), &sender);
         ensure!(
             reason(&opened) == "unknown_id",
             "the id {bad:?}, {id:?} with one bit flipped, was not refused as unknown_id: {opened:?}"
@@ -234,7 +238,7 @@ pub fn check_sealed_id(data: &[u8]) -> Result<(), String> {
         }
         let mutated = String::from_utf8_lossy(&altered);
         if mutated != id {
-            let opened = ours.open_answer(&response(Value::String(mutated.to_string())), &sender);
+            let opened = ours.open_answer(&response(&Value::String(mutated.to_string())), &sender);
             ensure!(
                 reason(&opened) == "unknown_id",
                 "the altered id {mutated:?} (of {id:?}) was not refused as unknown_id: {opened:?}"
@@ -251,6 +255,6 @@ pub fn refusal(data: &[u8]) -> String {
     let message = serde_json::from_slice::<Value>(data)
         .ok()
         .filter(|v| v.get("id").is_some())
-        .unwrap_or_else(|| response(Value::String(String::from_utf8_lossy(data).into_owned())));
+        .unwrap_or_else(|| response(&Value::String(String::from_utf8_lossy(data).into_owned())));
     reason(&peer().open_answer(&message, &Caller::unknown())).to_owned()
 }

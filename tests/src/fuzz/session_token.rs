@@ -124,7 +124,11 @@ pub fn mints(data: &[u8]) -> bool {
 pub fn check_session_token(data: &[u8]) -> Result<(), String> {
     let ours = peer();
     // Without auth the subject is "": both are bound.
-    let subject = if data.len() % 3 == 0 { "" } else { "alice" };
+    let subject = if data.len().is_multiple_of(3) {
+        ""
+    } else {
+        "alice"
+    };
 
     let text = String::from_utf8_lossy(data);
     for who in ["", "alice"] {
@@ -145,7 +149,7 @@ pub fn check_session_token(data: &[u8]) -> Result<(), String> {
     let Some(askable) = askable else {
         return sealed_contents(data, subject);
     };
-    let revision = if data.len() % 2 == 0 {
+    let revision = if data.len().is_multiple_of(2) {
         Revision::V2025_11_25
     } else {
         Revision::V2025_06_18
@@ -242,7 +246,7 @@ pub fn check_session_token(data: &[u8]) -> Result<(), String> {
 pub(crate) fn flipped(token: &str) -> Vec<String> {
     // The header codec is standard base64 with padding: the same bits.
     let mut standard = token.replace('-', "+").replace('_', "/");
-    while standard.len() % 4 != 0 {
+    while !standard.len().is_multiple_of(4) {
         standard.push('=');
     }
     let Ok(raw) = base64_decode(standard.as_bytes()) else {
