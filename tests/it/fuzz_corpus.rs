@@ -92,6 +92,16 @@ fn introspection_corpus_accepts_only_active_true_and_well_typed_claims() {
     replay("introspection");
 }
 
+#[test]
+fn session_token_corpus_opens_only_what_the_server_minted() {
+    replay("session_token");
+}
+
+#[test]
+fn sealed_id_corpus_opens_only_for_the_caller_it_was_sent_to() {
+    replay("sealed_id");
+}
+
 /// The checks of an accepted token or answer run only on inputs that are
 /// accepted: the seeds named for acceptance are, and those named for a
 /// refusal are not.
@@ -115,6 +125,54 @@ fn the_auth_seeds_reach_acceptance_and_refusal() {
     );
 }
 
+/// The 2025 token seeds reach every arm: capabilities that are given a
+/// token and some that are not, and tokens sealed under the fuzz key that
+/// verify but are past their time (so a campaign starts from genuine
+/// tokens, and the replay shows their refusal is for their age alone).
+#[test]
+fn the_legacy_token_seeds_reach_minting_and_expiry() {
+    use wymcp_tests::fuzz::{sealed_id, session_token};
+    let minted: Vec<String> = corpus("session_token")
+        .into_iter()
+        .filter(|(_, data)| session_token::mints(data))
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(
+        minted,
+        [
+            "capability-bits-all",
+            "declaration-padded-with-values",
+            "declares-everything",
+            "elicitation-form-only",
+            // Not JSON: byte 0's bits declare.
+            "expired-token-alice",
+            "expired-token-anonymous",
+            "id-length-past-the-end",
+            "modes-not-objects",
+            "not-base64url",
+            "version-1-token"
+        ]
+    );
+    let expired: Vec<String> = corpus("session_token")
+        .into_iter()
+        .filter(|(_, data)| session_token::is_expired_token(data))
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(expired, ["expired-token-alice", "expired-token-anonymous"]);
+    let refusals: Vec<(String, String)> = corpus("sealed_id")
+        .into_iter()
+        .map(|(name, data)| (name, sealed_id::refusal(&data)))
+        .filter(|(_, reason)| reason != "unknown_id")
+        .collect();
+    assert_eq!(
+        refusals,
+        [
+            ("expired-id".to_owned(), "late".to_owned()),
+            ("expired-id-in-a-response".to_owned(), "late".to_owned())
+        ]
+    );
+}
+
 #[test]
 fn every_target_has_a_corpus_test() {
     let names: Vec<&str> = TARGETS.iter().map(|(name, _)| *name).collect();
@@ -129,7 +187,9 @@ fn every_target_has_a_corpus_test() {
             "stdio_lines",
             "jwk_set",
             "jwt",
-            "introspection"
+            "introspection",
+            "session_token",
+            "sealed_id"
         ]
     );
 }

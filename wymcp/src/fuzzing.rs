@@ -176,3 +176,135 @@ pub fn jwt_verify(
         .ok_or(crate::auth::AuthError::Unauthorized)?;
     verifier.verify_against(token, &set)
 }
+
+/// The 2025 mid-call side of a server (see
+/// [`LegacyRequests`](crate::LegacyRequests)), as its surface holds it,
+/// without a relay: it mints and opens the `Mcp-Session-Id` session token
+/// a 2025 client is given at `initialize`, and seals and opens the ids of
+/// the requests a 2025 call sends its client.
+#[derive(Debug)]
+pub struct LegacyPeer(std::sync::Arc<crate::surface::mid_call::Peer>);
+
+/// Why [`LegacyPeer`] refused a session token or a response's id: the
+/// `data.reason` its JSON-RPC error carries (`session`, `unknown_id`,
+/// `late`, `caller`, `no_waiter`, `unreachable`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LegacyRefusal(pub String);
+
+impl LegacyRefusal {
+    fn of(refused: crate::surface::mid_call::Refused) -> Self {
+        let error = refused.rpc_error();
+        let reason = error
+            .data
+            .as_ref()
+            .and_then(|d| d.get("reason"))
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        LegacyRefusal(reason)
+    }
+}
+
+impl LegacyPeer {
+    /// The mid-call side of a server sealing with `sealer` under `limits`.
+    #[must_use]
+    pub fn new(sealer: Sealer, limits: crate::LegacyRequests) -> Self {
+        LegacyPeer(crate::surface::mid_call::Peer::new(
+            limits,
+            std::sync::Arc::new(sealer),
+            None,
+            crate::ledger::Ledger::default(),
+        ))
+    }
+
+    /// What of a client's `initialize` capabilities a session token
+    /// carries (`None`: the client declared nothing a server can ask, and
+    /// is given no token).
+    #[must_use]
+    pub fn askable(capabilities: Option<&serde_json::Value>) -> Option<serde_json::Value> {
+        crate::surface::mid_call::askable(capabilities)
+    }
+
+    /// The `Mcp-Session-Id` `initialize` gives a client of `subject` (`""`
+    /// without auth) that negotiated `revision` and declared `askable`.
+    #[must_use]
+    pub fn mint_session(
+        &self,
+        subject: &str,
+        revision: crate::Revision,
+        askable: &serde_json::Value,
+    ) -> String {
+        self.0.mint_session(subject, revision, askable)
+    }
+
+    /// A session token of `subject` sealing any `state` with `sealer`, as
+    /// only a holder of the key could make one: what
+    /// [`open_session`](Self::open_session) makes of content the server
+    /// would never seal.
+    #[must_use]
+    pub fn seal_session_state(sealer: &Sealer, subject: &str, state: &[u8]) -> String {
+        sealer.seal_for(
+            &Binding::new(subject, crate::surface::mid_call::SESSION, None),
+            state,
+            std::time::Duration::from_secs(60),
+        )
+    }
+
+    /// The capabilities a session token carries for a request of
+    /// `subject`, or the refusal (`404` on the wire).
+    ///
+    /// # Errors
+    ///
+    /// The refusal of a token that does not open.
+    pub fn open_session(
+        &self,
+        subject: &str,
+        token: &str,
+    ) -> Result<serde_json::Value, LegacyRefusal> {
+        self.0
+            .open_session(subject, token)
+            .map_err(LegacyRefusal::of)
+    }
+
+    /// The id of the request `nonce` names, sent to `caller`, answerable
+    /// until `deadline` (ms since the Unix epoch), as a 2025 call seals it.
+    #[must_use]
+    pub fn seal_id(
+        &self,
+        nonce: &str,
+        caller: &crate::ledger::Caller,
+        deadline: u64,
+        ttl: std::time::Duration,
+    ) -> String {
+        self.0.seal_id(nonce, caller, deadline, ttl)
+    }
+
+    /// The replica name this peer seals into its ids.
+    #[must_use]
+    pub fn origin(&self) -> &str {
+        self.0.origin()
+    }
+
+    /// The nonce and holding replica the id of a client's `response` names,
+    /// once it is known to be this server's, in time and `caller`'s.
+    ///
+    /// # Errors
+    ///
+    /// The refusal: `unknown_id` and `late` are `400`, `caller` `403`.
+    pub fn open_answer(
+        &self,
+        response: &serde_json::Value,
+        caller: &crate::ledger::Caller,
+    ) -> Result<(String, String), LegacyRefusal> {
+        self.0
+            .open_answer(response, caller)
+            .map_err(LegacyRefusal::of)
+    }
+}
+
+/// Milliseconds since the Unix epoch, as the server reads its clock for
+/// the deadline sealed into a request id.
+#[must_use]
+pub fn now_ms() -> u64 {
+    crate::protocol::ids::now_ms()
+}

@@ -18,6 +18,8 @@
 //! | [`jwk_set`] | a JSON document as a JWK Set | only a `keys` array is a set; only usable verifying keys are kept; selection by `kid` and algorithm agrees with a reference |
 //! | [`jwt`] | a token, checked against a fixed key | nothing but a token signed by the key verifies; a changed byte never does; `none`, HMAC and embedded keys are refused or never used |
 //! | [`introspection`] | a JSON value as an RFC 7662 answer | acceptance only for `active: true` and claims of the right type that hold; the principal is the answer's |
+//! | [`session_token`] | bytes as a 2025 `Mcp-Session-Id`, as client capabilities, as sealed content | nothing opens unless minted under the key for that subject; a minted token opens to what was kept, names only, and stays small |
+//! | [`sealed_id`] | bytes as a mid-call request's id, as a response, as two callers | nothing opens unless sealed under the key; a sealed id opens for its caller only (`403` for another), `late` past its deadline |
 
 pub mod capture;
 pub mod chain;
@@ -27,6 +29,8 @@ pub mod introspection;
 pub mod jwk_set;
 pub mod jwt;
 pub mod request_state;
+pub mod sealed_id;
+pub mod session_token;
 pub mod stdio_lines;
 
 /// A check: `Err` names the invariant an input broke.
@@ -43,6 +47,8 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("jwk_set", jwk_set::check_jwk_set),
     ("jwt", jwt::check_jwt),
     ("introspection", introspection::check_introspection),
+    ("session_token", session_token::check_session_token),
+    ("sealed_id", sealed_id::check_sealed_id),
 ];
 
 /// `Err(format!(..))` unless the condition holds.

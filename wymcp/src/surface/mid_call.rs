@@ -60,9 +60,9 @@ use crate::protocol::jsonrpc;
 use crate::protocol::revision::Revision;
 
 /// The binding `method` of a session token: no other token opens as one.
-const SESSION: &str = "wymcp/legacy-session";
+pub(crate) const SESSION: &str = "wymcp/legacy-session";
 /// The binding `method` of a mid-call request's id.
-const ANSWER: &str = "wymcp/legacy-answer";
+pub(crate) const ANSWER: &str = "wymcp/legacy-answer";
 
 /// The limits of a 2025 call's mid-call requests, given with
 /// [`ServerBuilder::legacy_requests`](crate::ServerBuilder::legacy_requests).
@@ -391,6 +391,29 @@ impl Peer {
         }
     }
 
+    /// The id of the request `nonce` names, sent to `caller`, answerable
+    /// until `deadline` (ms since the epoch); the token opens for `ttl`.
+    pub(crate) fn seal_id(
+        &self,
+        nonce: &str,
+        caller: &Caller,
+        deadline: u64,
+        ttl: Duration,
+    ) -> String {
+        let sealed = json!({"n": nonce, "o": self.origin, "s": caller.as_str(), "d": deadline});
+        self.sealer.seal_for(
+            &Binding::new("", ANSWER, None),
+            &serde_json::to_vec(&sealed).unwrap_or_default(),
+            ttl,
+        )
+    }
+
+    /// The replica name sealed into this replica's request ids.
+    #[cfg_attr(not(feature = "fuzzing"), allow(dead_code))]
+    pub(crate) fn origin(&self) -> &str {
+        &self.origin
+    }
+
     /// Hands `response` to the request `nonce` names, when it still waits
     /// here; whether it did.
     fn hand(&self, nonce: &str, response: Value) -> bool {
@@ -446,7 +469,11 @@ impl Peer {
     /// The nonce and holding replica a response's id names, once it is
     /// known to be this server's, in time, and the caller's (the ledger's
     /// caller: the principal, else the client's address grouped).
-    fn open_answer(&self, response: &Value, caller: &Caller) -> Result<(String, String), Refused> {
+    pub(crate) fn open_answer(
+        &self,
+        response: &Value,
+        caller: &Caller,
+    ) -> Result<(String, String), Refused> {
         let id = response
             .get("id")
             .and_then(Value::as_str)
@@ -561,12 +588,7 @@ impl MidCall {
                         Value::Null,
                     ));
                 };
-                let sealed = json!({"n": nonce, "o": self.peer.origin, "s": self.caller.as_str(), "d": deadline});
-                let id = self.peer.sealer.seal_for(
-                    &Binding::new("", ANSWER, None),
-                    &serde_json::to_vec(&sealed).unwrap_or_default(),
-                    ttl,
-                );
+                let id = self.peer.seal_id(&nonce, &self.caller, deadline, ttl);
                 messages.push(jsonrpc::request(&id, method, &params));
                 waiting.insert(
                     nonce.clone(),
