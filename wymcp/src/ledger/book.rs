@@ -46,16 +46,20 @@ pub enum Kind {
     /// Counted by the client's address: they are made before a principal
     /// exists.
     AuthCalls,
+    /// Task records stored, from a task's creation until its record
+    /// expires: a finished task's record is held as a running one is.
+    StoredTasks,
 }
 
 impl Kind {
     /// Every kind, in the order of the limits table.
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 6] = [
         Kind::Bodies,
         Kind::ListenStreams,
         Kind::Waits,
         Kind::RunningTasks,
         Kind::AuthCalls,
+        Kind::StoredTasks,
     ];
 
     fn index(self) -> usize {
@@ -65,6 +69,7 @@ impl Kind {
             Kind::Waits => 2,
             Kind::RunningTasks => 3,
             Kind::AuthCalls => 4,
+            Kind::StoredTasks => 5,
         }
     }
 
@@ -77,6 +82,7 @@ impl Kind {
             Kind::Waits => "waits",
             Kind::RunningTasks => "running_tasks",
             Kind::AuthCalls => "auth_calls",
+            Kind::StoredTasks => "stored_tasks",
         }
     }
 
@@ -90,6 +96,7 @@ impl Kind {
             Kind::Waits => ("max_waiting_per_caller", "max_waiting"),
             Kind::RunningTasks => ("max_running_per_caller", "max_running"),
             Kind::AuthCalls => ("auth_calls_per_caller", "auth_calls"),
+            Kind::StoredTasks => ("max_stored_per_caller", "max_stored"),
         }
     }
 
@@ -100,6 +107,7 @@ impl Kind {
             Kind::Waits => "requests waiting for the client's answers",
             Kind::RunningTasks => "tasks running",
             Kind::AuthCalls => "calls to the authorization server in flight",
+            Kind::StoredTasks => "task records stored",
         }
     }
 }
@@ -171,8 +179,8 @@ struct Book {
 
 #[derive(Debug)]
 struct Inner {
-    shares: [Share; 5],
-    books: [Mutex<Book>; 5],
+    shares: [Share; 6],
+    books: [Mutex<Book>; 6],
     next: std::sync::atomic::AtomicU64,
 }
 
@@ -214,8 +222,8 @@ impl Ledger {
     /// The defaults of each kind, in [`Kind::ALL`]'s order (docs/limits.md's
     /// table): bodies 32 MiB a caller of 256 MiB; listen streams 8 of 1,024;
     /// waiting requests 16 of 1,024; running tasks 16 of 256; authorization
-    /// server calls 8 of 64.
-    pub const DEFAULT_SHARES: [Share; 5] = [
+    /// server calls 8 of 64; task records stored 256 of 10,000.
+    pub const DEFAULT_SHARES: [Share; 6] = [
         Share {
             per_caller: 32 * 1024 * 1024,
             global: 256 * 1024 * 1024,
@@ -240,6 +248,11 @@ impl Ledger {
             per_caller: 8,
             global: 64,
             retry_after: Duration::from_secs(1),
+        },
+        Share {
+            per_caller: 256,
+            global: 10_000,
+            retry_after: Duration::from_secs(60),
         },
     ];
 

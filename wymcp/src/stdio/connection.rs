@@ -439,7 +439,10 @@ fn refusal(id: &Value, error: &RpcError, by: Check) -> Vec<u8> {
 fn render(id: &Value, outcome: Outcome) -> Bytes {
     match outcome {
         Outcome::Result(bytes) => Bytes::from(bytes),
-        Outcome::Error(error) => Bytes::from(refusal(id, &error, Check::Surface)),
+        // Over stdio there is no `Retry-After`: the error says it all.
+        Outcome::Error(error) | Outcome::Busy { error, .. } => {
+            Bytes::from(refusal(id, &error, Check::Surface))
+        }
     }
 }
 

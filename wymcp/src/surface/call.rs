@@ -125,6 +125,17 @@ pub(crate) enum Outcome {
     Result(Vec<u8>),
     /// A JSON-RPC error; the transport renders it with the call's id.
     Error(RpcError),
+    /// Refused for want of capacity once the call was under way (a store
+    /// shared by replicas holds the caller's share): answered as
+    /// [`Answer::Busy`] is, with its status and `Retry-After`.
+    Busy {
+        /// The error.
+        error: RpcError,
+        /// The refusal: the caller's share (429) or the global cap (503).
+        refusal: Refusal,
+        /// When to try again.
+        retry_after: std::time::Duration,
+    },
 }
 
 impl From<RpcError> for Answer {
