@@ -764,7 +764,7 @@ async fn anonymous_call(
 }
 
 /// A declaring client's call of `wait` for `ms` from `address`, no auth.
-async fn anonymous_wait(
+pub(crate) async fn anonymous_wait(
     router: &wymcp::axum::Router,
     id: u64,
     address: [u8; 4],
