@@ -300,10 +300,11 @@ async fn redis_refuses_a_caller_over_its_stored_share_across_replicas() {
     let Some(redis) = RedisServer::start() else {
         return;
     };
-    let limits = TaskLimits::default()
-        .max_stored_per_caller(2)
-        .max_stored(4);
-    let (a, b) = (chain(replica(&redis, limits)), chain(replica(&redis, limits)));
+    let limits = TaskLimits::default().max_stored_per_caller(2).max_stored(4);
+    let (a, b) = (
+        chain(replica(&redis, limits)),
+        chain(replica(&redis, limits)),
+    );
     let hog = [192, 0, 2, 1];
     anonymous_wait(&a, 1, hog, 1).await.ok(&json!(1));
     anonymous_wait(&b, 2, hog, 1).await.ok(&json!(2));
@@ -311,12 +312,8 @@ async fn redis_refuses_a_caller_over_its_stored_share_across_replicas() {
     let error = over.error(StatusCode::TOO_MANY_REQUESTS, -32600, &json!(3));
     assert_eq!(error["data"]["limit"], "max_stored_per_caller");
     assert!(over.header("retry-after").parse::<u64>().unwrap() >= 1);
-    anonymous_wait(&b, 4, [192, 0, 2, 2], 1)
-        .await
-        .ok(&json!(4));
-    anonymous_wait(&a, 5, [192, 0, 2, 3], 1)
-        .await
-        .ok(&json!(5));
+    anonymous_wait(&b, 4, [192, 0, 2, 2], 1).await.ok(&json!(4));
+    anonymous_wait(&a, 5, [192, 0, 2, 3], 1).await.ok(&json!(5));
     let capped = anonymous_wait(&b, 6, [192, 0, 2, 4], 1).await;
     let error = capped.error(StatusCode::SERVICE_UNAVAILABLE, -32603, &json!(6));
     assert_eq!(error["data"]["limit"], "max_stored");

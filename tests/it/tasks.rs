@@ -13,8 +13,8 @@ use std::time::Duration;
 use http::StatusCode;
 use serde_json::{Value, json};
 use wymcp::auth::{AuthConfig, AuthError, BearerAuth, Principal};
-use wymcp::mrtr::InputRequest;
 use wymcp::ledger::Kind;
+use wymcp::mrtr::InputRequest;
 use wymcp::tasks::{MemoryTaskStore, StoreFuture, TaskEntry, TaskStore, TaskStoreError};
 use wymcp::{
     HandlerError, NoArgs, Server, ServerBuilder, TaskLimits, TaskSupport, Tool, ToolResult,
@@ -961,11 +961,7 @@ impl TaskStore for Flaky {
 struct Warnings(&'static str, Arc<std::sync::atomic::AtomicUsize>);
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
-    fn on_event(
-        &self,
-        event: &tracing::Event<'_>,
-        _: tracing_subscriber::layer::Context<'_, S>,
-    ) {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
         let meta = event.metadata();
         if meta.target() == self.0 && *meta.level() == tracing::Level::WARN {
             self.1.fetch_add(1, Ordering::SeqCst);

@@ -2,9 +2,11 @@
 //! per caller and in all, in one place.
 //!
 //! A place is taken before what it stands for is held (a body's bytes, a
-//! listen stream, a 2025 call's waiting requests, a running task, a call to
-//! the authorization server) and given back when the [`Place`] drops, so
-//! what is counted is what is held, however its request ends.
+//! listen stream, a 2025 call's waiting requests, a running task, a stored
+//! task record, a call to the authorization server) and given back when the
+//! [`Place`] drops, so what is counted is what is held, however its request
+//! ends (a stored record's place outlives its request: the tasks surface
+//! keeps it until the record expires).
 //!
 //! Each [`Kind`] has a per-caller share and a global cap ([`Share`]). A
 //! caller over its share is refused at once (429, `Retry-After`). At the
@@ -692,6 +694,12 @@ mod tests {
         assert_eq!(
             share.data.as_ref().unwrap()["limit"],
             "max_streams_per_caller"
+        );
+        let stored = ledger.error(Refusal::Share(Kind::StoredTasks));
+        assert_eq!(stored.code, ErrorCode::INVALID_REQUEST);
+        assert_eq!(
+            stored.data.as_ref().unwrap()["limit"],
+            "max_stored_per_caller"
         );
         let cap = ledger.error(Refusal::Cap(Kind::Bodies));
         assert_eq!(cap.code, ErrorCode::INTERNAL_ERROR);

@@ -100,7 +100,11 @@ impl RedisTaskStore {
     fn count_keys(&self, caller: &str) -> (String, String) {
         use sha2::Digest as _;
         let digest = sha2::Sha256::digest(caller.as_bytes());
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = digest.iter().fold(String::new(), |mut hex, b| {
+            use std::fmt::Write as _;
+            let _ = write!(hex, "{b:02x}");
+            hex
+        });
         let prefix = &self.config.key_prefix;
         (format!("{prefix}caller:{hex}"), format!("{prefix}stored"))
     }

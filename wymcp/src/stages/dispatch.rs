@@ -57,7 +57,7 @@ use crate::protocol::revision::Era;
 use crate::reply::{self, Flow, Rejection, Rejector, Response};
 use crate::sse;
 use crate::stage::Stage;
-use crate::surface::call::{Answer, Call, Emitted, Outcome, Running, Session};
+use crate::surface::call::{Answer, Busy, Call, Emitted, Outcome, Running, Session};
 use crate::surface::mid_call::Refused;
 use crate::trace;
 
@@ -254,11 +254,14 @@ fn finished(outcome: Outcome, rejector: &Rejector, era: Era) -> Response {
         Outcome::Error(error) => {
             rejector.response(Rejection::of(status_of(era, error.code), error))
         }
-        Outcome::Busy {
-            error,
-            refusal,
-            retry_after,
-        } => busy(rejector, error, refusal, retry_after),
+        Outcome::Busy(refused) => {
+            let Busy {
+                error,
+                refusal,
+                retry_after,
+            } = *refused;
+            busy(rejector, error, refusal, retry_after)
+        }
     }
 }
 
@@ -327,7 +330,8 @@ impl MessageSource for Streamed {
                             .envelope(status_of(self.era, error.code), &error),
                     ),
                     // The stream's status is committed: the event names it.
-                    Outcome::Busy { error, refusal, .. } => {
+                    Outcome::Busy(refused) => {
+                        let Busy { error, refusal, .. } = *refused;
                         let status = if refusal.is_share() {
                             StatusCode::TOO_MANY_REQUESTS
                         } else {

@@ -12,12 +12,12 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::ledger::{Caller, Kind, Ledger, Place, Refusal, Share};
+use crate::outage::Outage;
 use crate::protocol::error::{ErrorCode, RpcError};
+use crate::protocol::ids::now_ms;
 use crate::protocol::ids::random_hex;
 use crate::protocol::meta::{CLIENT_CAPABILITIES, TASKS_EXTENSION};
-use crate::surface::call::{Answer, Outcome};
-use crate::outage::Outage;
-use crate::protocol::ids::now_ms;
+use crate::surface::call::{Answer, Busy, Outcome};
 use crate::tasks::{MemoryTaskStore, Quota, TaskStore};
 
 /// The settings of the tasks extension, each with a default meant for a
@@ -391,10 +391,10 @@ impl Tasks {
     /// shared by replicas refused it): the same status, error and
     /// `Retry-After`.
     pub(super) fn refused(&self, refusal: Refusal) -> Outcome {
-        Outcome::Busy {
+        Outcome::Busy(Box::new(Busy {
             error: self.ledger.error(refusal),
             refusal,
             retry_after: self.ledger.share(refusal.kind()).retry_after,
-        }
+        }))
     }
 }

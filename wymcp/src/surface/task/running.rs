@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 use super::admission::{Slot, Tasks, declared, new_id, undeclared};
 use super::record::{Record, Status, created, result_value, store_error};
 use crate::auth::Principal;
+use crate::ledger::{Kind, Refusal};
 use crate::mrtr::Inputs;
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::ids::now_ms;
@@ -22,7 +23,6 @@ use crate::surface::catalog::Catalog;
 use crate::surface::context::{Context, HandlerError};
 use crate::surface::notify::Emitter;
 use crate::surface::tool::{self, Registered, TaskSupport, ToolResult};
-use crate::ledger::{Kind, Refusal};
 use crate::tasks::{TaskEntry, TaskStoreError};
 
 /// The first wait before a finish write is tried again.
