@@ -88,10 +88,13 @@ fn refused(
 
 // ------------------------------------------------------------ listen streams
 
-/// Rule (items 1, 8): a caller at its limit of open listen streams is
-/// refused 429/-32600 with `Retry-After` and its id, while a client from
-/// another address opens one, and a plain call of the same caller is
-/// served; the server at its limit refuses everyone 503/-32603.
+/// Rule (items 1, 8; issue 23's ledger): a caller at its limit of open
+/// listen streams is refused 429/-32600 with `Retry-After` and its id,
+/// while a client from another address opens one, and a plain call of the
+/// same caller is served. At the server's limit a newcomer under its fair
+/// share still gets a stream: the largest holder's oldest stream gives way
+/// and ends with the caller-share error; a caller already at its fair share
+/// is refused 503/-32603.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listen_streams_are_capped_per_caller_and_per_server() {
     let limits = ListenLimits::default()
@@ -123,13 +126,24 @@ async fn listen_streams_are_capped_per_caller_and_per_server() {
         ))
         .await;
     assert_eq!(served.status, 200, "{served:?}");
-    // Another address opens its own.
+    // Another address opens its own: the server holds 3.
     let mut other = RawConn::connect_from(listening.addr(), loopback(2)).await;
     open_listen(&mut other, 9).await;
-    // The server holds 3: a fourth caller is refused with 503.
+    // A third address holds nothing, under its fair share (3 / 3): it gets
+    // a stream, and the largest holder's oldest stream ends with the
+    // caller-share error.
     let mut fourth = RawConn::connect_from(listening.addr(), loopback(3)).await;
-    let response = fourth.request(&listen(10)).await;
-    let error = refused(&response, 503, -32603, &json!(10));
+    open_listen(&mut fourth, 10).await;
+    assert!(
+        held[0]
+            .read_until(b"max_streams_per_caller", Duration::from_secs(10))
+            .await,
+        "the oldest stream of the largest holder gave way"
+    );
+    // Everyone now holds its fair share: one more from any of them is 503.
+    let mut fifth = RawConn::connect_from(listening.addr(), loopback(2)).await;
+    let response = fifth.request(&listen(12)).await;
+    let error = refused(&response, 503, -32603, &json!(12));
     assert_eq!(error.data["limit"], "max_streams");
     assert!(response.header("retry-after").is_some());
     // A stream closed gives its slot back.

@@ -61,6 +61,7 @@ mod properties;
 mod quota;
 mod redis;
 mod resources;
+mod security_doc;
 mod shutdown;
 mod soak;
 mod stalled;
