@@ -18,8 +18,10 @@
 //!
 //! **Limits raised in the benchmark's server only**: `TaskLimits::max_running`
 //! and `max_running_per_caller` (defaults 256 and 16) to the task count, so
-//! one caller can hold every task of a round at the gate; the in-memory
-//! store's capacity to every round's tasks. Every other setting is the
+//! one caller can hold every task of a round at the gate; the records
+//! stored (`max_stored`, `max_stored_per_caller`: 10,000 and 256) and the
+//! in-memory store's capacity to every round's tasks, as every record is
+//! kept for its TTL. Every other setting is the
 //! default (TTL 1 h, lease 15 s, heartbeat 5 s, store timeout 2 s).
 
 use std::fmt::Write as _;
@@ -312,9 +314,13 @@ async fn pass(
                 Ok(ToolResult::text("done"))
             }
         });
+    // Every round's records are kept for the TTL: one caller holds them all.
+    let stored = tasks * (rounds + 2) + 200;
     let limits = TaskLimits::default()
         .max_running(tasks + 8)
-        .max_running_per_caller(tasks + 8);
+        .max_running_per_caller(tasks + 8)
+        .max_stored(stored)
+        .max_stored_per_caller(stored);
     let server = Server::builder()
         .tool(gated)
         .task_store(store)

@@ -17,7 +17,7 @@ use wymcp::redis::{RedisAnswers, RedisBus, RedisConfig, RedisTaskStore};
 use wymcp::{Change, Server, TaskLimits};
 
 use crate::support::{RedisServer, chain, send};
-use crate::tasks::{call, poll, served_across, task_method, task_tools};
+use crate::tasks::{anonymous_wait, call, poll, served_across, task_method, task_tools};
 use wymcp::testing::{Client, Listen};
 
 const CHANNEL: &str = "wymcp:changes";
@@ -287,6 +287,44 @@ async fn the_task_store_answers_500_in_time_while_redis_is_away() {
     }
     let id = created.expect("the store works again once Redis is back");
     assert_eq!(poll(&router, &id, "completed").await["status"], "completed");
+}
+
+/// Rule (issue 23, item 1): Redis holds the stored-task quota across
+/// replicas: a caller at its share through two replicas is refused 429
+/// (-32600, `data.limit: "max_stored_per_caller"`, `Retry-After`) though
+/// neither replica alone holds its share, another caller is still served,
+/// and the deployment's cap is 503 (-32603, `data.limit: "max_stored"`,
+/// `Retry-After`), never a 500; each set of ids expires in Redis.
+#[tokio::test]
+async fn redis_refuses_a_caller_over_its_stored_share_across_replicas() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let limits = TaskLimits::default().max_stored_per_caller(2).max_stored(4);
+    let (a, b) = (
+        chain(replica(&redis, limits)),
+        chain(replica(&redis, limits)),
+    );
+    let hog = [192, 0, 2, 1];
+    anonymous_wait(&a, 1, hog, 1).await.ok(&json!(1));
+    anonymous_wait(&b, 2, hog, 1).await.ok(&json!(2));
+    let over = anonymous_wait(&a, 3, hog, 1).await;
+    let error = over.error(StatusCode::TOO_MANY_REQUESTS, -32600, &json!(3));
+    assert_eq!(error["data"]["limit"], "max_stored_per_caller");
+    assert!(over.header("retry-after").parse::<u64>().unwrap() >= 1);
+    anonymous_wait(&b, 4, [192, 0, 2, 2], 1).await.ok(&json!(4));
+    anonymous_wait(&a, 5, [192, 0, 2, 3], 1).await.ok(&json!(5));
+    let capped = anonymous_wait(&b, 6, [192, 0, 2, 4], 1).await;
+    let error = capped.error(StatusCode::SERVICE_UNAVAILABLE, -32603, &json!(6));
+    assert_eq!(error["data"]["limit"], "max_stored");
+    assert!(capped.header("retry-after").parse::<u64>().unwrap() >= 1);
+    let pttl: i64 = redis
+        .cli(&["PTTL", "wymcp:task:stored"])
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(pttl > 0, "the count expires with its last task: {pttl}");
 }
 
 /// A replica answering 2025 calls: the mid-call tools, answers relayed

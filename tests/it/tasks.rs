@@ -13,8 +13,9 @@ use std::time::Duration;
 use http::StatusCode;
 use serde_json::{Value, json};
 use wymcp::auth::{AuthConfig, AuthError, BearerAuth, Principal};
+use wymcp::ledger::Kind;
 use wymcp::mrtr::InputRequest;
-use wymcp::tasks::{MemoryTaskStore, StoreFuture, TaskEntry, TaskStore};
+use wymcp::tasks::{MemoryTaskStore, StoreFuture, TaskEntry, TaskStore, TaskStoreError};
 use wymcp::{
     HandlerError, NoArgs, Server, ServerBuilder, TaskLimits, TaskSupport, Tool, ToolResult,
 };
@@ -686,8 +687,8 @@ impl TaskStore for Faulty {
 }
 
 /// Rule (issue 18, every rejection arm): a `taskId` that is missing or not
-/// a string is 400/-32602; a full in-memory store is 500/-32603 with
-/// `data.limit: "task_store_capacity"`; a stored task that does not parse
+/// a string is 400/-32602; a full store is 503/-32603 with `Retry-After`
+/// and `data.limit: "max_stored"` (issue 23: never a 500); a stored task that does not parse
 /// and a write that loses every compare-and-set are 500/-32603. Each is
 /// one JSON-RPC error with the request's id, as JSON, and no task.
 #[tokio::test]
@@ -708,21 +709,32 @@ async fn the_rarer_task_rejections_each_answer_as_documented() {
         assert_eq!(error["message"], "`taskId` must be a string", "{params}");
     }
 
-    let full = chain(
+    // A full store is never a 500 (issue 23): the cap is 503, -32603,
+    // `Retry-After`, whether the ledger or the store itself says so.
+    let capped = chain(
         task_tools(
-            Server::builder().task_limits(TaskLimits::default().memory_capacity(1)),
+            Server::builder().task_limits(TaskLimits::default().max_stored(1)),
             Arc::default(),
         )
         .build()
         .unwrap(),
     );
-    send(&full, call(10, "wait", json!({"ms": 60_000})))
-        .await
-        .ok(&json!(10));
-    let over = send(&full, call(11, "wait", json!({"ms": 60_000}))).await;
-    let error = over.error(StatusCode::INTERNAL_SERVER_ERROR, -32603, &json!(11));
-    assert_eq!(error["data"]["limit"], "task_store_capacity");
-    assert_eq!(error["data"]["max"], 1);
+    let own = Arc::new(MemoryTaskStore::new(1));
+    let full_store = chain(
+        task_tools(Server::builder().task_store(own.clone()), Arc::default())
+            .build()
+            .unwrap(),
+    );
+    for full in [capped, full_store] {
+        send(&full, call(10, "wait", json!({"ms": 60_000})))
+            .await
+            .ok(&json!(10));
+        let over = send(&full, call(11, "wait", json!({"ms": 60_000}))).await;
+        let error = over.error(StatusCode::SERVICE_UNAVAILABLE, -32603, &json!(11));
+        assert_eq!(error["data"]["limit"], "max_stored");
+        assert!(over.header("retry-after").parse::<u64>().unwrap() >= 1);
+    }
+    assert_eq!(own.len(), 1);
 
     for (n, fault, method) in [
         (20, Fault::Garbage, "tasks/get"),
@@ -748,7 +760,17 @@ async fn anonymous_call(
     id: u64,
     address: [u8; 4],
 ) -> crate::support::Reply {
-    let mut request = call(id, "wait", json!({"ms": 60_000})).build();
+    anonymous_wait(router, id, address, 60_000).await
+}
+
+/// A declaring client's call of `wait` for `ms` from `address`, no auth.
+pub(crate) async fn anonymous_wait(
+    router: &wymcp::axum::Router,
+    id: u64,
+    address: [u8; 4],
+    ms: u64,
+) -> crate::support::Reply {
+    let mut request = call(id, "wait", json!({"ms": ms})).build();
     request
         .extensions_mut()
         .insert(wymcp::ClientAddr(std::net::IpAddr::from(address)));
@@ -820,4 +842,172 @@ async fn a_task_capable_tools_scopes_are_checked_before_the_task_is_made() {
     let task = created.ok(&json!(2))["taskId"].as_str().unwrap().to_owned();
     let done = send(&router, task_method(3, "tasks/get", &task).bearer("writer")).await;
     assert_ne!(done.ok(&json!(3))["status"], Value::Null);
+}
+
+/// Rule (issue 23, item 1): stored task records are counted per caller for
+/// as long as they are stored, finished ones included: a caller whose
+/// tasks all finished but whose records are kept is at its share,
+/// 429/-32600 with `Retry-After` and `data.limit: "max_stored_per_caller"`,
+/// while another caller still creates tasks.
+#[tokio::test]
+async fn one_caller_fills_its_stored_share_and_gets_429_while_another_creates() {
+    let limits = TaskLimits::default()
+        .max_stored_per_caller(3)
+        .max_running_per_caller(16);
+    let server = Arc::new(
+        task_tools(Server::builder().task_limits(limits), Arc::default())
+            .build()
+            .unwrap(),
+    );
+    let router = chain(server.clone());
+    let hog = [192, 0, 2, 1];
+    for id in 1..=3 {
+        let created = anonymous_wait(&router, id, hog, 1).await;
+        created.ok(&json!(id));
+    }
+    // Every one finished: nothing runs, the records are kept.
+    for _ in 0..100 {
+        if server.running_tasks() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(server.running_tasks(), 0);
+    let over = anonymous_wait(&router, 4, hog, 1).await;
+    let error = over.error(StatusCode::TOO_MANY_REQUESTS, -32600, &json!(4));
+    assert_eq!(error["data"]["limit"], "max_stored_per_caller");
+    assert_eq!(error["data"]["max"], 3);
+    assert!(over.header("retry-after").parse::<u64>().unwrap() >= 1);
+    anonymous_wait(&router, 5, [192, 0, 2, 2], 1)
+        .await
+        .ok(&json!(5));
+    assert_eq!(server.ledger().held(Kind::StoredTasks), 4);
+}
+
+/// Rule (issue 23, item 1): a record's place is given back when the record
+/// expires, by the sweep timer, with no task created after it; the caller
+/// may then create again.
+#[tokio::test]
+async fn an_expired_records_place_is_given_back_by_the_timer() {
+    let limits = TaskLimits::default()
+        .ttl(Duration::from_millis(150))
+        .sweep_interval(Duration::from_millis(25))
+        .max_stored_per_caller(1);
+    let server = Arc::new(
+        task_tools(Server::builder().task_limits(limits), Arc::default())
+            .build()
+            .unwrap(),
+    );
+    let router = chain(server.clone());
+    let me = [192, 0, 2, 7];
+    anonymous_wait(&router, 1, me, 1).await.ok(&json!(1));
+    assert_eq!(server.ledger().held(Kind::StoredTasks), 1);
+    let mut given_back = false;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if server.ledger().held(Kind::StoredTasks) == 0 {
+            given_back = true;
+            break;
+        }
+    }
+    assert!(given_back, "the expired record's place is still held");
+    anonymous_wait(&router, 2, me, 1).await.ok(&json!(2));
+}
+
+/// A memory store that can be made unreachable, and counts its failures.
+#[derive(Debug)]
+struct Flaky {
+    inner: Arc<MemoryTaskStore>,
+    down: Arc<AtomicBool>,
+    failures: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Default for Flaky {
+    fn default() -> Self {
+        Flaky {
+            inner: Arc::new(MemoryTaskStore::new(100)),
+            down: Arc::default(),
+            failures: Arc::default(),
+        }
+    }
+}
+
+impl Flaky {
+    fn fail<T: Send + 'static>(&self) -> Option<StoreFuture<'static, T>> {
+        if !self.down.load(Ordering::SeqCst) {
+            return None;
+        }
+        self.failures.fetch_add(1, Ordering::SeqCst);
+        Some(Box::pin(async {
+            Err(TaskStoreError::Unavailable("stalled".into()))
+        }))
+    }
+}
+
+impl TaskStore for Flaky {
+    fn insert(&self, entry: TaskEntry) -> StoreFuture<'_, ()> {
+        self.fail().unwrap_or_else(|| self.inner.insert(entry))
+    }
+    fn load<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskEntry>> {
+        self.fail().unwrap_or_else(|| self.inner.load(id))
+    }
+    fn replace(&self, entry: TaskEntry) -> StoreFuture<'_, bool> {
+        self.fail().unwrap_or_else(|| self.inner.replace(entry))
+    }
+}
+
+/// Counts the warnings of one target, on every thread.
+#[derive(Clone)]
+struct Warnings(&'static str, Arc<std::sync::atomic::AtomicUsize>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        let meta = event.metadata();
+        if meta.target() == self.0 && *meta.level() == tracing::Level::WARN {
+            self.1.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Rule (issue 23, item 8): a store stall shorter than the lease loses no
+/// outcome: a task that finishes while the store cannot be reached is
+/// still `completed` once it answers again (the finish write is retried
+/// with a backoff until the lease ends), and the outage — every poll and
+/// write that failed during it — is one warning of `wymcp::tasks`.
+#[tokio::test(flavor = "current_thread")]
+async fn a_store_stall_loses_no_outcome_and_warns_once() {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let warnings = Warnings("wymcp::tasks", Arc::default());
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(warnings.clone()));
+    let store = Flaky::default();
+    let (down, failures) = (store.down.clone(), store.failures.clone());
+    let limits = TaskLimits::default()
+        .lease(Duration::from_secs(10), Duration::from_millis(100))
+        .store_timeout(Duration::from_millis(200));
+    let builder = Server::builder().task_store(store).task_limits(limits);
+    let router = chain(task_tools(builder, Arc::default()).build().unwrap());
+    let created = send(&router, call(1, "wait", json!({"ms": 200}))).await;
+    let task = created.ok(&json!(1))["taskId"].as_str().unwrap().to_owned();
+    // The store stalls before the handler finishes, for about 1.5 s.
+    down.store(true, Ordering::SeqCst);
+    for n in 0..5 {
+        // Sent as is (`send` records rejections under a subscriber of its
+        // own, which would hide the warnings from this one).
+        use tower::ServiceExt as _;
+        let request = task_method(10 + n, "tasks/get", &task).build();
+        let Ok(polled) = router.clone().oneshot(request).await;
+        assert_eq!(polled.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    down.store(false, Ordering::SeqCst);
+    assert!(failures.load(Ordering::SeqCst) >= 8, "the stall was seen");
+    let done = poll(&router, &task, "completed").await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "waited 200 ms");
+    assert_eq!(
+        warnings.1.load(Ordering::SeqCst),
+        1,
+        "one warning for the outage, not one per failed operation"
+    );
 }

@@ -11,6 +11,7 @@ extern crate self as wymcp;
 // The layers, bottom up (ARCHITECTURE.md; `tests/it/layers.rs` holds them):
 // the vocabulary,
 pub mod ledger;
+mod outage;
 mod protocol;
 // the parts, each knowing the vocabulary only (the surface composes them),
 pub mod auth;

@@ -2,10 +2,12 @@
 //! per caller and in all, in one place.
 //!
 //! A place is taken before what it stands for is held (a body's bytes, a
-//! listen stream, a 2025 call's waiting requests, a running task, a call to
-//! the authorization server; a handler's queued notifications grow and
-//! shrink theirs) and given back when the [`Place`] drops, so
-//! what is counted is what is held, however its request ends.
+//! listen stream, a 2025 call's waiting requests, a running task, a stored
+//! task record, a call to the authorization server; a handler's queued
+//! notifications grow and shrink theirs) and given back when the [`Place`]
+//! drops, so what is counted is what is held, however its request ends (a
+//! stored record's place outlives its request: the tasks surface keeps it
+//! until the record expires).
 //!
 //! Each [`Kind`] has a per-caller share and a global cap ([`Share`]). A
 //! caller over its share is refused at once (429, `Retry-After`). At the
@@ -47,6 +49,9 @@ pub enum Kind {
     /// Counted by the client's address: they are made before a principal
     /// exists.
     AuthCalls,
+    /// Task records stored, from a task's creation until its record
+    /// expires: a finished task's record is held as a running one is.
+    StoredTasks,
     /// Bytes of progress and log notifications a handler queued for its
     /// client and the client has not read yet.
     Notifications,
@@ -54,12 +59,13 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in the order of the limits table.
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Bodies,
         Kind::ListenStreams,
         Kind::Waits,
         Kind::RunningTasks,
         Kind::AuthCalls,
+        Kind::StoredTasks,
         Kind::Notifications,
     ];
 
@@ -70,7 +76,8 @@ impl Kind {
             Kind::Waits => 2,
             Kind::RunningTasks => 3,
             Kind::AuthCalls => 4,
-            Kind::Notifications => 5,
+            Kind::StoredTasks => 5,
+            Kind::Notifications => 6,
         }
     }
 
@@ -83,6 +90,7 @@ impl Kind {
             Kind::Waits => "waits",
             Kind::RunningTasks => "running_tasks",
             Kind::AuthCalls => "auth_calls",
+            Kind::StoredTasks => "stored_tasks",
             Kind::Notifications => "notifications",
         }
     }
@@ -97,6 +105,7 @@ impl Kind {
             Kind::Waits => ("max_waiting_per_caller", "max_waiting"),
             Kind::RunningTasks => ("max_running_per_caller", "max_running"),
             Kind::AuthCalls => ("auth_calls_per_caller", "auth_calls"),
+            Kind::StoredTasks => ("max_stored_per_caller", "max_stored"),
             Kind::Notifications => ("notification_bytes_per_caller", "notification_bytes"),
         }
     }
@@ -108,6 +117,7 @@ impl Kind {
             Kind::Waits => "requests waiting for the client's answers",
             Kind::RunningTasks => "tasks running",
             Kind::AuthCalls => "calls to the authorization server in flight",
+            Kind::StoredTasks => "task records stored",
             Kind::Notifications => "bytes of notifications queued for clients",
         }
     }
@@ -180,8 +190,8 @@ struct Book {
 
 #[derive(Debug)]
 struct Inner {
-    shares: [Share; 6],
-    books: [Mutex<Book>; 6],
+    shares: [Share; 7],
+    books: [Mutex<Book>; 7],
     next: std::sync::atomic::AtomicU64,
 }
 
@@ -223,9 +233,9 @@ impl Ledger {
     /// The defaults of each kind, in [`Kind::ALL`]'s order (docs/limits.md's
     /// table): bodies 32 MiB a caller of 256 MiB; listen streams 8 of 1,024;
     /// waiting requests 16 of 1,024; running tasks 16 of 256; authorization
-    /// server calls 8 of 64; queued notification bytes 8 MiB a caller of
-    /// 64 MiB.
-    pub const DEFAULT_SHARES: [Share; 6] = [
+    /// server calls 8 of 64; task records stored 256 of 10,000; queued
+    /// notification bytes 8 MiB a caller of 64 MiB.
+    pub const DEFAULT_SHARES: [Share; 7] = [
         Share {
             per_caller: 32 * 1024 * 1024,
             global: 256 * 1024 * 1024,
@@ -250,6 +260,11 @@ impl Ledger {
             per_caller: 8,
             global: 64,
             retry_after: Duration::from_secs(1),
+        },
+        Share {
+            per_caller: 256,
+            global: 10_000,
+            retry_after: Duration::from_secs(60),
         },
         Share {
             per_caller: 8 * 1024 * 1024,
@@ -709,6 +724,12 @@ mod tests {
         assert_eq!(
             share.data.as_ref().unwrap()["limit"],
             "max_streams_per_caller"
+        );
+        let stored = ledger.error(Refusal::Share(Kind::StoredTasks));
+        assert_eq!(stored.code, ErrorCode::INVALID_REQUEST);
+        assert_eq!(
+            stored.data.as_ref().unwrap()["limit"],
+            "max_stored_per_caller"
         );
         let cap = ledger.error(Refusal::Cap(Kind::Bodies));
         assert_eq!(cap.code, ErrorCode::INTERNAL_ERROR);

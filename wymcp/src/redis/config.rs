@@ -1,8 +1,9 @@
 //! [`RedisConfig`]: the settings of both Redis backends, and the outage
 //! log they share.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+use crate::outage::Outage;
 
 /// The settings of the Redis backends, each with a safe default.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,27 +118,28 @@ impl RedisConfig {
     }
 }
 
-/// One backend's view of Redis: up or in an outage. A warning is logged
-/// when an outage begins, once, and a line when it ends.
+/// One backend's view of Redis: up or in an outage (the crate's one
+/// [`Outage`]). A warning is logged when an outage begins, once, and a line
+/// when it ends.
 #[derive(Debug, Default)]
 pub(crate) struct Health {
-    down: AtomicBool,
+    outage: Outage,
 }
 
 impl Health {
     /// A failure of `what`: the start of an outage unless one is under way.
     pub(crate) fn failed(&self, what: &'static str, error: &dyn std::fmt::Display) {
-        if self.down.swap(true, Ordering::SeqCst) {
-            tracing::debug!(target: "wymcp::redis", backend = what, %error, "Redis still unavailable");
-        } else {
+        if self.outage.failed() {
             tracing::warn!(target: "wymcp::redis", backend = what, %error,
                 "Redis is unavailable; local delivery goes on, reconnecting with backoff");
+        } else {
+            tracing::debug!(target: "wymcp::redis", backend = what, %error, "Redis still unavailable");
         }
     }
 
     /// A success: whether it ends an outage.
     pub(crate) fn succeeded(&self, what: &'static str) -> bool {
-        let ended = self.down.swap(false, Ordering::SeqCst);
+        let ended = self.outage.succeeded();
         if ended {
             tracing::info!(target: "wymcp::redis", backend = what, "Redis is reachable again");
         }
@@ -146,7 +148,7 @@ impl Health {
 
     /// Whether an outage is under way.
     pub(crate) fn is_down(&self) -> bool {
-        self.down.load(Ordering::SeqCst)
+        self.outage.is_down()
     }
 }
 

@@ -49,7 +49,7 @@ use http::{HeaderValue, StatusCode, header};
 
 use crate::auth::AuthConfig;
 use crate::exchange::Exchange;
-use crate::ledger::Place;
+use crate::ledger::{Place, Refusal};
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::headers::MCP_SESSION_ID;
 use crate::protocol::jsonrpc::{MessageKind, MessageSource};
@@ -57,7 +57,7 @@ use crate::protocol::revision::Era;
 use crate::reply::{self, Flow, Rejection, Rejector, Response};
 use crate::sse;
 use crate::stage::Stage;
-use crate::surface::call::{Answer, Call, Emitted, Outcome, Running, Session};
+use crate::surface::call::{Answer, Busy, Call, Emitted, Outcome, Running, Session};
 use crate::surface::mid_call::Refused;
 use crate::trace;
 
@@ -169,15 +169,7 @@ async fn respond(
             error,
             refusal,
             retry_after,
-        } => {
-            let status = if refusal.is_share() {
-                StatusCode::TOO_MANY_REQUESTS
-            } else {
-                StatusCode::SERVICE_UNAVAILABLE
-            };
-            let seconds = HeaderValue::from(retry_after.as_secs().max(1));
-            rejector.response(Rejection::of(status, error).header(header::RETRY_AFTER, seconds))
-        }
+        } => busy(&rejector, error, refusal, retry_after),
         Answer::Running(running) => run(running, rejector, era, body).await,
     }
 }
@@ -238,12 +230,37 @@ fn forbidden(
     )
 }
 
+/// A refusal for want of capacity: `429` for the caller's share, `503` for
+/// the global cap, with `Retry-After`.
+fn busy(
+    rejector: &Rejector,
+    error: RpcError,
+    refusal: Refusal,
+    retry_after: std::time::Duration,
+) -> Response {
+    let status = if refusal.is_share() {
+        StatusCode::TOO_MANY_REQUESTS
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let seconds = HeaderValue::from(retry_after.as_secs().max(1));
+    rejector.response(Rejection::of(status, error).header(header::RETRY_AFTER, seconds))
+}
+
 /// A finished answer as its own JSON response.
 fn finished(outcome: Outcome, rejector: &Rejector, era: Era) -> Response {
     match outcome {
         Outcome::Result(bytes) => reply::json_response(StatusCode::OK, bytes),
         Outcome::Error(error) => {
             rejector.response(Rejection::of(status_of(era, error.code), error))
+        }
+        Outcome::Busy(refused) => {
+            let Busy {
+                error,
+                refusal,
+                retry_after,
+            } = *refused;
+            busy(rejector, error, refusal, retry_after)
         }
     }
 }
@@ -312,6 +329,16 @@ impl MessageSource for Streamed {
                         self.rejector
                             .envelope(status_of(self.era, error.code), &error),
                     ),
+                    // The stream's status is committed: the event names it.
+                    Outcome::Busy(refused) => {
+                        let Busy { error, refusal, .. } = *refused;
+                        let status = if refusal.is_share() {
+                            StatusCode::TOO_MANY_REQUESTS
+                        } else {
+                            StatusCode::SERVICE_UNAVAILABLE
+                        };
+                        Bytes::from(self.rejector.envelope(status, &error))
+                    }
                 }
             }
         };

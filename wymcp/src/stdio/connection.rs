@@ -439,7 +439,9 @@ fn refusal(id: &Value, error: &RpcError, by: Check) -> Vec<u8> {
 fn render(id: &Value, outcome: Outcome) -> Bytes {
     match outcome {
         Outcome::Result(bytes) => Bytes::from(bytes),
+        // Over stdio there is no `Retry-After`: the error says it all.
         Outcome::Error(error) => Bytes::from(refusal(id, &error, Check::Surface)),
+        Outcome::Busy(refused) => Bytes::from(refusal(id, &refused.error, Check::Surface)),
     }
 }
 

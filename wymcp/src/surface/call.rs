@@ -123,6 +123,21 @@ pub(crate) enum Outcome {
     Result(Vec<u8>),
     /// A JSON-RPC error; the transport renders it with the call's id.
     Error(RpcError),
+    /// Refused for want of capacity once the call was under way (a store
+    /// shared by replicas holds the caller's share): answered as
+    /// [`Answer::Busy`] is, with its status and `Retry-After`.
+    Busy(Box<Busy>),
+}
+
+/// What an [`Outcome::Busy`] answers.
+#[derive(Debug)]
+pub(crate) struct Busy {
+    /// The error.
+    pub(crate) error: RpcError,
+    /// The refusal: the caller's share (429) or the global cap (503).
+    pub(crate) refusal: Refusal,
+    /// When to try again.
+    pub(crate) retry_after: std::time::Duration,
 }
 
 impl From<RpcError> for Answer {

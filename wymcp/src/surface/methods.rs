@@ -246,15 +246,17 @@ impl SurfaceBuilder {
     /// streams ([`ListenLimits`]), waiting requests ([`LegacyRequests`]),
     /// running tasks ([`TaskLimits`]); the ledger's default for the others.
     pub(crate) fn shares(&self) -> impl Fn(Kind) -> Share + use<> {
-        let (listen, waits, running) = (
+        let (listen, waits, running, stored) = (
             self.listen_limits.share(),
             self.legacy_requests.share(),
             self.task_limits.share(),
+            self.task_limits.stored_share(),
         );
         move |kind| match kind {
             Kind::ListenStreams => listen,
             Kind::Waits => waits,
             Kind::RunningTasks => running,
+            Kind::StoredTasks => stored,
             other => Ledger::default().share(other),
         }
     }

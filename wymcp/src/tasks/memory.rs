@@ -1,19 +1,29 @@
 //! [`MemoryTaskStore`]: tasks in this process's memory, the default.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
 
 use super::store::{StoreFuture, TaskEntry, TaskStore, TaskStoreError};
 use crate::protocol::ids::now_ms;
 
+type Entries = Mutex<HashMap<String, TaskEntry>>;
+
 /// Tasks in this process's memory: the default store, for one process (a
 /// task created here is unknown to any other replica). Holds at most
 /// `capacity` live entries; an insert beyond is refused with
-/// [`TaskStoreError::Full`] once the expired ones are swept.
+/// [`TaskStoreError::Full`] once the expired ones are swept. Expired
+/// entries are swept on a timer too (every
+/// [`sweep_every`](Self::sweep_every), 10 s by default, from the first
+/// insert made inside a Tokio runtime), so their memory is given back
+/// whether the store fills or not.
 #[derive(Debug)]
 pub struct MemoryTaskStore {
     capacity: usize,
-    entries: Mutex<HashMap<String, TaskEntry>>,
+    entries: Arc<Entries>,
+    sweep: Duration,
+    sweeping: AtomicBool,
 }
 
 impl MemoryTaskStore {
@@ -22,13 +32,21 @@ impl MemoryTaskStore {
     pub fn new(capacity: usize) -> Self {
         MemoryTaskStore {
             capacity,
-            entries: Mutex::default(),
+            entries: Arc::default(),
+            sweep: Duration::from_secs(10),
+            sweeping: AtomicBool::new(false),
         }
     }
 
+    /// Sweeps expired entries every `interval` (at least 1 ms).
+    #[must_use]
+    pub fn sweep_every(mut self, interval: Duration) -> Self {
+        self.sweep = interval.max(Duration::from_millis(1));
+        self
+    }
+
     fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, TaskEntry>> {
-        // Every critical section leaves the map whole.
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.entries)
     }
 
     /// How many entries are held now, expired ones included until swept.
@@ -42,14 +60,53 @@ impl MemoryTaskStore {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Starts the timer that sweeps expired entries, once, when there is a
+    /// runtime to run it on; it ends with the store.
+    fn start_sweeping(&self) {
+        if self.sweeping.load(Ordering::Relaxed) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if self.sweeping.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let entries: Weak<Entries> = Arc::downgrade(&self.entries);
+        let every = self.sweep;
+        runtime.spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let Some(entries) = entries.upgrade() else {
+                    return;
+                };
+                sweep(&mut lock(&entries));
+            }
+        });
+    }
+}
+
+fn lock(entries: &Entries) -> std::sync::MutexGuard<'_, HashMap<String, TaskEntry>> {
+    // Every critical section leaves the map whole.
+    entries.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Drops the expired entries.
+fn sweep(entries: &mut HashMap<String, TaskEntry>) {
+    let now = now_ms();
+    entries.retain(|_, e| e.expires_at_ms > now);
 }
 
 impl TaskStore for MemoryTaskStore {
     fn insert(&self, entry: TaskEntry) -> StoreFuture<'_, ()> {
+        self.start_sweeping();
         let mut entries = self.entries();
         if entries.len() >= self.capacity {
-            let now = now_ms();
-            entries.retain(|_, e| e.expires_at_ms > now);
+            sweep(&mut entries);
         }
         let outcome = if entries.len() >= self.capacity {
             Err(TaskStoreError::Full(self.capacity))
@@ -145,5 +202,37 @@ mod tests {
             store.insert(TaskEntry::new("c", later, vec![])).await,
             Err(TaskStoreError::Full(2))
         );
+    }
+
+    /// Rule (issue 23): expired entries are swept on a timer, the store far
+    /// from full, and the timer ends with the store.
+    #[tokio::test]
+    async fn expired_entries_are_swept_on_a_timer_without_the_store_being_full() {
+        let store = MemoryTaskStore::new(1_000).sweep_every(Duration::from_millis(20));
+        let soon = now_ms() + 50;
+        for id in ["a", "b", "c"] {
+            store
+                .insert(TaskEntry::new(id, soon, vec![0; 1024]))
+                .await
+                .unwrap();
+        }
+        store
+            .insert(TaskEntry::new("kept", now_ms() + 60_000, vec![]))
+            .await
+            .unwrap();
+        assert_eq!(store.len(), 4);
+        let mut swept = false;
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            if store.len() == 1 {
+                swept = true;
+                break;
+            }
+        }
+        assert!(swept, "the expired entries are still held: {}", store.len());
+        let weak = Arc::downgrade(&store.entries);
+        drop(store);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert!(weak.upgrade().is_none(), "the timer holds no store");
     }
 }

@@ -28,7 +28,7 @@ mod memory;
 mod store;
 
 pub use memory::MemoryTaskStore;
-pub use store::{StoreFuture, TaskEntry, TaskStore, TaskStoreError};
+pub use store::{Quota, StoreFuture, TaskEntry, TaskStore, TaskStoreError};
 // The clock entries' expiries are read on, public where a store's
 // implementer reads it.
 pub use crate::protocol::ids::now_ms;

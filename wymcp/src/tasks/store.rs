@@ -52,9 +52,14 @@ impl TaskEntry {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum TaskStoreError {
-    /// The store holds as many tasks as it may.
+    /// The store holds as many tasks as it may: the server answers `503`
+    /// with `Retry-After` (never a 500).
     #[error("the task store is full ({0} tasks)")]
     Full(usize),
+    /// The store holds as many of this caller's tasks as one caller may
+    /// ([`Quota::per_caller`]): the server answers `429` with `Retry-After`.
+    #[error("the task store holds this caller's share ({0} tasks)")]
+    CallerFull(usize),
     /// The store did not answer in time.
     #[error("the task store did not answer within {0:?}")]
     Timeout(Duration),
@@ -63,12 +68,49 @@ pub enum TaskStoreError {
     Unavailable(String),
 }
 
+/// Who a new entry counts against and what a store that counts callers
+/// itself (one shared by replicas, as the Redis store is) may hold: the
+/// server's [`Kind::StoredTasks`](crate::ledger::Kind::StoredTasks) share.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Quota {
+    /// The caller's key ([`Caller::as_str`](crate::ledger::Caller::as_str)).
+    pub caller: String,
+    /// Live entries one caller may hold; one more is
+    /// [`TaskStoreError::CallerFull`].
+    pub per_caller: usize,
+    /// Live entries all callers may hold; one more is
+    /// [`TaskStoreError::Full`].
+    pub global: usize,
+}
+
+impl Quota {
+    /// `caller`'s quota of `per_caller` entries, of `global` in all.
+    pub fn new(caller: impl Into<String>, per_caller: usize, global: usize) -> Self {
+        Quota {
+            caller: caller.into(),
+            per_caller,
+            global,
+        }
+    }
+}
+
 /// Where tasks are kept. Every operation is bounded by the implementation's
 /// own timeout; none may block the executor.
 pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
     /// Stores a new entry. Once this returns `Ok`, a `load` of its id on any
     /// replica sharing the store finds it (the extension's durable create).
     fn insert(&self, entry: TaskEntry) -> StoreFuture<'_, ()>;
+
+    /// Stores a new entry counted against `quota`'s caller until it
+    /// expires. The server counts the records of its own replica in its
+    /// ledger either way; a store shared by replicas overrides this to hold
+    /// the quota across all of them ([`TaskStoreError::CallerFull`],
+    /// [`TaskStoreError::Full`]). By default, [`insert`](Self::insert).
+    fn insert_for(&self, entry: TaskEntry, quota: Quota) -> StoreFuture<'_, ()> {
+        let _ = quota;
+        self.insert(entry)
+    }
 
     /// The entry stored under `id`, unless there is none or it has expired.
     fn load<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskEntry>>;
@@ -84,6 +126,10 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug + 'static {
 impl<T: TaskStore> TaskStore for std::sync::Arc<T> {
     fn insert(&self, entry: TaskEntry) -> StoreFuture<'_, ()> {
         (**self).insert(entry)
+    }
+
+    fn insert_for(&self, entry: TaskEntry, quota: Quota) -> StoreFuture<'_, ()> {
+        (**self).insert_for(entry, quota)
     }
 
     fn load<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskEntry>> {

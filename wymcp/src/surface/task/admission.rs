@@ -4,7 +4,7 @@
 //! all and per caller), and the
 //! [`Tasks`] of a server that holds them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -12,11 +12,13 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::ledger::{Caller, Kind, Ledger, Place, Refusal, Share};
+use crate::outage::Outage;
 use crate::protocol::error::{ErrorCode, RpcError};
+use crate::protocol::ids::now_ms;
 use crate::protocol::ids::random_hex;
 use crate::protocol::meta::{CLIENT_CAPABILITIES, TASKS_EXTENSION};
-use crate::surface::call::Answer;
-use crate::tasks::{MemoryTaskStore, TaskStore};
+use crate::surface::call::{Answer, Busy, Outcome};
+use crate::tasks::{MemoryTaskStore, Quota, TaskStore};
 
 /// The settings of the tasks extension, each with a default meant for a
 /// public endpoint (see
@@ -54,9 +56,22 @@ pub struct TaskLimits {
     /// How long one store operation may take before the request is answered
     /// -32603. Default 2 s.
     pub store_timeout: Duration,
-    /// Tasks the default in-memory store holds (expired ones swept first);
-    /// one more is refused -32603. Default 10,000.
-    pub memory_capacity: usize,
+    /// Task records stored at once, finished ones included until their
+    /// records expire (the [`ledger`](crate::ledger)'s
+    /// [`Kind::StoredTasks`] cap, and the default in-memory store's
+    /// capacity); one more is refused `503` (-32603,
+    /// `data.limit: "max_stored"`) with `Retry-After`. With a store shared
+    /// by replicas (Redis), the cap holds for all of them. Default 10,000.
+    pub max_stored: usize,
+    /// Task records stored at once for one caller (counted as
+    /// [`max_running_per_caller`](Self::max_running_per_caller) is), from
+    /// a task's creation until its record expires; one more is refused
+    /// `429` (-32600, `data.limit: "max_stored_per_caller"`) with
+    /// `Retry-After`. Default 256.
+    pub max_stored_per_caller: usize,
+    /// How often expired task records are swept from the in-memory store
+    /// and their places given back to the ledger. Default 10 s.
+    pub sweep_interval: Duration,
 }
 
 impl Default for TaskLimits {
@@ -70,7 +85,9 @@ impl Default for TaskLimits {
             max_running_per_caller: 16,
             max_task_bytes: 1024 * 1024,
             store_timeout: Duration::from_secs(2),
-            memory_capacity: 10_000,
+            max_stored: 10_000,
+            max_stored_per_caller: 256,
+            sweep_interval: Duration::from_secs(10),
         }
     }
 }
@@ -126,10 +143,24 @@ impl TaskLimits {
         self
     }
 
-    /// Sets [`memory_capacity`](Self::memory_capacity).
+    /// Sets [`max_stored`](Self::max_stored).
     #[must_use]
-    pub fn memory_capacity(mut self, capacity: usize) -> Self {
-        self.memory_capacity = capacity;
+    pub fn max_stored(mut self, max: usize) -> Self {
+        self.max_stored = max;
+        self
+    }
+
+    /// Sets [`max_stored_per_caller`](Self::max_stored_per_caller).
+    #[must_use]
+    pub fn max_stored_per_caller(mut self, max: usize) -> Self {
+        self.max_stored_per_caller = max;
+        self
+    }
+
+    /// Sets [`sweep_interval`](Self::sweep_interval).
+    #[must_use]
+    pub fn sweep_interval(mut self, interval: Duration) -> Self {
+        self.sweep_interval = interval;
         self
     }
 }
@@ -142,6 +173,17 @@ impl TaskLimits {
             per_caller: self.max_running_per_caller,
             global: self.max_running,
             retry_after: Duration::from_secs(5),
+        }
+    }
+
+    /// Stored records' share of the [`ledger`](crate::ledger): these
+    /// limits, and a refused client asked to wait 60 s (a place is given
+    /// back only when a record expires).
+    pub(crate) fn stored_share(&self) -> Share {
+        Share {
+            per_caller: self.max_stored_per_caller,
+            global: self.max_stored,
+            retry_after: Duration::from_secs(60),
         }
     }
 }
@@ -200,6 +242,27 @@ impl Drop for Slot {
     }
 }
 
+/// The places of the records this replica stored, by expiry: each given
+/// back to the ledger once its record has expired.
+#[derive(Debug, Default)]
+pub(super) struct Stored {
+    places: BTreeMap<(u64, u64), Place>,
+    next: u64,
+    sweeping: bool,
+}
+
+impl Stored {
+    /// Gives back the places of the records expired by `now`.
+    fn sweep(&mut self, now: u64) {
+        while let Some(entry) = self.places.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            entry.remove();
+        }
+    }
+}
+
 /// The tasks of a server: the store, the settings, this replica's name and
 /// the handlers it runs.
 pub(crate) struct Tasks {
@@ -208,8 +271,12 @@ pub(crate) struct Tasks {
     /// This process's name in a task's `runner` (random, per process).
     pub(super) replica: String,
     pub(super) local: Mutex<Local>,
-    /// Where running handlers take their places.
+    /// Where running handlers and stored records take their places.
     pub(super) ledger: Ledger,
+    /// The places of the records stored through this replica.
+    pub(super) stored: Mutex<Stored>,
+    /// Whether the store is in an outage: one warning per outage.
+    pub(super) outage: Outage,
 }
 
 impl fmt::Debug for Tasks {
@@ -229,14 +296,66 @@ impl Tasks {
         limits: TaskLimits,
         ledger: Ledger,
     ) -> Self {
-        let store = store.unwrap_or_else(|| Arc::new(MemoryTaskStore::new(limits.memory_capacity)));
+        let store = store.unwrap_or_else(|| {
+            Arc::new(MemoryTaskStore::new(limits.max_stored).sweep_every(limits.sweep_interval))
+        });
         Tasks {
             store,
             limits,
             replica: new_id().unwrap_or_else(|_| format!("pid-{}", std::process::id())),
             local: Mutex::default(),
             ledger,
+            stored: Mutex::default(),
+            outage: Outage::default(),
         }
+    }
+
+    fn stored(&self) -> std::sync::MutexGuard<'_, Stored> {
+        self.stored.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A place for one more stored record of `caller` (the places of
+    /// expired records given back first).
+    pub(super) fn admit_record(self: &Arc<Self>, caller: &Caller) -> Result<Place, Refusal> {
+        self.stored().sweep(now_ms());
+        self.ledger.take(Kind::StoredTasks, caller, 1)
+    }
+
+    /// Keeps `place` until `expires_at_ms`, when the record it stands for
+    /// expires; a timer gives it back (and those of every record expired)
+    /// even when no task is created after.
+    pub(super) fn keep_record(self: &Arc<Self>, place: Place, expires_at_ms: u64) {
+        let mut stored = self.stored();
+        let seq = stored.next;
+        stored.next += 1;
+        stored.places.insert((expires_at_ms, seq), place);
+        if stored.sweeping {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        stored.sweeping = true;
+        let tasks = Arc::downgrade(self);
+        let every = self.limits.sweep_interval.max(Duration::from_millis(1));
+        runtime.spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let Some(tasks) = tasks.upgrade() else {
+                    return;
+                };
+                tasks.stored().sweep(now_ms());
+            }
+        });
+    }
+
+    /// The quota a store shared by replicas holds `caller` to.
+    pub(super) fn quota(&self, caller: &Caller) -> Quota {
+        let share = self.ledger.share(Kind::StoredTasks);
+        Quota::new(caller.as_str(), share.per_caller, share.global)
     }
 
     pub(super) fn local(&self) -> std::sync::MutexGuard<'_, Local> {
@@ -266,5 +385,16 @@ impl Tasks {
             refusal,
             retry_after: self.ledger.share(refusal.kind()).retry_after,
         }
+    }
+
+    /// [`busy`](Self::busy) as the outcome of a call under way (a store
+    /// shared by replicas refused it): the same status, error and
+    /// `Retry-After`.
+    pub(super) fn refused(&self, refusal: Refusal) -> Outcome {
+        Outcome::Busy(Box::new(Busy {
+            error: self.ledger.error(refusal),
+            refusal,
+            retry_after: self.ledger.share(refusal.kind()).retry_after,
+        }))
     }
 }

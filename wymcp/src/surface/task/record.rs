@@ -103,10 +103,12 @@ fn error_value(error: &RpcError) -> Value {
     out
 }
 
-fn store_error(error: &TaskStoreError) -> RpcError {
-    tracing::warn!(target: "wymcp::tasks", %error, "task store operation failed");
+/// The -32603 of a store operation that failed (a full store is answered
+/// before it comes to this: `429` or `503`, never a 500).
+pub(super) fn store_error(error: &TaskStoreError) -> RpcError {
     let data = match error {
-        TaskStoreError::Full(max) => json!({"limit": "task_store_capacity", "max": max}),
+        TaskStoreError::Full(max) => json!({"limit": "max_stored", "max": max}),
+        TaskStoreError::CallerFull(max) => json!({"limit": "max_stored_per_caller", "max": max}),
         _ => json!({"store": "unavailable"}),
     };
     RpcError::new(
@@ -117,17 +119,42 @@ fn store_error(error: &TaskStoreError) -> RpcError {
 }
 
 impl Tasks {
+    /// `op` within the store timeout, as the store answered it; a failure
+    /// to reach the store begins an outage, logged once (a warning), and
+    /// the next success ends it.
+    pub(super) async fn attempt<T>(
+        &self,
+        op: crate::tasks::StoreFuture<'_, T>,
+    ) -> Result<T, TaskStoreError> {
+        let outcome = match tokio::time::timeout(self.limits.store_timeout, op).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(TaskStoreError::Timeout(self.limits.store_timeout)),
+        };
+        match &outcome {
+            // A full store answered: it is reachable.
+            Ok(_) | Err(TaskStoreError::Full(_) | TaskStoreError::CallerFull(_)) => {
+                if self.outage.succeeded() {
+                    tracing::info!(target: "wymcp::tasks", "the task store answers again");
+                }
+            }
+            Err(error) => {
+                if self.outage.failed() {
+                    tracing::warn!(target: "wymcp::tasks", %error,
+                        "the task store is unavailable; task requests fail until it answers again");
+                } else {
+                    tracing::debug!(target: "wymcp::tasks", %error, "the task store is still unavailable");
+                }
+            }
+        }
+        outcome
+    }
+
+    /// [`attempt`](Self::attempt), its failure the request's -32603.
     pub(super) async fn timed<T>(
         &self,
         op: crate::tasks::StoreFuture<'_, T>,
     ) -> Result<T, RpcError> {
-        match tokio::time::timeout(self.limits.store_timeout, op).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(store_error(&error)),
-            Err(_) => Err(store_error(&TaskStoreError::Timeout(
-                self.limits.store_timeout,
-            ))),
-        }
+        self.attempt(op).await.map_err(|error| store_error(&error))
     }
 
     async fn load(&self, id: &str) -> Result<Option<(TaskEntry, Record)>, RpcError> {

@@ -10,8 +10,9 @@ use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
 use super::admission::{Slot, Tasks, declared, new_id, undeclared};
-use super::record::{Record, Status, created, result_value};
+use super::record::{Record, Status, created, result_value, store_error};
 use crate::auth::Principal;
+use crate::ledger::{Kind, Refusal};
 use crate::mrtr::Inputs;
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::ids::now_ms;
@@ -22,7 +23,12 @@ use crate::surface::catalog::Catalog;
 use crate::surface::context::{Context, HandlerError};
 use crate::surface::notify::Emitter;
 use crate::surface::tool::{self, Registered, TaskSupport, ToolResult};
-use crate::tasks::TaskEntry;
+use crate::tasks::{TaskEntry, TaskStoreError};
+
+/// The first wait before a finish write is tried again.
+const FINISH_BACKOFF_MIN: std::time::Duration = std::time::Duration::from_millis(100);
+/// The longest wait between two tries of a finish write.
+const FINISH_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Tasks {
     /// `tools/call` of a task-capable `tool` (see the [module docs](super)).
@@ -92,15 +98,30 @@ impl Tasks {
             Ok(id) => id,
             Err(error) => return error.into(),
         };
+        // The record's place, held until it expires, and the handler's.
+        let place = match self.admit_record(&counted) {
+            Ok(place) => place,
+            Err(refusal) => return self.busy(refusal),
+        };
         let mut slot = match self.admit(&counted) {
             Ok(slot) => slot,
             Err(refusal) => return self.busy(refusal),
         };
+        let quota = self.quota(&counted);
         let tasks = Arc::clone(self);
         Answer::Running(Running::future(async move {
-            let entry = TaskEntry::new(id.clone(), now.saturating_add(ttl), data);
-            if let Err(error) = tasks.timed(tasks.store.insert(entry)).await {
-                return Outcome::Error(error);
+            let expires = now.saturating_add(ttl);
+            let entry = TaskEntry::new(id.clone(), expires, data);
+            match tasks.attempt(tasks.store.insert_for(entry, quota)).await {
+                Ok(()) => tasks.keep_record(place, expires),
+                // A store shared by replicas holds the share across them.
+                Err(TaskStoreError::CallerFull(_)) => {
+                    return tasks.refused(Refusal::Share(Kind::StoredTasks));
+                }
+                Err(TaskStoreError::Full(_)) => {
+                    return tasks.refused(Refusal::Cap(Kind::StoredTasks));
+                }
+                Err(error) => return Outcome::Error(store_error(&error)),
             }
             slot.id = Some(id.clone());
             let created = created(&id, &record, &tasks.limits);
@@ -141,24 +162,33 @@ impl Tasks {
         }));
         let mut beat = tokio::time::interval(self.limits.heartbeat);
         beat.tick().await;
+        // When the lease this replica last wrote ends (about: it was
+        // written just before the handler started).
+        let mut lease_until = now_ms().saturating_add(self.lease_ms());
         let outcome = loop {
             tokio::select! {
                 done = &mut work => break done,
                 _ = beat.tick() => {
-                    if !self.renew(id).await {
-                        tracing::debug!(target: "wymcp::tasks", "the task is no longer this replica's to run; its handler is dropped");
-                        return;
+                    let renewed_at = now_ms();
+                    match self.renew(id).await {
+                        Some(true) => lease_until = renewed_at.saturating_add(self.lease_ms()),
+                        // The lease decides.
+                        None => {}
+                        Some(false) => {
+                            tracing::debug!(target: "wymcp::tasks", "the task is no longer this replica's to run; its handler is dropped");
+                            return;
+                        }
                     }
                 }
             }
         };
-        self.finish(id, outcome).await;
+        self.finish(id, outcome, lease_until).await;
     }
 
-    /// Renews this replica's lease on `id`; whether the task is still
-    /// `working` here (a store that cannot be reached keeps the handler
-    /// running: the lease decides).
-    async fn renew(&self, id: &str) -> bool {
+    /// Renews this replica's lease on `id`: whether the task is still
+    /// `working` here, `None` when the store could not be reached (the
+    /// handler keeps running: the lease decides).
+    async fn renew(&self, id: &str) -> Option<bool> {
         let lease = self.lease_ms();
         let renewed = self
             .modify(id, None, |record| {
@@ -170,18 +200,24 @@ impl Tasks {
             })
             .await;
         match renewed {
-            Ok(Some(record)) => record.status == Status::Working && record.runner == self.replica,
-            Ok(None) => false,
-            Err(_) => true,
+            Ok(Some(record)) => {
+                Some(record.status == Status::Working && record.runner == self.replica)
+            }
+            Ok(None) => Some(false),
+            Err(_) => None,
         }
     }
 
     /// Settles the task `id` with what its handler answered, unless it was
-    /// cancelled (or taken over) meanwhile.
+    /// cancelled (or taken over) meanwhile. A store that cannot be reached
+    /// is tried again, with a backoff, until this replica's lease ends at
+    /// `lease_until` (after which the task is another's to settle
+    /// `failed`): an outage shorter than the lease loses no outcome.
     async fn finish(
         &self,
         id: &str,
         outcome: Result<Result<ToolResult, HandlerError>, Box<dyn std::any::Any + Send>>,
+        lease_until: u64,
     ) {
         let next = match outcome {
             Ok(Ok(result)) => Next::Completed(result_value(&result)),
@@ -198,37 +234,21 @@ impl Tasks {
                 ))
             }
         };
-        let written = self
-            .modify(id, None, |record| {
-                if record.status != Status::Working || record.runner != self.replica {
-                    return false;
-                }
-                let now = now_ms();
-                match &next {
-                    Next::Completed(result) => {
-                        record.settle(Status::Completed, now);
-                        record.result = Some(result.clone());
-                        record.arguments = Value::Null;
-                    }
-                    Next::Failed(error) => {
-                        record.fail(error, now);
-                        record.arguments = Value::Null;
-                    }
-                    Next::Input(requests, state, round) => {
-                        record.settle(Status::InputRequired, now);
-                        record.pending.clone_from(requests);
-                        record.state = state
-                            .as_ref()
-                            .map(|s| base64::engine::general_purpose::STANDARD.encode(s));
-                        record.round = *round;
-                    }
-                }
-                record.answered.clear();
-                true
-            })
-            .await;
-        if let Err(error) = written {
-            tracing::warn!(target: "wymcp::tasks", %error, "a task's outcome could not be stored");
+        let mut backoff = FINISH_BACKOFF_MIN;
+        loop {
+            let written = self.modify(id, None, |record| settle(record, &next, &self.replica));
+            let Err(error) = written.await else {
+                return;
+            };
+            let wait_ms = u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX);
+            if now_ms().saturating_add(wait_ms) >= lease_until {
+                // Once per task, not per attempt; the outage had its warning.
+                tracing::debug!(target: "wymcp::tasks", %error,
+                    "a task's outcome could not be stored before its lease ended");
+                return;
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(FINISH_BACKOFF_MAX);
         }
     }
 
@@ -252,7 +272,8 @@ impl Tasks {
                     message: "the task's tool is no longer served".into(),
                     data: None,
                 };
-                tasks.finish(&id, Ok(Err(gone))).await;
+                let lease_until = now_ms().saturating_add(tasks.lease_ms());
+                tasks.finish(&id, Ok(Err(gone)), lease_until).await;
             });
             return;
         };
@@ -291,4 +312,34 @@ enum Next {
     Completed(Value),
     Failed(RpcError),
     Input(Map<String, Value>, Option<Vec<u8>>, u32),
+}
+
+/// Writes `next` into `record`, unless it is no longer `working` on
+/// `replica` (cancelled, or taken over): whether it changed.
+fn settle(record: &mut Record, next: &Next, replica: &str) -> bool {
+    if record.status != Status::Working || record.runner != replica {
+        return false;
+    }
+    let now = now_ms();
+    match next {
+        Next::Completed(result) => {
+            record.settle(Status::Completed, now);
+            record.result = Some(result.clone());
+            record.arguments = Value::Null;
+        }
+        Next::Failed(error) => {
+            record.fail(error, now);
+            record.arguments = Value::Null;
+        }
+        Next::Input(requests, state, round) => {
+            record.settle(Status::InputRequired, now);
+            record.pending.clone_from(requests);
+            record.state = state
+                .as_ref()
+                .map(|s| base64::engine::general_purpose::STANDARD.encode(s));
+            record.round = *round;
+        }
+    }
+    record.answered.clear();
+    true
 }
