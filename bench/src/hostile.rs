@@ -502,8 +502,7 @@ fn request(
 ) -> Vec<u8> {
     let meta = params
         .get_mut("_meta")
-        .map(serde_json::Value::take)
-        .unwrap_or_else(|| serde_json::json!({}));
+        .map_or_else(|| serde_json::json!({}), serde_json::Value::take);
     params["_meta"] = meta;
     params["_meta"]["io.modelcontextprotocol/protocolVersion"] = MODERN.into();
     params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities;
@@ -1064,13 +1063,11 @@ async fn run_attack(attack: Attack, target: Arc<Target>, counts: Arc<Counts>) {
                     if target.stopped() || stream.write_all(&change).await.is_err() {
                         break;
                     }
-                    match response(&mut stream, &mut buf).await {
-                        Some((h, body)) => counts.add(outcome(&h, &body)),
-                        None => {
-                            counts.add("closed");
-                            break;
-                        }
-                    }
+                    let Some((h, body)) = response(&mut stream, &mut buf).await else {
+                        counts.add("closed");
+                        break;
+                    };
+                    counts.add(outcome(&h, &body));
                 }
             }
             Attack::HeldBodies => {
@@ -1180,13 +1177,11 @@ async fn run_attack(attack: Attack, target: Arc<Target>, counts: Arc<Counts>) {
                     if target.stopped() || stream.write_all(&call).await.is_err() {
                         break;
                     }
-                    match response(&mut stream, &mut buf).await {
-                        Some((h, body)) => counts.add(outcome(&h, &body)),
-                        None => {
-                            counts.add("closed");
-                            break;
-                        }
-                    }
+                    let Some((h, body)) = response(&mut stream, &mut buf).await else {
+                        counts.add("closed");
+                        break;
+                    };
+                    counts.add(outcome(&h, &body));
                     if attack == Attack::SlowTasks {
                         tokio::time::sleep(Duration::from_millis(20)).await;
                     }
@@ -1332,6 +1327,7 @@ async fn elicit(mut stream: TcpStream, id: u64, auth: &str, counts: &Counts) -> 
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

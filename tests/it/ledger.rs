@@ -97,12 +97,12 @@ async fn body_bytes_are_counted_against_the_clients_share() {
 
 /// A 2026 `subscriptions/listen` from `from`, with `token` as its Bearer
 /// token if any: the status, headers and (when it has a length) the body of
-/// the answer. A stream the server holds open is kept in `held`.
+/// the answer. A stream the server holds open is kept in `kept`.
 async fn listen_from(
     server: std::net::SocketAddr,
     from: [u8; 4],
     token: Option<&str>,
-    held: &mut Vec<tokio::net::TcpStream>,
+    kept: &mut Vec<tokio::net::TcpStream>,
 ) -> (u16, String, Value) {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
@@ -144,7 +144,7 @@ async fn listen_from(
         .find_map(|l| l.strip_prefix("content-length:"))
         .map(|v| v.trim().parse().unwrap());
     let Some(length) = length else {
-        held.push(stream);
+        kept.push(stream);
         return (status, head, Value::Null);
     };
     while buf.len() < end + 4 + length {
@@ -179,14 +179,14 @@ fn refused_over_share((status, head, body): &(u16, String, Value)) {
 #[tokio::test]
 async fn everything_groups_ipv4_addresses_by_the_prefix_it_is_given() {
     let server = wymcp_tests::child::Everything::start(&["--group-ipv4", "24"], &[]);
-    let mut held = Vec::new();
+    let mut kept = Vec::new();
     for i in 0..8u8 {
         let (status, head, _) =
-            listen_from(server.addr(), [127, 0, 0, 10 + i], None, &mut held).await;
+            listen_from(server.addr(), [127, 0, 0, 10 + i], None, &mut kept).await;
         assert_eq!(status, 200, "{head}");
     }
-    refused_over_share(&listen_from(server.addr(), [127, 0, 0, 99], None, &mut held).await);
-    let (status, head, _) = listen_from(server.addr(), [127, 1, 0, 1], None, &mut held).await;
+    refused_over_share(&listen_from(server.addr(), [127, 0, 0, 99], None, &mut kept).await);
+    let (status, head, _) = listen_from(server.addr(), [127, 1, 0, 1], None, &mut kept).await;
     assert_eq!(status, 200, "another /24 is another caller: {head}");
     assert_eq!(server.panics(), 0);
 }
@@ -200,22 +200,22 @@ async fn everythings_static_tokens_are_principals_of_their_own() {
         &["--static-token", "token-a", "--static-token", "token-b"],
         &[],
     );
-    let mut held = Vec::new();
+    let mut kept = Vec::new();
     for i in 0..8u8 {
         let (status, head, _) = listen_from(
             server.addr(),
             [127, 0, 0, 10 + i],
             Some("token-a"),
-            &mut held,
+            &mut kept,
         )
         .await;
         assert_eq!(status, 200, "{head}");
     }
     refused_over_share(
-        &listen_from(server.addr(), [127, 0, 0, 99], Some("token-a"), &mut held).await,
+        &listen_from(server.addr(), [127, 0, 0, 99], Some("token-a"), &mut kept).await,
     );
     let (status, head, _) =
-        listen_from(server.addr(), [127, 0, 0, 99], Some("token-b"), &mut held).await;
+        listen_from(server.addr(), [127, 0, 0, 99], Some("token-b"), &mut kept).await;
     assert_eq!(status, 200, "another token is another principal: {head}");
     assert_eq!(server.panics(), 0);
 }
