@@ -544,7 +544,21 @@ fn bearer(token: Option<&str>) -> String {
 }
 
 async fn connect(server: SocketAddr, from: IpAddr) -> std::io::Result<TcpStream> {
+    connect_with(server, from, None).await
+}
+
+/// A connection from `from`; with `window`, its receive buffer that small
+/// (a reader that never reads then stops the server's writes at once,
+/// rather than after the kernel's buffers, megabytes on loopback, fill).
+async fn connect_with(
+    server: SocketAddr,
+    from: IpAddr,
+    window: Option<u32>,
+) -> std::io::Result<TcpStream> {
     let socket = TcpSocket::new_v4()?;
+    if let Some(window) = window {
+        socket.set_recv_buffer_size(window)?;
+    }
     socket.bind(SocketAddr::new(from, 0))?;
     let stream = socket.connect(server).await?;
     stream.set_nodelay(true)?;
@@ -1003,7 +1017,10 @@ async fn run_attack(attack: Attack, target: Arc<Target>, counts: Arc<Counts>) {
     let mut held: Vec<TcpStream> = Vec::new();
     while !target.stopped() {
         let id = target.next();
-        let Ok(mut stream) = connect(target.server, target.from(attack.group())).await else {
+        let window = matches!(attack, Attack::LaggingListeners | Attack::ProgressFlood)
+            .then_some(NEVER_READ_WINDOW);
+        let Ok(mut stream) = connect_with(target.server, target.from(attack.group()), window).await
+        else {
             counts.add("closed");
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
@@ -1238,6 +1255,9 @@ async fn run_attack(attack: Attack, target: Arc<Target>, counts: Arc<Counts>) {
         }
     }
 }
+
+/// The receive buffer of a connection that never reads.
+const NEVER_READ_WINDOW: u32 = 4096;
 
 /// The most progress-flood calls held at once: enough to show an
 /// unbounded notification queue (50,000 notifications each), few enough
