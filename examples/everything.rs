@@ -13,8 +13,15 @@
 //! one for opaque tokens (`wymcp::auth::Introspection`). Each takes
 //! `--required-scope S`, as often as needed: every request must hold it
 //! (`403 insufficient_scope` naming them otherwise). `--static-token TOKEN`
-//! lets in exactly one fixed Bearer token (`wymcp::auth::StaticTokens`):
-//! for the benchmark's auth scenarios and local tests, never a deployment.
+//! lets in a fixed Bearer token (`wymcp::auth::StaticTokens`), as often as
+//! needed, each a principal of its own (the first `static-token`, the n-th
+//! `static-token-n`): for the benchmark's auth scenarios and local tests,
+//! never a deployment.
+//!
+//! `--group-ipv4 PREFIX` / `--group-ipv6 PREFIX` set `Limits::grouping`:
+//! how many leading bits of a client's address name one caller of the
+//! ledger (default 32 and 64). On loopback there is no IPv6 /64 beyond
+//! `::1`, so the hostile soak groups `127.0.0.0/24` instead.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -185,6 +192,18 @@ fn streaming_tools() -> Vec<Tool> {
                     cx.progress(step, Some(100.0), None);
                 }
                 text("Progress test completed")
+            }),
+        Tool::new("test_progress_flood")
+            .description("Reports progress `count` times (at most 100,000) as fast as it can")
+            .handler(|args: FloodArgs, cx| async move {
+                let count = args.count.min(100_000);
+                for step in 0..count {
+                    cx.progress(f64::from(step), Some(f64::from(count)), None);
+                    if step % 64 == 63 {
+                        tokio::task::yield_now().await;
+                    }
+                }
+                text(format!("Reported progress {count} times"))
             }),
         Tool::new("test_tool_with_logging")
             .description("Logs three messages at info level")
@@ -599,6 +618,12 @@ struct GreetArgs {
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
+struct FloodArgs {
+    /// How many progress notifications to send (at most 100,000).
+    count: u32,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
 struct SlowArgs {
     /// How long to work, in seconds (at most 600).
     seconds: f64,
@@ -787,8 +812,13 @@ fn server(
     keys: Keys,
     auth: Option<AuthSetup>,
     redis: Option<&str>,
+    grouping: wymcp::ledger::Grouping,
 ) -> Result<Server, Box<dyn std::error::Error>> {
     let mut builder = Server::builder()
+        .limits(wymcp::Limits {
+            grouping,
+            ..wymcp::Limits::default()
+        })
         .info("wymcp-everything", env!("CARGO_PKG_VERSION"))
         .instructions("The MCP conformance suite's test server, built with wymcp.")
         .logging()
@@ -892,7 +922,8 @@ impl Keys {
 const USAGE: &str = "usage: everything [--bind ADDR] [--replica NAME] [--trusted-proxy ADDR[/PREFIX]]… \
     [--jwks-url URL --issuer ISS --audience AUD [--accept-generic-typ] | \
     --introspection-url URL --client-id ID --client-secret S [--audience AUD] [--issuer ISS]] \
-    [--required-scope S]… [--static-token TOKEN] [--redis-url URL] | --stdio \
+    [--required-scope S]… [--static-token TOKEN]… [--group-ipv4 PREFIX] [--group-ipv6 PREFIX] \
+    [--redis-url URL] | --stdio \
     (env WYMCP_REDIS_URL: the Redis the replicas share for the change bus and \
     the task store; WYMCP_TASK_LEASE_MS: a task's lease; \
     WYMCP_SEALING_KEY: a shared requestState secret of at least 32 bytes, \
@@ -911,7 +942,8 @@ struct AuthArgs {
     client_id: Option<String>,
     client_secret: Option<String>,
     required_scopes: Vec<String>,
-    static_token: Option<String>,
+    /// Each a principal of its own: `static-token`, `static-token-2`, …
+    static_tokens: Vec<String>,
 }
 
 /// The resource server the command line asked for.
@@ -988,12 +1020,22 @@ impl AuthArgs {
                 mode: format!("opaque tokens introspected at {url} for {audience}"),
             }));
         }
-        if let Some(token) = &self.static_token {
-            let principal = Principal::new("static-token", self.required_scopes.clone());
+        if !self.static_tokens.is_empty() {
+            let mut tokens = StaticTokens::new();
+            for (i, token) in self.static_tokens.iter().enumerate() {
+                let subject = match i {
+                    0 => "static-token".to_owned(),
+                    i => format!("static-token-{}", i + 1),
+                };
+                tokens = tokens.token(token, Principal::new(subject, self.required_scopes.clone()));
+            }
+            let n = self.static_tokens.len();
             return Ok(Some(AuthSetup {
-                authenticator: ResourceServer::Static(StaticTokens::new().token(token, principal)),
+                authenticator: ResourceServer::Static(tokens),
                 config: config(self.issuer.as_deref().unwrap_or("http://127.0.0.1/")),
-                mode: format!("one static Bearer token for {audience} (benchmarks and tests only)"),
+                mode: format!(
+                    "{n} static Bearer token(s), each its own principal, for {audience} (benchmarks and tests only)"
+                ),
             }));
         }
         if self.issuer.is_some() || self.audience.is_some() || !self.required_scopes.is_empty() {
@@ -1003,6 +1045,15 @@ impl AuthArgs {
             );
         }
         Ok(None)
+    }
+}
+
+/// A `--group-ipv4`/`--group-ipv6` value: a prefix length of at most `max`.
+fn prefix(arg: Option<String>, max: u8) -> Result<u8, Box<dyn std::error::Error>> {
+    let arg = arg.ok_or(USAGE)?;
+    match arg.parse::<u8>() {
+        Ok(bits) if bits <= max => Ok(bits),
+        _ => Err(format!("a prefix length of 0 to {max} bits, not `{arg}`").into()),
     }
 }
 
@@ -1019,6 +1070,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut auth = AuthArgs::default();
     let mut trusted: Vec<wymcp::IpNet> = Vec::new();
     let mut stdio = false;
+    let mut grouping = wymcp::ledger::Grouping::default();
     let mut redis = std::env::var("WYMCP_REDIS_URL")
         .ok()
         .filter(|u| !u.is_empty());
@@ -1039,7 +1091,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ("--client-id", args) => auth.client_id = Some(args.next().ok_or(USAGE)?),
             ("--client-secret", args) => auth.client_secret = Some(args.next().ok_or(USAGE)?),
             ("--required-scope", args) => auth.required_scopes.push(args.next().ok_or(USAGE)?),
-            ("--static-token", args) => auth.static_token = Some(args.next().ok_or(USAGE)?),
+            ("--static-token", args) => auth.static_tokens.push(args.next().ok_or(USAGE)?),
+            ("--group-ipv4", args) => grouping.ipv4_prefix = prefix(args.next(), 32)?,
+            ("--group-ipv6", args) => grouping.ipv6_prefix = prefix(args.next(), 128)?,
             _ => return Err(format!("{USAGE}; got `{arg}`").into()),
         }
     }
@@ -1055,6 +1109,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Keys::from_env()?,
         resource_server,
         redis.as_deref(),
+        grouping,
     )?);
     if redis.is_some() {
         // Not the URL: it may hold a password. On stderr: over stdio,

@@ -1,26 +1,39 @@
-//! The hostile soak: `examples/everything` with its default settings, under
-//! the attacks that took a default server down, while a well-behaved client
+//! The hostile soak: `examples/everything` under attack, one scenario per
+//! kind of the ledger (`wymcp::ledger::Kind`), while a well-behaved client
 //! on another address keeps calling a tool.
 //!
-//! From `127.0.0.2` up (every `127.0.0.0/8` address is loopback on Linux, so
-//! each is a peer of its own), the attackers:
+//! Each scenario starts its own server, `--group-ipv4 24`: every address of
+//! `127.0.0.0/24` is one caller of the ledger, as an IPv6 /64 is by default
+//! (on loopback there is no /64 beyond `::1`, and every `127.0.0.0/8`
+//! address is loopback on Linux). The attackers come from `127.0.0.2` to
+//! `127.0.0.254` (the quick tasks from `127.0.1.0/24`), a new address for
+//! each connection (so no per-peer connection limit stops them first); the
+//! well-behaved client from `127.1.0.1`, another /24. The scenarios ([`SCENARIOS`]), one row each:
 //!
-//! * **listen flood** — open `subscriptions/listen` streams, one per
-//!   connection, as many as the server takes, and hold them;
-//! * **lagging listeners** — streams watching hundreds of URIs that never
-//!   read a byte, while a **publisher** changes the tool list as fast as it
-//!   can (so every stream falls behind);
-//! * **trickled bodies** — a declared body sent one byte at a time, each well
-//!   within the read timeout;
-//! * **idle HTTP/2 pingers** — connections that open no stream and send a
-//!   `PING` every second;
-//! * **oversize bodies** — a declared 8,000,001 bytes, and 7.9 MB of
-//!   `[0,0,…]`.
+//! * **bodies** — big bodies held one byte short, bodies trickled a byte at
+//!   a time, oversize bodies (a declared 8,000,001 bytes; 7.9 MB of
+//!   `[0,0,…]`), and idle HTTP/2 connections that only `PING`;
+//! * **listen streams** — a listen flood, lagging listeners watching 256
+//!   URIs that never read, and a publisher changing the tool list as fast as
+//!   it can;
+//! * **waits** — 2025 clients whose `tools/call` asks them a question
+//!   mid-call (an elicitation) they never answer;
+//! * **tasks** — task-augmented calls of a tool that works for ten minutes
+//!   (running tasks), and many quick ones that leave stored records;
+//! * **auth calls** — opaque tokens nobody issued, each introspected at an
+//!   authorization server the soak starts itself, which answers them after
+//!   two seconds (the client's own token at once);
+//! * **notifications** — calls of a tool reporting progress as fast as it
+//!   can, to a client that never reads;
+//! * **several subjects** — with `--static-token`s, the listen, waits and
+//!   tasks attacks as eight principals, the client a ninth.
 //!
-//! The well-behaved client (`127.0.0.1`) calls `test_simple_text` on one
-//! kept-alive connection, first alone (its unloaded latency), then beside
-//! the attackers. The soak fails when that client meets any answer but `200`
-//! (a 5xx above all), when the server dies or logs a panic.
+//! The well-behaved client calls `test_simple_text` on one kept-alive
+//! connection, first alone (its unloaded latency), then beside the
+//! attackers. A scenario fails when that client meets any answer but `200`
+//! (a 5xx above all) or a lost connection, when the server dies or logs a
+//! panic, or when its peak RSS passes [`RSS_BOUND_KIB`]. Latency never fails
+//! it: it is reported, loaded against unloaded.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -29,43 +42,276 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 
 use crate::procfs::Memory;
+
+/// The most resident memory a scenario's server may reach: the ledger's
+/// global body budget (`Limits::bodies_in_flight`, 256 MiB, the largest cap
+/// of bytes a caller can make the server hold) and a 128 MiB margin for
+/// everything else (the runtime, the catalog, the other kinds' places,
+/// the allocator's slack). BENCHMARKS.md's hostile soak section states it.
+pub const RSS_BOUND_KIB: u64 = (256 + 128) * 1024;
+
+/// How a scenario's server authenticates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Auth {
+    /// No auth: callers are addresses, grouped by /24.
+    None,
+    /// `--static-token`s: the client one principal, the attackers
+    /// [`ATTACKER_SUBJECTS`] others.
+    Subjects,
+    /// `--introspection-url` at the soak's own authorization server.
+    Introspection,
+}
+
+/// One attack: what a worker does, connection after connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attack {
+    /// Bodies declared 1,000,000 bytes, sent but for the last byte, held.
+    HeldBodies,
+    /// A declared body sent one byte at a time.
+    TrickledBodies,
+    /// A declared 8,000,001 bytes; 7.9 MB of `[0,0,…]`.
+    OversizeBodies,
+    /// HTTP/2 connections that open no stream and `PING` every 300 ms.
+    Http2Pingers,
+    /// Listen streams, one per connection, held.
+    ListenFlood,
+    /// Listen streams watching 256 URIs that never read.
+    LaggingListeners,
+    /// `test_trigger_tool_change` as fast as it is answered.
+    Publisher,
+    /// 2025 calls asking an elicitation, never answered.
+    UnansweredElicitations,
+    /// Task-augmented calls of `slow_compute` for 600 s.
+    SlowTasks,
+    /// Task-augmented calls of `slow_compute` for 0 s: stored records.
+    QuickTasks,
+    /// Calls with a token nobody issued, a new one each.
+    UnknownTokens,
+    /// Calls of `test_progress_flood` (50,000 notifications), never read.
+    ProgressFlood,
+}
+
+impl Attack {
+    /// Its name in the report.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Attack::HeldBodies => "held bodies",
+            Attack::TrickledBodies => "trickled bodies",
+            Attack::OversizeBodies => "oversize bodies",
+            Attack::Http2Pingers => "idle HTTP/2 pingers",
+            Attack::ListenFlood => "listen flood",
+            Attack::LaggingListeners => "lagging listeners",
+            Attack::Publisher => "publisher",
+            Attack::UnansweredElicitations => "unanswered elicitations (2025)",
+            Attack::SlowTasks => "slow tasks (running)",
+            Attack::QuickTasks => "quick tasks (stored)",
+            Attack::UnknownTokens => "unknown tokens (introspected)",
+            Attack::ProgressFlood => "progress to a reader that never reads",
+        }
+    }
+
+    /// The third byte of its addresses, `127.0.<group>.0/24`: one caller
+    /// without auth. The quick tasks come from a /24 of their own, so the
+    /// slow tasks' running places do not stop them leaving stored records.
+    fn group(self) -> u8 {
+        match self {
+            Attack::QuickTasks => 1,
+            _ => 0,
+        }
+    }
+
+    /// How many workers run it at once.
+    fn workers(self) -> usize {
+        match self {
+            Attack::UnknownTokens => 16,
+            Attack::QuickTasks | Attack::UnansweredElicitations | Attack::ListenFlood => 4,
+            Attack::Publisher => 1,
+            _ => 2,
+        }
+    }
+}
+
+/// One scenario: the ledger kinds whose places it takes, how the server
+/// authenticates, and the attacks. Adding a kind is adding a row to
+/// [`SCENARIOS`] (and an [`Attack`] if none takes its places yet).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Scenario {
+    /// Its name (`--only` picks by it).
+    pub name: &'static str,
+    /// The ledger kinds (`Kind::name`) it takes places of.
+    pub kinds: &'static [&'static str],
+    /// How the server authenticates.
+    pub auth: Auth,
+    /// What the attackers do.
+    #[serde(skip)]
+    pub attacks: &'static [Attack],
+}
+
+/// The scenarios, run in this order.
+pub const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "bodies",
+        kinds: &["bodies"],
+        auth: Auth::None,
+        attacks: &[
+            Attack::HeldBodies,
+            Attack::TrickledBodies,
+            Attack::OversizeBodies,
+            Attack::Http2Pingers,
+        ],
+    },
+    Scenario {
+        name: "listen streams",
+        kinds: &["listen_streams"],
+        auth: Auth::None,
+        attacks: &[
+            Attack::ListenFlood,
+            Attack::LaggingListeners,
+            Attack::Publisher,
+        ],
+    },
+    Scenario {
+        name: "waits",
+        kinds: &["waits"],
+        auth: Auth::None,
+        attacks: &[Attack::UnansweredElicitations],
+    },
+    Scenario {
+        name: "tasks",
+        kinds: &["running_tasks", "stored_tasks"],
+        auth: Auth::None,
+        attacks: &[Attack::SlowTasks, Attack::QuickTasks],
+    },
+    Scenario {
+        name: "auth calls",
+        kinds: &["auth_calls"],
+        auth: Auth::Introspection,
+        attacks: &[Attack::UnknownTokens],
+    },
+    Scenario {
+        name: "notifications",
+        kinds: &["notifications"],
+        auth: Auth::None,
+        attacks: &[Attack::ProgressFlood],
+    },
+    Scenario {
+        name: "several subjects",
+        kinds: &["listen_streams", "waits", "running_tasks"],
+        auth: Auth::Subjects,
+        attacks: &[
+            Attack::ListenFlood,
+            Attack::UnansweredElicitations,
+            Attack::SlowTasks,
+        ],
+    },
+];
+
+/// How many principals attack in [`Auth::Subjects`].
+pub const ATTACKER_SUBJECTS: usize = 8;
+
+/// The well-behaved client's Bearer token (its own principal, or the one
+/// the soak's authorization server vouches for).
+const CLIENT_TOKEN: &str = "wymcp-bench-hostile-client";
+
+/// The resource the soak's authorization server vouches the client's
+/// token for.
+const AUDIENCE: &str = "http://127.0.0.1/mcp";
+
+/// How long the soak's authorization server takes to answer a token that is
+/// not the client's.
+const SLOW_ANSWER: Duration = Duration::from_secs(2);
 
 /// What the soak runs.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// The `examples/everything` binary.
     pub server: PathBuf,
-    /// How long the attack lasts.
+    /// How long the attacks last, all scenarios together (each gets an
+    /// equal part, at least [`MIN_ATTACK`]).
     pub duration: Duration,
-    /// How long the client is measured alone first.
-    pub unloaded: Duration,
+    /// How long the client is measured alone first, in each scenario
+    /// (default: a third of its attack, 1 to 5 s).
+    pub unloaded: Option<Duration>,
+    /// The scenarios to run, by name (default: all).
+    pub only: Option<Vec<String>>,
 }
 
-/// What the soak saw.
+/// The shortest attack a scenario gets.
+pub const MIN_ATTACK: Duration = Duration::from_secs(3);
+
+impl Options {
+    /// The scenarios chosen, or why a name is unknown.
+    pub fn scenarios(&self) -> Result<Vec<Scenario>, String> {
+        let Some(only) = &self.only else {
+            return Ok(SCENARIOS.to_vec());
+        };
+        only.iter()
+            .map(|name| {
+                SCENARIOS
+                    .iter()
+                    .find(|s| s.name == name.as_str())
+                    .copied()
+                    .ok_or_else(|| {
+                        let names: Vec<_> = SCENARIOS.iter().map(|s| s.name).collect();
+                        format!("no scenario `{name}` (there are {names:?})")
+                    })
+            })
+            .collect()
+    }
+
+    /// Each scenario's attack and unloaded time, for `scenarios` of them.
+    #[must_use]
+    pub fn times(&self, scenarios: usize) -> (Duration, Duration) {
+        let n = u32::try_from(scenarios.max(1)).unwrap_or(u32::MAX);
+        let attack = (self.duration / n).max(MIN_ATTACK);
+        let unloaded = self
+            .unloaded
+            .unwrap_or_else(|| (attack / 3).clamp(Duration::from_secs(1), Duration::from_secs(5)));
+        (attack, unloaded)
+    }
+}
+
+/// What the soak saw, scenario by scenario.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
+    /// The bound each scenario's peak RSS is held to, in KiB.
+    pub rss_bound_kib: u64,
+    /// The scenarios, in the order run.
+    pub scenarios: Vec<ScenarioReport>,
+}
+
+/// What one scenario saw.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ScenarioReport {
+    /// The scenario's name.
+    pub name: String,
+    /// The ledger kinds it attacks.
+    pub kinds: Vec<String>,
     /// The client's calls, alone.
     pub unloaded: Latencies,
     /// The client's calls, beside the attackers.
     pub loaded: Latencies,
-    /// Answers the client met other than `200`, by status (`0`: no answer).
-    pub client_failures: BTreeMap<u16, u64>,
-    /// What the attackers met, by attack and status (`0`: the connection
-    /// was closed or refused; `1`: a connection opened and held).
-    pub attacks: BTreeMap<String, BTreeMap<u16, u64>>,
-    /// The server's resident memory at start, at its peak, and at the end.
+    /// Answers the client met other than `200`, by status (`closed`: no
+    /// answer, the connection lost or refused).
+    pub client_failures: BTreeMap<String, u64>,
+    /// What the attackers met, by attack and outcome (a status, with what
+    /// its body or stream said when that tells the refusals apart; `held`:
+    /// a connection opened and held; `closed`: closed or refused).
+    pub attacks: BTreeMap<String, BTreeMap<String, u64>>,
+    /// The server's resident memory at start, in KiB.
     pub rss_start_kib: u64,
-    /// The server's peak resident memory.
+    /// The server's peak resident memory, in KiB.
     pub rss_peak_kib: u64,
-    /// The server's resident memory at the end.
+    /// The server's resident memory at the end, in KiB.
     pub rss_end_kib: u64,
     /// Whether the server was still running at the end.
     pub server_alive: bool,
@@ -107,25 +353,53 @@ impl Latencies {
     }
 }
 
-impl Report {
-    /// Why the soak failed, if it did.
-    pub fn verdict(&self) -> Result<(), String> {
+impl ScenarioReport {
+    /// Why the scenario failed, if it did (`bound_kib`: the RSS bound).
+    pub fn verdict(&self, bound_kib: u64) -> Result<(), String> {
+        let name = &self.name;
         if !self.server_alive {
-            return Err("the server died".into());
+            return Err(format!("{name}: the server died"));
         }
         if self.panics > 0 {
-            return Err(format!("the server logged {} panics", self.panics));
+            return Err(format!("{name}: the server logged {} panics", self.panics));
         }
         if !self.client_failures.is_empty() {
             return Err(format!(
-                "the well-behaved client met {:?}",
+                "{name}: the well-behaved client met {:?}",
                 self.client_failures
             ));
         }
         if self.loaded.calls == 0 {
-            return Err("the well-behaved client was never served under attack".into());
+            return Err(format!(
+                "{name}: the well-behaved client was never served under attack"
+            ));
+        }
+        if self.rss_peak_kib > bound_kib {
+            return Err(format!(
+                "{name}: the server's peak RSS, {} KiB, is over the bound, {bound_kib} KiB",
+                self.rss_peak_kib
+            ));
         }
         Ok(())
+    }
+}
+
+impl Report {
+    /// Why the soak failed, if it did: every failing scenario.
+    pub fn verdict(&self) -> Result<(), String> {
+        if self.scenarios.is_empty() {
+            return Err("no scenario ran".into());
+        }
+        let failures: Vec<String> = self
+            .scenarios
+            .iter()
+            .filter_map(|s| s.verdict(self.rss_bound_kib).err())
+            .collect();
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(failures.join("; "))
+        }
     }
 
     /// The report as Markdown.
@@ -141,47 +415,71 @@ impl Report {
             }
         };
         let mut out = String::new();
-        out.push_str("| the well-behaved client | calls | p50 | p99 |\n|---|---:|---:|---:|\n");
-        for (name, l) in [("alone", &self.unloaded), ("under attack", &self.loaded)] {
+        out.push_str(
+            "| scenario | ledger kinds | client calls alone / attacked | p99 alone | p99 attacked | ratio | client failures | server RSS start / peak / end | alive | panics |\n\
+             |---|---|---:|---:|---:|---:|---|---:|---|---:|\n",
+        );
+        for s in &self.scenarios {
             let _ = writeln!(
                 out,
-                "| {name} | {} | {} µs | {} µs |",
-                l.calls, l.p50_us, l.p99_us
+                "| {} | {} | {} / {} | {} µs | {} µs | {} | {} | {} / {} / {} KiB | {} | {} |",
+                s.name,
+                s.kinds.join(", "),
+                s.unloaded.calls,
+                s.loaded.calls,
+                s.unloaded.p99_us,
+                s.loaded.p99_us,
+                ratio(s.loaded.p99_us, s.unloaded.p99_us),
+                if s.client_failures.is_empty() {
+                    "none".to_owned()
+                } else {
+                    format!("{:?}", s.client_failures)
+                },
+                s.rss_start_kib,
+                s.rss_peak_kib,
+                s.rss_end_kib,
+                if s.server_alive { "yes" } else { "**no**" },
+                s.panics
             );
         }
         let _ = write!(
             out,
-            "\np99 under attack: {} its unloaded p99. Failures: {:?}. Server RSS: {} KiB at start, {} KiB peak, {} KiB at the end. Alive: {}. Panics: {}.\n\n",
-            ratio(self.loaded.p99_us, self.unloaded.p99_us),
-            self.client_failures,
-            self.rss_start_kib,
-            self.rss_peak_kib,
-            self.rss_end_kib,
-            self.server_alive,
-            self.panics
+            "\nThe RSS bound: {} KiB (the body budget, 256 MiB, and a 128 MiB margin).\n\n\
+             | scenario | attack | what the attackers met (outcome: count) |\n|---|---|---|\n",
+            self.rss_bound_kib
         );
-        out.push_str("| attack | answers (status: count; 0 = closed or refused, 1 = opened and held) |\n|---|---|\n");
-        for (attack, counts) in &self.attacks {
-            let _ = writeln!(out, "| {attack} | {counts:?} |");
+        for s in &self.scenarios {
+            for (attack, counts) in &s.attacks {
+                let counts: Vec<String> = counts.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+                let _ = writeln!(out, "| {} | {attack} | {} |", s.name, counts.join(", "));
+            }
         }
         out
     }
 }
 
-/// Counts of outcomes, shared by an attack's tasks.
+/// Counts of outcomes, shared by an attack's workers.
 #[derive(Debug, Default)]
-struct Counts(std::sync::Mutex<BTreeMap<u16, u64>>);
+struct Counts(std::sync::Mutex<BTreeMap<String, u64>>);
 
 impl Counts {
-    fn add(&self, status: u16) {
+    fn add(&self, outcome: impl Into<String>) {
         let mut counts = self
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        *counts.entry(status).or_insert(0) += 1;
+        *counts.entry(outcome.into()).or_insert(0) += 1;
     }
 
-    fn take(&self) -> BTreeMap<u16, u64> {
+    fn status(&self, status: u16) {
+        if status == 0 {
+            self.add("closed");
+        } else {
+            self.add(status.to_string());
+        }
+    }
+
+    fn take(&self) -> BTreeMap<String, u64> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -190,13 +488,24 @@ impl Counts {
 }
 
 const MODERN: &str = "2026-07-28";
+const LEGACY: &str = "2025-11-25";
+const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
-/// A 2026 request's bytes.
-fn request(id: u64, method: &str, mut params: serde_json::Value, extra: &str) -> Vec<u8> {
-    params["_meta"] = serde_json::json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {},
-    });
+/// A 2026 request's bytes; `extra` is more header lines, `capabilities`
+/// the client's, `meta` more `_meta`.
+fn request(
+    id: u64,
+    method: &str,
+    mut params: serde_json::Value,
+    extra: &str,
+    capabilities: serde_json::Value,
+) -> Vec<u8> {
+    let meta = params
+        .get_mut("_meta")
+        .map_or_else(|| serde_json::json!({}), serde_json::Value::take);
+    params["_meta"] = meta;
+    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = MODERN.into();
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities;
     let name = params
         .get("name")
         .and_then(serde_json::Value::as_str)
@@ -213,42 +522,118 @@ fn request(id: u64, method: &str, mut params: serde_json::Value, extra: &str) ->
     .into_bytes()
 }
 
+/// A 2025 request's bytes (no `MCP-Protocol-Version` on `initialize`).
+fn legacy_request(id: u64, method: &str, params: &serde_json::Value, extra: &str) -> Vec<u8> {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        .to_string();
+    let version = if method == "initialize" {
+        String::new()
+    } else {
+        format!("MCP-Protocol-Version: {LEGACY}\r\n")
+    };
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{version}{extra}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+fn bearer(token: Option<&str>) -> String {
+    token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"))
+}
+
 async fn connect(server: SocketAddr, from: IpAddr) -> std::io::Result<TcpStream> {
+    connect_with(server, from, None).await
+}
+
+/// A connection from `from`; with `window`, its receive buffer that small
+/// (a reader that never reads then stops the server's writes at once,
+/// rather than after the kernel's buffers, megabytes on loopback, fill).
+async fn connect_with(
+    server: SocketAddr,
+    from: IpAddr,
+    window: Option<u32>,
+) -> std::io::Result<TcpStream> {
     let socket = TcpSocket::new_v4()?;
+    if let Some(window) = window {
+        socket.set_recv_buffer_size(window)?;
+    }
     socket.bind(SocketAddr::new(from, 0))?;
     let stream = socket.connect(server).await?;
     stream.set_nodelay(true)?;
     Ok(stream)
 }
 
-/// Reads one response with a `Content-Length` body; its status (`0` when the
-/// connection ended first).
-async fn response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> u16 {
+/// A response's head: its status and its header lines.
+struct Head {
+    status: u16,
+    text: String,
+}
+
+impl Head {
+    /// The value of header `name` (lowercase), as sent.
+    fn header(&self, name: &str) -> Option<&str> {
+        self.text.lines().find_map(|l| {
+            let (key, value) = l.split_once(':')?;
+            key.eq_ignore_ascii_case(name).then_some(value.trim())
+        })
+    }
+}
+
+/// Reads a response's head off `buf`/`stream` (the bytes after it stay in
+/// `buf`); `None` when the connection ended first.
+async fn head(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Head> {
     loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let status = head
+            let text = String::from_utf8_lossy(&buf[..end]).into_owned();
+            buf.drain(..end + 4);
+            let status = text
                 .split(' ')
                 .nth(1)
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(0);
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            while buf.len() < end + 4 + len {
-                if read_more(stream, buf).await == 0 {
-                    return 0;
-                }
-            }
-            buf.drain(..end + 4 + len);
-            return status;
+            return Some(Head { status, text });
         }
         if read_more(stream, buf).await == 0 {
-            return 0;
+            return None;
         }
     }
+}
+
+/// Reads one response with a `Content-Length` body: its head and body
+/// (`None` when the connection ended first).
+async fn response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(Head, Vec<u8>)> {
+    let head = head(stream, buf).await?;
+    let len: usize = head
+        .header("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    while buf.len() < len {
+        if read_more(stream, buf).await == 0 {
+            return None;
+        }
+    }
+    let body = buf.drain(..len).collect();
+    Some((head, body))
+}
+
+/// A status and what a JSON-RPC error in `body` names (its code and
+/// `data.limit`), as an outcome label.
+fn outcome(head: &Head, body: &[u8]) -> String {
+    let json: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let error = &json["error"];
+    if error.is_null() {
+        if json["result"]["resultType"] == "task" {
+            return format!("{} task", head.status);
+        }
+        return head.status.to_string();
+    }
+    let mut label = format!("{} {}", head.status, error["code"]);
+    if let Some(limit) = error["data"]["limit"].as_str() {
+        let _ = write!(label, " {limit}");
+    }
+    label
 }
 
 async fn read_more(stream: &mut TcpStream, buf: &mut Vec<u8>) -> usize {
@@ -265,35 +650,32 @@ async fn read_more(stream: &mut TcpStream, buf: &mut Vec<u8>) -> usize {
 /// The first status line's code of whatever comes back, or `0`.
 async fn status_of(stream: &mut TcpStream) -> u16 {
     let mut buf = Vec::new();
-    while !buf.windows(2).any(|w| w == b"\r\n") {
-        if read_more(stream, &mut buf).await == 0 {
-            return 0;
-        }
-    }
-    String::from_utf8_lossy(&buf)
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0)
+    head(stream, &mut buf).await.map_or(0, |h| h.status)
 }
 
 /// The client: calls until `stop`, each call's latency kept; failures
 /// counted.
-async fn client(server: SocketAddr, stop: Arc<AtomicBool>, failures: Arc<Counts>) -> Vec<Duration> {
+async fn client(
+    server: SocketAddr,
+    token: Option<&'static str>,
+    stop: Arc<AtomicBool>,
+    failures: Arc<Counts>,
+) -> Vec<Duration> {
     let mut samples = Vec::new();
     let call = request(
         1,
         "tools/call",
         serde_json::json!({"name": "test_simple_text", "arguments": {}}),
-        "",
+        &bearer(token),
+        serde_json::json!({}),
     );
     let mut conn: Option<(TcpStream, Vec<u8>)> = None;
     while !stop.load(Ordering::Relaxed) {
         if conn.is_none() {
-            if let Ok(stream) = connect(server, IpAddr::from([127, 0, 0, 1])).await {
+            if let Ok(stream) = connect(server, CLIENT_ADDR).await {
                 conn = Some((stream, Vec::new()));
             } else {
-                failures.add(0);
+                failures.add("closed");
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
@@ -302,53 +684,204 @@ async fn client(server: SocketAddr, stop: Arc<AtomicBool>, failures: Arc<Counts>
             continue;
         };
         let started = Instant::now();
-        let status = match stream.write_all(&call).await {
+        let answer = match stream.write_all(&call).await {
             Ok(()) => response(stream, buf).await,
-            Err(_) => 0,
+            Err(_) => None,
         };
-        if status == 200 {
-            samples.push(started.elapsed());
-        } else {
-            failures.add(status);
-            conn = None;
+        match answer {
+            Some((head, _)) if head.status == 200 => samples.push(started.elapsed()),
+            Some((head, body)) => {
+                failures.add(outcome(&head, &body));
+                conn = None;
+            }
+            None => {
+                failures.add("closed");
+                conn = None;
+            }
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     samples
 }
 
-/// Runs the soak.
+/// The well-behaved client's address: `127.1.0.1`, outside the attackers'
+/// /24.
+const CLIENT_ADDR: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(127, 1, 0, 1));
+
+/// Runs the soak: every scenario of `options`, one after the other.
 pub fn run(options: &Options) -> Result<Report, String> {
-    let log = std::env::temp_dir().join(format!("wymcp-hostile-{}.log", std::process::id()));
-    let mut child = Command::new(&options.server)
-        .args(["--bind", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).map_err(|e| e.to_string())?)
-        .spawn()
-        .map_err(|e| format!("starting {}: {e}", options.server.display()))?;
-    let addr = listening_addr(&mut child)?;
-    let pid = child.id();
+    let scenarios = options.scenarios()?;
+    let (attack, unloaded) = options.times(scenarios.len());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let mut report = runtime.block_on(soak(addr, pid, options));
+    let mut report = Report {
+        rss_bound_kib: RSS_BOUND_KIB,
+        scenarios: Vec::new(),
+    };
+    for scenario in scenarios {
+        println!(
+            "== {}: {unloaded:?} alone, {attack:?} under attack ({})",
+            scenario.name,
+            scenario
+                .attacks
+                .iter()
+                .map(|a| a.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        report.scenarios.push(run_scenario(
+            &runtime, options, &scenario, attack, unloaded,
+        )?);
+    }
+    Ok(report)
+}
+
+fn run_scenario(
+    runtime: &tokio::runtime::Runtime,
+    options: &Options,
+    scenario: &Scenario,
+    attack: Duration,
+    unloaded: Duration,
+) -> Result<ScenarioReport, String> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut args: Vec<String> = vec![
+        "--bind".into(),
+        "127.0.0.1:0".into(),
+        "--group-ipv4".into(),
+        "24".into(),
+    ];
+    let mut authorization_server = None;
+    match scenario.auth {
+        Auth::None => {}
+        Auth::Subjects => {
+            args.extend(["--static-token".into(), CLIENT_TOKEN.into()]);
+            for i in 0..ATTACKER_SUBJECTS {
+                args.extend(["--static-token".into(), attacker_token(i)]);
+            }
+        }
+        Auth::Introspection => {
+            let listener = runtime
+                .block_on(TcpListener::bind("127.0.0.1:0"))
+                .map_err(|e| e.to_string())?;
+            let at = listener.local_addr().map_err(|e| e.to_string())?;
+            authorization_server = Some(runtime.spawn(authorization(listener)));
+            args.extend([
+                "--introspection-url".into(),
+                format!("http://{at}/introspect"),
+                "--client-id".into(),
+                "bench".into(),
+                "--client-secret".into(),
+                "bench".into(),
+                "--audience".into(),
+                AUDIENCE.into(),
+            ]);
+        }
+    }
+    let log = std::env::temp_dir().join(format!(
+        "wymcp-hostile-{}-{}.log",
+        std::process::id(),
+        scenario.name.replace(' ', "-")
+    ));
+    let mut child = Command::new(&options.server)
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).map_err(|e| e.to_string())?)
+        .spawn()
+        .map_err(|e| format!("starting {}: {e}", options.server.display()))?;
+    let addr = listening_addr(&mut child);
+    let mut report = match addr {
+        Ok(addr) => runtime.block_on(soak(addr, child.id(), scenario, attack, unloaded, stop)),
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
     report.server_alive = matches!(child.try_wait(), Ok(None));
     let _ = child.kill();
     let _ = child.wait();
+    if let Some(task) = authorization_server {
+        task.abort();
+    }
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     report.panics = text.lines().filter(|l| l.contains("panicked")).count() as u64;
+    if let Some(at) = text.find("panicked") {
+        // The first panic, for whoever reads the failure (bounded).
+        let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let excerpt: String = text[start..].chars().take(2_000).collect();
+        eprintln!("== {}: the server's first panic:\n{excerpt}", scenario.name);
+    }
     let _ = std::fs::remove_file(&log);
     Ok(report)
 }
 
+/// The `i`-th attacking principal's token.
+fn attacker_token(i: usize) -> String {
+    format!("wymcp-bench-hostile-attacker-{i}")
+}
+
+/// The soak's authorization server: answers an introspection of the
+/// client's token at once (active, for [`AUDIENCE`]), any other after
+/// [`SLOW_ANSWER`] (inactive). Each connection, one request.
+async fn authorization(listener: TcpListener) {
+    while let Ok((mut stream, _)) = listener.accept().await {
+        tokio::spawn(async move {
+            let mut buf = Vec::new();
+            let Some(head) = head(&mut stream, &mut buf).await else {
+                return;
+            };
+            let len: usize = head
+                .header("content-length")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+                .min(64 * 1024);
+            while buf.len() < len {
+                if read_more(&mut stream, &mut buf).await == 0 {
+                    return;
+                }
+            }
+            let form = String::from_utf8_lossy(&buf[..len]).into_owned();
+            let token = form
+                .split('&')
+                .find_map(|pair| pair.strip_prefix("token="))
+                .unwrap_or_default();
+            let answer = if token == CLIENT_TOKEN {
+                let exp = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs())
+                    + 3600;
+                serde_json::json!({"active": true, "sub": "client", "aud": AUDIENCE, "exp": exp})
+            } else {
+                tokio::time::sleep(SLOW_ANSWER).await;
+                serde_json::json!({"active": false})
+            }
+            .to_string();
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+            let _ = stream.write_all(reply.as_bytes()).await;
+        });
+    }
+}
+
+/// The address the server's first line names; the rest of its stdout is
+/// read (and dropped) on a thread of its own, so a later line (`auth: …`)
+/// never meets a closed pipe.
 fn listening_addr(child: &mut Child) -> Result<SocketAddr, String> {
     let stdout = child.stdout.take().ok_or("no stdout")?;
+    let mut lines = BufReader::new(stdout);
     let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .map_err(|e| e.to_string())?;
+    lines.read_line(&mut line).map_err(|e| e.to_string())?;
+    std::thread::spawn(move || {
+        let mut sink = String::new();
+        while lines.read_line(&mut sink).is_ok_and(|n| n > 0) {
+            sink.clear();
+        }
+    });
     line.trim()
         .strip_prefix("listening on http://")
         .and_then(|rest| rest.strip_suffix("/mcp"))
@@ -356,42 +889,92 @@ fn listening_addr(child: &mut Child) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("the server said `{}`", line.trim()))
 }
 
-async fn soak(addr: SocketAddr, pid: u32, options: &Options) -> Report {
-    let mut report = Report {
+/// What an attack's workers share.
+struct Target {
+    server: SocketAddr,
+    auth: Auth,
+    stop: Arc<AtomicBool>,
+    /// The next attacker address, token and request id.
+    next: AtomicU64,
+    /// Calls of the progress flood held, all workers together.
+    floods: AtomicUsize,
+}
+
+impl Target {
+    fn next(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A new attacker address of `127.0.<group>.0/24`: `.2` to `.254`.
+    fn from(&self, group: u8) -> IpAddr {
+        let n = self.next() % 253;
+        IpAddr::from([127, 0, group, u8::try_from(n + 2).unwrap_or(254)])
+    }
+
+    /// An attacker's `Authorization` header line, if the server
+    /// authenticates: one of the attacking principals, or a token nobody
+    /// issued, a new one each time.
+    fn bearer(&self) -> String {
+        match self.auth {
+            Auth::None => String::new(),
+            #[allow(clippy::cast_possible_truncation)]
+            Auth::Subjects => bearer(Some(&attacker_token(
+                (self.next() % ATTACKER_SUBJECTS as u64) as usize,
+            ))),
+            Auth::Introspection => bearer(Some(&format!("unknown-{}", self.next()))),
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+async fn soak(
+    addr: SocketAddr,
+    pid: u32,
+    scenario: &Scenario,
+    attack: Duration,
+    unloaded: Duration,
+    stop: Arc<AtomicBool>,
+) -> ScenarioReport {
+    let mut report = ScenarioReport {
+        name: scenario.name.to_owned(),
+        kinds: scenario.kinds.iter().map(|&k| k.to_owned()).collect(),
         rss_start_kib: Memory::read(pid).map_or(0, |m| m.rss_kib),
-        ..Report::default()
+        ..ScenarioReport::default()
     };
     let _ = Memory::reset_peak(pid);
+    let token = (scenario.auth != Auth::None).then_some(CLIENT_TOKEN);
     let failures = Arc::new(Counts::default());
     // Alone.
-    let stop = Arc::new(AtomicBool::new(false));
-    let alone = tokio::spawn(client(addr, stop.clone(), failures.clone()));
-    tokio::time::sleep(options.unloaded).await;
-    stop.store(true, Ordering::Relaxed);
+    let alone_stop = Arc::new(AtomicBool::new(false));
+    let alone = tokio::spawn(client(addr, token, alone_stop.clone(), failures.clone()));
+    tokio::time::sleep(unloaded).await;
+    alone_stop.store(true, Ordering::Relaxed);
     report.unloaded = Latencies::of(alone.await.unwrap_or_default());
     // Beside the attackers.
-    let stop = Arc::new(AtomicBool::new(false));
-    let attacks: Vec<(&str, Arc<Counts>)> = [
-        "listen flood",
-        "lagging listeners",
-        "publisher",
-        "trickled bodies",
-        "idle HTTP/2 pingers",
-        "oversize bodies",
-    ]
-    .into_iter()
-    .map(|name| (name, Arc::new(Counts::default())))
-    .collect();
+    let target = Arc::new(Target {
+        server: addr,
+        auth: scenario.auth,
+        stop: stop.clone(),
+        next: AtomicU64::new(0),
+        floods: AtomicUsize::new(0),
+    });
+    let attacks: Vec<(Attack, Arc<Counts>)> = scenario
+        .attacks
+        .iter()
+        .map(|&a| (a, Arc::new(Counts::default())))
+        .collect();
     let mut tasks = Vec::new();
-    for (i, (name, counts)) in attacks.iter().enumerate() {
-        let from = IpAddr::from([127, 0, 0, u8::try_from(i + 2).unwrap_or(250)]);
-        tasks.push(tokio::spawn(attack(
-            name,
-            addr,
-            from,
-            stop.clone(),
-            counts.clone(),
-        )));
+    for (attack, counts) in &attacks {
+        for _ in 0..attack.workers() {
+            tasks.push(tokio::spawn(run_attack(
+                *attack,
+                target.clone(),
+                counts.clone(),
+            )));
+        }
     }
     let sampler_stop = stop.clone();
     let peak = Arc::new(AtomicU64::new(0));
@@ -407,8 +990,8 @@ async fn soak(addr: SocketAddr, pid: u32, options: &Options) -> Report {
     // Let the attacks take hold, then measure the client beside them.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let client_stop = Arc::new(AtomicBool::new(false));
-    let beside = tokio::spawn(client(addr, client_stop.clone(), failures.clone()));
-    tokio::time::sleep(options.duration).await;
+    let beside = tokio::spawn(client(addr, token, client_stop.clone(), failures.clone()));
+    tokio::time::sleep(attack).await;
     client_stop.store(true, Ordering::Relaxed);
     report.loaded = Latencies::of(beside.await.unwrap_or_default());
     stop.store(true, Ordering::Relaxed);
@@ -417,102 +1000,145 @@ async fn soak(addr: SocketAddr, pid: u32, options: &Options) -> Report {
     }
     let _ = sampler.await;
     report.client_failures = failures.take();
-    report.attacks = attacks
-        .iter()
-        .map(|(name, counts)| ((*name).to_owned(), counts.take()))
-        .collect();
+    for (attack, counts) in &attacks {
+        report
+            .attacks
+            .insert(attack.name().to_owned(), counts.take());
+    }
     let end = Memory::read(pid).unwrap_or_default();
     report.rss_end_kib = end.rss_kib;
     report.rss_peak_kib = peak.load(Ordering::Relaxed).max(end.peak_kib);
     report
 }
 
-/// One attack, from `from`, until `stop`.
-async fn attack(
-    name: &str,
-    server: SocketAddr,
-    from: IpAddr,
-    stop: Arc<AtomicBool>,
-    counts: Arc<Counts>,
-) {
+/// One worker of `attack`, until the target's stop.
+#[allow(clippy::too_many_lines)] // one arm per attack
+async fn run_attack(attack: Attack, target: Arc<Target>, counts: Arc<Counts>) {
     let mut held: Vec<TcpStream> = Vec::new();
-    let mut id = 0u64;
-    while !stop.load(Ordering::Relaxed) {
-        id += 1;
-        let Ok(mut stream) = connect(server, from).await else {
-            counts.add(0);
+    while !target.stopped() {
+        let id = target.next();
+        let window = matches!(attack, Attack::LaggingListeners | Attack::ProgressFlood)
+            .then_some(NEVER_READ_WINDOW);
+        let Ok(mut stream) = connect_with(target.server, target.from(attack.group()), window).await
+        else {
+            counts.add("closed");
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         };
-        match name {
-            "listen flood" => {
+        let auth = target.bearer();
+        match attack {
+            Attack::ListenFlood => {
                 let listen = request(
                     id,
                     "subscriptions/listen",
                     serde_json::json!({"notifications": {"toolsListChanged": true}}),
-                    "",
+                    &auth,
+                    serde_json::json!({}),
                 );
                 let _ = stream.write_all(&listen).await;
-                let status = status_of(&mut stream).await;
-                counts.add(status);
-                if status == 200 {
-                    held.push(stream);
-                } else {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                let mut buf = Vec::new();
+                match head(&mut stream, &mut buf).await {
+                    Some(h) if h.status == 200 => {
+                        counts.add("200 held");
+                        held.push(stream);
+                    }
+                    Some(h) => {
+                        let body = response_body(&mut stream, &h, buf).await;
+                        counts.add(outcome(&h, &body));
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    None => counts.add("closed"),
                 }
             }
-            "lagging listeners" => {
+            Attack::LaggingListeners => {
                 let uris: Vec<String> = (0..256).map(|i| format!("test://lag/{i}")).collect();
                 let listen = request(
                     id,
                     "subscriptions/listen",
                     serde_json::json!({"notifications": {"toolsListChanged": true, "resourceSubscriptions": uris}}),
-                    "",
+                    &auth,
+                    serde_json::json!({}),
                 );
                 let _ = stream.write_all(&listen).await;
                 // Never read: the stream falls behind.
-                counts.add(1);
+                counts.add("held");
                 held.push(stream);
                 if held.len() >= 8 {
                     tokio::time::sleep(Duration::from_millis(500)).await;
                 }
             }
-            "publisher" => {
+            Attack::Publisher => {
                 let mut buf = Vec::new();
                 let change = request(
                     id,
                     "tools/call",
                     serde_json::json!({"name": "test_trigger_tool_change", "arguments": {}}),
-                    "",
+                    &auth,
+                    serde_json::json!({}),
                 );
                 for _ in 0..100 {
-                    if stop.load(Ordering::Relaxed) || stream.write_all(&change).await.is_err() {
+                    if target.stopped() || stream.write_all(&change).await.is_err() {
                         break;
                     }
-                    counts.add(response(&mut stream, &mut buf).await);
+                    let Some((h, body)) = response(&mut stream, &mut buf).await else {
+                        counts.add("closed");
+                        break;
+                    };
+                    counts.add(outcome(&h, &body));
                 }
             }
-            "trickled bodies" => {
-                let opening = b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{";
-                let _ = stream.write_all(opening).await;
+            Attack::HeldBodies => {
+                let opening = format!(
+                    "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n{auth}Content-Length: 1000000\r\n\r\n["
+                );
+                let mut bytes = opening.into_bytes();
+                bytes.extend(b" ".repeat(1_000_000 - 2));
+                let written =
+                    tokio::time::timeout(Duration::from_secs(2), stream.write_all(&bytes)).await;
+                // A refusal comes back at once; a body being read does not.
+                let mut buf = Vec::new();
+                let answer =
+                    tokio::time::timeout(Duration::from_millis(100), head(&mut stream, &mut buf))
+                        .await;
+                match (written, answer) {
+                    (_, Ok(Some(h))) => {
+                        let body = response_body(&mut stream, &h, buf).await;
+                        counts.add(outcome(&h, &body));
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    (Ok(Ok(())), Err(_)) => {
+                        counts.add("held");
+                        held.push(stream);
+                    }
+                    _ => counts.add("closed"),
+                }
+                if held.len() >= 64 {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+            }
+            Attack::TrickledBodies => {
+                let opening = format!(
+                    "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n{auth}Content-Length: 100000\r\n\r\n{{"
+                );
+                let _ = stream.write_all(opening.as_bytes()).await;
                 held.push(stream);
-                counts.add(1);
+                counts.add("held");
                 let mut alive = Vec::new();
                 for mut conn in held.drain(..) {
                     if conn.write_all(b" ").await.is_ok() {
                         alive.push(conn);
                     } else {
-                        counts.add(0);
+                        counts.add("closed");
                     }
                 }
                 held = alive;
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
-            "idle HTTP/2 pingers" => {
+            Attack::Http2Pingers => {
                 let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
                 hello.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
                 let _ = stream.write_all(&hello).await;
-                counts.add(1);
+                counts.add("held");
                 held.push(stream);
                 let ping = [0, 0, 8, 6, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8];
                 let mut alive = Vec::new();
@@ -520,31 +1146,322 @@ async fn attack(
                     if conn.write_all(&ping).await.is_ok() {
                         alive.push(conn);
                     } else {
-                        counts.add(0);
+                        counts.add("closed");
                     }
                 }
                 held = alive;
                 tokio::time::sleep(Duration::from_millis(300)).await;
             }
-            _ => {
-                // Oversize: a declared length over the ceiling, then a body
-                // of many tiny values.
-                let over = b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 8000001\r\n\r\n";
-                let _ = stream.write_all(over).await;
-                counts.add(status_of(&mut stream).await);
-                if let Ok(mut stream) = connect(server, from).await {
+            Attack::OversizeBodies => {
+                // A declared length over the ceiling, then a body of many
+                // tiny values.
+                let over = format!(
+                    "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n{auth}Content-Length: 8000001\r\n\r\n"
+                );
+                let _ = stream.write_all(over.as_bytes()).await;
+                counts.status(status_of(&mut stream).await);
+                if let Ok(mut stream) = connect(target.server, target.from(attack.group())).await {
                     let mut body = b"[".to_vec();
                     body.extend(b"0,".repeat(3_950_000));
                     body.extend(b"0]");
                     let framing = format!(
-                        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\n\r\n",
                         body.len()
                     );
                     let _ = stream.write_all(framing.as_bytes()).await;
                     let _ = stream.write_all(&body).await;
-                    counts.add(status_of(&mut stream).await);
+                    counts.status(status_of(&mut stream).await);
                 }
             }
+            Attack::UnansweredElicitations => {
+                if let Some(stream) = elicit(stream, id, &auth, &counts).await {
+                    held.push(stream);
+                } else {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+            Attack::SlowTasks | Attack::QuickTasks => {
+                let seconds = if attack == Attack::SlowTasks { 600 } else { 0 };
+                let mut buf = Vec::new();
+                for n in 0..100u64 {
+                    let call = request(
+                        id * 1000 + n,
+                        "tools/call",
+                        serde_json::json!({"name": "slow_compute", "arguments": {"seconds": seconds, "label": "hostile"}}),
+                        &auth,
+                        serde_json::json!({"extensions": {TASKS_EXTENSION: {}}}),
+                    );
+                    if target.stopped() || stream.write_all(&call).await.is_err() {
+                        break;
+                    }
+                    let Some((h, body)) = response(&mut stream, &mut buf).await else {
+                        counts.add("closed");
+                        break;
+                    };
+                    counts.add(outcome(&h, &body));
+                    if attack == Attack::SlowTasks {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                }
+            }
+            Attack::UnknownTokens => {
+                let call = request(
+                    id,
+                    "tools/call",
+                    serde_json::json!({"name": "test_simple_text", "arguments": {}}),
+                    &auth,
+                    serde_json::json!({}),
+                );
+                let mut buf = Vec::new();
+                let answer = match stream.write_all(&call).await {
+                    Ok(()) => response(&mut stream, &mut buf).await,
+                    Err(_) => None,
+                };
+                match answer {
+                    Some((h, body)) => counts.add(outcome(&h, &body)),
+                    None => counts.add("closed"),
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            Attack::ProgressFlood => {
+                if target.floods.load(Ordering::Relaxed) >= MAX_FLOODS {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
+                let call = request(
+                    id,
+                    "tools/call",
+                    serde_json::json!({"name": "test_progress_flood", "arguments": {"count": 50_000}, "_meta": {"progressToken": id}}),
+                    &auth,
+                    serde_json::json!({}),
+                );
+                let _ = stream.write_all(&call).await;
+                let mut buf = Vec::new();
+                match head(&mut stream, &mut buf).await {
+                    Some(h) if h.status == 200 => {
+                        // Never read again.
+                        counts.add("200 held");
+                        target.floods.fetch_add(1, Ordering::Relaxed);
+                        held.push(stream);
+                    }
+                    Some(h) => {
+                        let body = response_body(&mut stream, &h, buf).await;
+                        counts.add(outcome(&h, &body));
+                    }
+                    None => counts.add("closed"),
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
         }
+    }
+}
+
+/// The receive buffer of a connection that never reads.
+const NEVER_READ_WINDOW: u32 = 4096;
+
+/// The most progress-flood calls held at once: enough to show an
+/// unbounded notification queue (50,000 notifications each), few enough
+/// not to take a loaded machine's memory.
+const MAX_FLOODS: usize = 64;
+
+/// The body after `head`, when it has a length (an SSE answer's first
+/// bytes otherwise).
+async fn response_body(stream: &mut TcpStream, head: &Head, mut buf: Vec<u8>) -> Vec<u8> {
+    let Some(len) = head
+        .header("content-length")
+        .and_then(|v| v.parse::<usize>().ok())
+    else {
+        return buf;
+    };
+    while buf.len() < len {
+        if read_more(stream, &mut buf).await == 0 {
+            break;
+        }
+    }
+    buf.truncate(len);
+    buf
+}
+
+/// A 2025 client that declared elicitation calls a tool that asks it one,
+/// on `stream`: returns the stream when the question came (never answered:
+/// its place waits), else counts what came instead.
+async fn elicit(mut stream: TcpStream, id: u64, auth: &str, counts: &Counts) -> Option<TcpStream> {
+    let initialize = legacy_request(
+        id,
+        "initialize",
+        &serde_json::json!({"protocolVersion": LEGACY, "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "hostile", "version": "1"}}),
+        auth,
+    );
+    let mut buf = Vec::new();
+    if stream.write_all(&initialize).await.is_err() {
+        counts.add("closed");
+        return None;
+    }
+    let Some((h, body)) = response(&mut stream, &mut buf).await else {
+        counts.add("closed");
+        return None;
+    };
+    let Some(session) = h.header("mcp-session-id").map(str::to_owned) else {
+        counts.add(format!("initialize {}", outcome(&h, &body)));
+        return None;
+    };
+    let call = legacy_request(
+        id + 1,
+        "tools/call",
+        &serde_json::json!({"name": "test_streaming_elicitation", "arguments": {}}),
+        &format!("{auth}Mcp-Session-Id: {session}\r\n"),
+    );
+    if stream.write_all(&call).await.is_err() {
+        counts.add("closed");
+        return None;
+    }
+    let Some(h) = head(&mut stream, &mut buf).await else {
+        counts.add("closed");
+        return None;
+    };
+    if h.status != 200 || h.header("content-type") != Some("text/event-stream") {
+        let body = response_body(&mut stream, &h, buf).await;
+        counts.add(outcome(&h, &body));
+        return None;
+    }
+    // The stream's first event: the question, or the call's refusal.
+    while !buf.windows(2).any(|w| w == b"\n\n") {
+        if read_more(&mut stream, &mut buf).await == 0 {
+            counts.add("200 closed");
+            return None;
+        }
+    }
+    let text = String::from_utf8_lossy(&buf);
+    if text.contains("elicitation/create") {
+        counts.add("200 asked (waiting)");
+        return Some(stream);
+    }
+    let limit = text
+        .split("\"limit\":\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or("?");
+    counts.add(format!("200 stream error {limit}"));
+    None
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn clean(name: &str) -> ScenarioReport {
+        ScenarioReport {
+            name: name.into(),
+            loaded: Latencies {
+                calls: 10,
+                p50_us: 1,
+                p99_us: 2,
+            },
+            server_alive: true,
+            rss_peak_kib: 100_000,
+            ..ScenarioReport::default()
+        }
+    }
+
+    /// Every ledger kind the brief names has a scenario taking its places.
+    #[test]
+    fn every_ledger_kind_has_a_scenario() {
+        for kind in wymcp::ledger::Kind::ALL {
+            assert!(
+                SCENARIOS.iter().any(|s| s.kinds.contains(&kind.name())),
+                "no hostile scenario for {}",
+                kind.name()
+            );
+        }
+    }
+
+    #[test]
+    fn a_5xx_a_lost_connection_a_panic_or_rss_over_the_bound_fails_but_latency_never_does() {
+        let report = |s: ScenarioReport| Report {
+            rss_bound_kib: RSS_BOUND_KIB,
+            scenarios: vec![clean("a"), s],
+        };
+        let mut slow = clean("slow");
+        slow.loaded.p99_us = 10_000_000;
+        slow.unloaded.p99_us = 1;
+        assert_eq!(report(slow).verdict(), Ok(()));
+        let mut failed = clean("5xx");
+        failed.client_failures.insert("503 -32603".into(), 1);
+        assert!(
+            report(failed)
+                .verdict()
+                .unwrap_err()
+                .contains("5xx: the well-behaved client met")
+        );
+        let mut lost = clean("lost");
+        lost.client_failures.insert("closed".into(), 1);
+        assert!(report(lost).verdict().is_err());
+        let mut panicked = clean("panic");
+        panicked.panics = 1;
+        assert!(report(panicked).verdict().is_err());
+        let mut fat = clean("fat");
+        fat.rss_peak_kib = RSS_BOUND_KIB + 1;
+        assert!(
+            report(fat)
+                .verdict()
+                .unwrap_err()
+                .contains("over the bound")
+        );
+        let mut starved = clean("starved");
+        starved.loaded.calls = 0;
+        assert!(report(starved).verdict().is_err());
+    }
+
+    #[test]
+    fn the_attack_time_is_shared_among_the_scenarios() {
+        let options = Options {
+            server: PathBuf::new(),
+            duration: Duration::from_secs(15),
+            unloaded: None,
+            only: None,
+        };
+        let (attack, unloaded) = options.times(SCENARIOS.len());
+        assert_eq!(attack, MIN_ATTACK);
+        assert_eq!(unloaded, Duration::from_secs(1));
+        let long = Options {
+            duration: Duration::from_secs(700),
+            ..options.clone()
+        };
+        assert_eq!(
+            long.times(7),
+            (Duration::from_secs(100), Duration::from_secs(5))
+        );
+        let one = Options {
+            only: Some(vec!["waits".into()]),
+            ..options
+        };
+        assert_eq!(one.scenarios().unwrap()[0].name, "waits");
+    }
+
+    #[test]
+    fn attackers_share_a_slash_24_the_client_is_outside_it() {
+        let target = Target {
+            server: SocketAddr::from(([127, 0, 0, 1], 1)),
+            auth: Auth::None,
+            stop: Arc::new(AtomicBool::new(false)),
+            next: AtomicU64::new(0),
+            floods: AtomicUsize::new(0),
+        };
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..600 {
+            let IpAddr::V4(a) = target.from(0) else {
+                panic!("IPv4")
+            };
+            assert_eq!(a.octets()[..3], [127, 0, 0]);
+            assert!(a.octets()[3] >= 2);
+            seen.insert(a);
+        }
+        assert!(seen.len() > 200);
+        let IpAddr::V4(client) = CLIENT_ADDR else {
+            panic!("IPv4")
+        };
+        assert_ne!(client.octets()[..3], [127, 0, 0]);
     }
 }

@@ -36,7 +36,7 @@ const USAGE: &str = "usage:
   wymcp-bench tasks [--tasks N] [--rounds N] [--in-flight N] [--json FILE]
   wymcp-bench startup [--tools N] [--rounds N] [--requests N] [--json FILE]
   wymcp-bench hotpath --everything PATH [--cores 1,2] [--quick] … (hotpath --help)
-  wymcp-bench hostile --server PATH [--seconds S] [--unloaded S] [--json FILE]
+  wymcp-bench hostile --server PATH [--seconds S] [--unloaded S] [--only SCENARIO,…] [--json FILE]
   wymcp-bench serve --server floor|wymcp|rmcp [--addr 127.0.0.1:0]
                     [--release-memory-after BYTES|off]
   wymcp-bench run [--quick] [--json FILE] [--markdown FILE] [--oha PATH]
@@ -113,23 +113,31 @@ fn release_memory_after(args: &[String]) -> Result<Option<u64>, String> {
     }
 }
 
-/// The hostile soak against the `examples/everything` binary `--server`.
+/// The hostile soak against the `examples/everything` binary `--server`:
+/// its scenarios one after the other, `--seconds` of attack shared among
+/// them.
 fn hostile(args: &[String]) -> Result<(), String> {
     check_flags(
         args,
-        &["--server", "--seconds", "--unloaded", "--json"],
+        &["--server", "--seconds", "--unloaded", "--only", "--json"],
         &[],
     )?;
     let options = hostile::Options {
         server: value(args, "--server")?.ok_or_else(|| USAGE.to_owned())?,
         duration: Duration::from_secs_f64(value(args, "--seconds")?.unwrap_or(60.0)),
-        unloaded: Duration::from_secs_f64(value(args, "--unloaded")?.unwrap_or(5.0)),
+        unloaded: value(args, "--unloaded")?.map(Duration::from_secs_f64),
+        only: list(args, "--only")?,
     };
+    let scenarios = options.scenarios()?;
+    let (attack, unloaded) = options.times(scenarios.len());
     println!(
-        "== hostile soak: {:?} alone, {:?} under attack, against {}",
-        options.unloaded,
-        options.duration,
-        options.server.display()
+        "== hostile soak: {} scenarios, each {unloaded:?} alone and {attack:?} under attack, against {} (load average: {})",
+        scenarios.len(),
+        options.server.display(),
+        wymcp_bench::procfs::load_average().map_or_else(
+            || "?".to_owned(),
+            |l| format!("{:.2} {:.2} {:.2}", l[0], l[1], l[2])
+        )
     );
     let report = hostile::run(&options)?;
     println!("{}", report.markdown());

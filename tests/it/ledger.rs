@@ -211,3 +211,133 @@ async fn a_flood_of_notifications_to_a_client_that_does_not_read_stays_bounded()
     assert!(dropped > 990_000, "dropped and counted: {dropped}");
     assert_eq!(server.ledger().held(Kind::Notifications), 0, "given back");
 }
+
+// ---------------------------------------------------------------------------
+// `examples/everything`'s ledger flags, which the hostile soak
+// (bench/src/hostile.rs) runs it with
+// ---------------------------------------------------------------------------
+
+/// A 2026 `subscriptions/listen` from `from`, with `token` as its Bearer
+/// token if any: the status, headers and (when it has a length) the body of
+/// the answer. A stream the server holds open is kept in `kept`.
+async fn listen_from(
+    server: std::net::SocketAddr,
+    from: [u8; 4],
+    token: Option<&str>,
+    kept: &mut Vec<tokio::net::TcpStream>,
+) -> (u16, String, Value) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(std::net::SocketAddr::from((from, 0))).unwrap();
+    let mut stream = socket.connect(server).await.unwrap();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {
+        "notifications": {"toolsListChanged": true},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        },
+    }})
+    .to_string();
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: subscriptions/listen\r\n{auth}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    let end = loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end;
+        }
+        let mut chunk = [0u8; 4096];
+        let n = tokio::time::timeout(std::time::Duration::from_secs(10), stream.read(&mut chunk))
+            .await
+            .expect("an answer in time")
+            .unwrap();
+        assert!(n > 0, "the connection closed before an answer");
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let length: Option<usize> = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map(|v| v.trim().parse().unwrap());
+    let Some(length) = length else {
+        kept.push(stream);
+        return (status, head, Value::Null);
+    };
+    while buf.len() < end + 4 + length {
+        let mut chunk = [0u8; 4096];
+        let n = stream.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "the connection closed in the body");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let body = serde_json::from_slice(&buf[end + 4..end + 4 + length]).unwrap();
+    (status, head, body)
+}
+
+/// Asserts a listen refused over its caller's share: `429`, -32600, id 1,
+/// `data.limit: "max_streams_per_caller"`, `Retry-After: 10`.
+#[track_caller]
+fn refused_over_share((status, head, body): &(u16, String, Value)) {
+    assert_eq!(*status, 429, "{head}\n{body}");
+    assert!(head.contains("\r\nretry-after: 10"), "{head}");
+    assert_eq!(body["id"], 1, "{body}");
+    assert_eq!(body["error"]["code"], -32600, "{body}");
+    assert_eq!(
+        body["error"]["data"]["limit"], "max_streams_per_caller",
+        "{body}"
+    );
+}
+
+/// Rule (issue 23, the hostile soak): `everything --group-ipv4 24` counts
+/// every address of one /24 as one caller — eight listen streams from
+/// eight addresses of `127.0.0.0/24` fill its share, the ninth, from a
+/// ninth address, is refused — while an address of another /24 is a
+/// caller of its own.
+#[tokio::test]
+async fn everything_groups_ipv4_addresses_by_the_prefix_it_is_given() {
+    let server = wymcp_tests::child::Everything::start(&["--group-ipv4", "24"], &[]);
+    let mut kept = Vec::new();
+    for i in 0..8u8 {
+        let (status, head, _) =
+            listen_from(server.addr(), [127, 0, 0, 10 + i], None, &mut kept).await;
+        assert_eq!(status, 200, "{head}");
+    }
+    refused_over_share(&listen_from(server.addr(), [127, 0, 0, 99], None, &mut kept).await);
+    let (status, head, _) = listen_from(server.addr(), [127, 1, 0, 1], None, &mut kept).await;
+    assert_eq!(status, 200, "another /24 is another caller: {head}");
+    assert_eq!(server.panics(), 0);
+}
+
+/// Rule (issue 23, the hostile soak): `everything --static-token A
+/// --static-token B` lets in both, each a principal of its own — A's eight
+/// streams fill A's share, not B's.
+#[tokio::test]
+async fn everythings_static_tokens_are_principals_of_their_own() {
+    let server = wymcp_tests::child::Everything::start(
+        &["--static-token", "token-a", "--static-token", "token-b"],
+        &[],
+    );
+    let mut kept = Vec::new();
+    for i in 0..8u8 {
+        let (status, head, _) = listen_from(
+            server.addr(),
+            [127, 0, 0, 10 + i],
+            Some("token-a"),
+            &mut kept,
+        )
+        .await;
+        assert_eq!(status, 200, "{head}");
+    }
+    refused_over_share(
+        &listen_from(server.addr(), [127, 0, 0, 99], Some("token-a"), &mut kept).await,
+    );
+    let (status, head, _) =
+        listen_from(server.addr(), [127, 0, 0, 99], Some("token-b"), &mut kept).await;
+    assert_eq!(status, 200, "another token is another principal: {head}");
+    assert_eq!(server.panics(), 0);
+}

@@ -966,7 +966,7 @@ mod tests {
                 ChangeBus::new(),
                 Ledger::default(),
                 false,
-                crate::surface::DEFAULT_NOTIFICATION_BYTES_PER_REQUEST,
+                crate::surface::notify::DEFAULT_NOTIFICATION_BYTES_PER_REQUEST,
             )
             .unwrap()
     }
