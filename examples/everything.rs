@@ -833,10 +833,10 @@ fn server(
     for prompt in prompts() {
         builder = builder.prompt(prompt);
     }
-    if let Some(key) = keys.accepted {
+    if let Some(key) = keys.accepted.clone() {
         builder = builder.accept_sealing_key(key);
     }
-    if let Some(key) = keys.current {
+    if let Some(key) = keys.current.clone() {
         builder = builder.sealing_key(key);
     }
     if let Some(auth) = auth {
@@ -851,7 +851,15 @@ fn server(
         // Replicas share Redis: the change bus, a 2025 client's answers to
         // mid-call requests, and the task store.
         REPLICATED.store(true, std::sync::atomic::Ordering::Relaxed);
-        let config = wymcp::redis::RedisConfig::default();
+        // They sign what they write there with the key they seal with, so
+        // a replica believes only what another replica wrote.
+        let shared = keys.current.as_ref().ok_or(
+            "--redis-url needs WYMCP_SEALING_KEY: the replicas sign what they write to Redis with the key they share",
+        )?;
+        let mut config = wymcp::redis::RedisConfig::default().shared_key(shared);
+        if let Some(retired) = &keys.accepted {
+            config = config.accept_key(retired);
+        }
         builder = builder
             .change_relay(wymcp::redis::RedisBus::new(url, config.clone())?)
             .answer_relay(wymcp::redis::RedisAnswers::new(url, config.clone())?)

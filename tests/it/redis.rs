@@ -22,9 +22,17 @@ use wymcp::testing::{Client, Listen};
 
 const CHANNEL: &str = "wymcp:changes";
 
-/// Settings that notice an outage and come back quickly.
+/// The deployment's shared key: the replicas seal with it and sign what
+/// they write to Redis with it.
+fn shared() -> wymcp::mrtr::SealingKey {
+    wymcp::mrtr::SealingKey::new("shared", [7u8; 32]).unwrap()
+}
+
+/// Settings that notice an outage and come back quickly, with the shared
+/// key.
 fn quick() -> RedisConfig {
     RedisConfig::default()
+        .shared_key(&shared())
         .timeouts(Duration::from_millis(500), Duration::from_millis(500))
         .backoff(Duration::from_millis(50), Duration::from_millis(200))
         .ping_interval(Duration::from_millis(200))
@@ -293,9 +301,8 @@ async fn the_task_store_answers_500_in_time_while_redis_is_away() {
 /// through `redis`, and the deployment's shared sealing key (which opens
 /// every replica's session tokens and request ids).
 fn answering(redis: &RedisServer) -> Arc<Server> {
-    let key = wymcp::mrtr::SealingKey::new("shared", [7u8; 32]).unwrap();
     let builder = Server::builder()
-        .sealing_key(key)
+        .sealing_key(shared())
         .answer_relay(RedisAnswers::new(&redis.url(), quick()).unwrap());
     Arc::new(crate::mid_call::tools(builder).build().unwrap())
 }
