@@ -17,8 +17,11 @@
 //! | [`stdio_lines`] | a ceiling, read sizes, a byte stream | the stdio line reader splits as a reference does, whatever the reads, and holds no more than the ceiling and one read |
 //! | [`jwk_set`] | a JSON document as a JWK Set | only a `keys` array is a set; only usable verifying keys are kept; selection by `kid` and algorithm agrees with a reference |
 //! | [`jwt`] | a token, checked against a fixed key | nothing but a token signed by the key verifies; a changed byte never does; `none`, HMAC and embedded keys are refused or never used |
+//! | [`bus_message`] | bytes as read from the change bus's Redis channel | accepted only behind the shared key's tag and within the bound; a signed message is heard, a changed or foreign one never; changes round-trip |
+//! | [`task_record`] | a version, an id and bytes as a task record read back from Redis | opened only behind the shared key's tag for that id and version, within the bound; sealed records round-trip |
 //! | [`introspection`] | a JSON value as an RFC 7662 answer | acceptance only for `active: true` and claims of the right type that hold; the principal is the answer's |
 
+pub mod bus_message;
 pub mod capture;
 pub mod chain;
 pub mod classify;
@@ -28,6 +31,7 @@ pub mod jwk_set;
 pub mod jwt;
 pub mod request_state;
 pub mod stdio_lines;
+pub mod task_record;
 
 /// A check: `Err` names the invariant an input broke.
 pub type Check = fn(&[u8]) -> Result<(), String>;
@@ -43,6 +47,8 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("jwk_set", jwk_set::check_jwk_set),
     ("jwt", jwt::check_jwt),
     ("introspection", introspection::check_introspection),
+    ("bus_message", bus_message::check_bus_message),
+    ("task_record", task_record::check_task_record),
 ];
 
 /// `Err(format!(..))` unless the condition holds.
