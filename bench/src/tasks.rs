@@ -378,7 +378,8 @@ pub fn run(tasks: usize, rounds: usize, in_flight: usize) -> Result<Vec<StorePas
         let url = format!("redis://127.0.0.1:{}/", redis.port());
         let replaced = Arc::new(AtomicUsize::new(0));
         let store = Counting {
-            inner: RedisTaskStore::new(&url, crate::bus::redis_config()).map_err(|e| e.to_string())?,
+            inner: RedisTaskStore::new(&url, crate::bus::redis_config())
+                .map_err(|e| e.to_string())?,
             replaced: replaced.clone(),
         };
         passes.push(

@@ -470,9 +470,8 @@ async fn a_forged_or_oversized_bus_message_reaches_no_listen_stream() {
         return;
     };
     let warnings = Warnings::default();
-    let _guard = tracing::subscriber::set_default(
-        tracing_subscriber::registry().with(warnings.clone()),
-    );
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(warnings.clone()));
     let b = replica(&redis, TaskLimits::default());
     redis.await_subscribers(CHANNEL, 1).await;
     let mut on_b = listen(&b).await;
@@ -498,13 +497,21 @@ async fn a_forged_or_oversized_bus_message_reaches_no_listen_stream() {
         Vec::<String>::new(),
         "no forged or oversized change reaches a stream"
     );
-    cli_bytes(&redis, &["PUBLISH", CHANNEL], Some(&signed(&shared(), change)));
+    cli_bytes(
+        &redis,
+        &["PUBLISH", CHANNEL],
+        Some(&signed(&shared(), change)),
+    );
     assert_eq!(
         heard(&mut on_b, Duration::from_millis(400)).await,
         ["notifications/resources/updated test://watched"],
         "a change signed with the shared key does"
     );
-    assert_eq!(warnings.0.load(Ordering::SeqCst), 1, "one warning for the burst");
+    assert_eq!(
+        warnings.0.load(Ordering::SeqCst),
+        1,
+        "one warning for the burst"
+    );
 }
 
 /// Rule (issue 23, item 7): a task record written into Redis by someone
@@ -534,7 +541,8 @@ async fn a_forged_task_record_is_not_served() {
         raw
     };
     let genuine = record(&ids[0]);
-    let json = String::from_utf8(genuine[32..].to_vec()).expect("the record's JSON follows its tag");
+    let json =
+        String::from_utf8(genuine[32..].to_vec()).expect("the record's JSON follows its tag");
     assert!(json.contains("waited 1 ms"), "{json}");
     let forged_json = json.replace("waited 1 ms", "forged!");
     let mut bad_tag = vec![0u8; 32];
@@ -578,7 +586,12 @@ async fn an_answer_over_64_kib_is_relayed() {
     let name = "B".repeat(200 * 1024);
     let elicited = json!({"action": "accept", "content": {"name": name}});
     let accepted = send(&rb, answer(&request["id"], elicited, &session)).await;
-    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{:?}", accepted.status);
+    assert_eq!(
+        accepted.status,
+        StatusCode::ACCEPTED,
+        "{:?}",
+        accepted.status
+    );
     let done = stream.next().await.unwrap();
     assert_eq!(done["id"], 8);
     assert_eq!(
@@ -612,10 +625,79 @@ async fn an_answer_over_max_answer_bytes_is_413_not_retryable() {
     let error = &reply.body["error"];
     assert_eq!(error["data"]["limit"], "max_answer_bytes", "{error}");
     assert_eq!(error["data"]["max"], 4096, "{error}");
-    assert!(reply.headers.get("retry-after").is_none(), "{:?}", reply.headers);
+    assert!(
+        reply.headers.get("retry-after").is_none(),
+        "{:?}",
+        reply.headers
+    );
     let short = json!({"action": "accept", "content": {"name": "Bea"}});
     let accepted = send(&rb, answer(&request["id"], short, &session)).await;
     assert_eq!(accepted.status, StatusCode::ACCEPTED);
+    let done = stream.next().await.unwrap();
+    assert_eq!(done["result"]["content"][0]["text"], "hello Bea, round 1");
+}
+
+/// base64url without padding, decoded (a request id as the server seals
+/// it); `None` for anything else.
+fn base64url(text: &str) -> Option<Vec<u8>> {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = Vec::new();
+    let (mut bits, mut held) = (0u32, 0u32);
+    for c in text.bytes() {
+        let value = ALPHABET.iter().position(|&a| a == c)?;
+        bits = (bits << 6) | u32::try_from(value).ok()?;
+        held += 6;
+        if held >= 8 {
+            held -= 8;
+            out.push(u8::try_from((bits >> held) & 0xff).ok()?);
+        }
+    }
+    Some(out)
+}
+
+/// Rule (issue 23, item 7): an answer published straight on the holding
+/// replica's answer channel by someone without the replicas' key (who read
+/// the nonce and the holder out of the request id, which is signed, not
+/// encrypted) is never handed to the call: the call goes on waiting, and
+/// the client's own answer, relayed by a replica, is the one it gets.
+#[tokio::test]
+async fn a_forged_relayed_answer_never_reaches_the_call() {
+    use crate::mid_call::answer;
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let Waiting {
+        a: _a,
+        rb,
+        session,
+        mut stream,
+        request,
+        ..
+    } = waiting_on_a(&redis).await;
+    // The id: version, key id, expiry, the state (JSON), the tag.
+    let token = base64url(request["id"].as_str().unwrap()).unwrap();
+    let key_id = usize::from(token[1]);
+    let state: Value = serde_json::from_slice(&token[2 + key_id + 8..token.len() - 32]).unwrap();
+    let (nonce, holder) = (state["n"].as_str().unwrap(), state["o"].as_str().unwrap());
+    let forged = json!({"c": "forged", "r": "attacker", "a": {"n": nonce, "m": {
+        "jsonrpc": "2.0", "id": request["id"],
+        "result": {"action": "accept", "content": {"name": "Mallory"}}}}});
+    let forged = serde_json::to_vec(&forged).unwrap();
+    let mut bad_tag = vec![0u8; 32];
+    bad_tag.extend_from_slice(&forged);
+    let channel = format!("{CHANNEL}:answers:{holder}");
+    for message in [forged, bad_tag] {
+        let receivers = cli_bytes(&redis, &["PUBLISH", &channel], Some(&message));
+        assert_eq!(String::from_utf8_lossy(&receivers).trim(), "1");
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let elicited = json!({"action": "accept", "content": {"name": "Bea"}});
+    let accepted = send(&rb, answer(&request["id"], elicited, &session)).await;
+    assert_eq!(
+        accepted.status,
+        StatusCode::ACCEPTED,
+        "the call still waits"
+    );
     let done = stream.next().await.unwrap();
     assert_eq!(done["result"]["content"][0]["text"], "hello Bea, round 1");
 }

@@ -122,7 +122,10 @@ pub fn check_bus_message(data: &[u8]) -> Result<(), String> {
             "{change:?} came back as {theirs:?}"
         );
         let own = bus_hear(keys, "theirs", big, &message);
-        ensure!(own == Ok(Heard::Ignored), "a replica heard its own {change:?}: {own:?}");
+        ensure!(
+            own == Ok(Heard::Ignored),
+            "a replica heard its own {change:?}: {own:?}"
+        );
     }
     Ok(())
 }

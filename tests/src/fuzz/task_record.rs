@@ -88,9 +88,18 @@ pub fn check_task_record(data: &[u8]) -> Result<(), String> {
     }
     let other_id = format!("{id}x");
     for (what, opened) in [
-        ("another id", task_open(keys, &other_id, version, big, &sealed)),
-        ("another version", task_open(keys, &id, version + 1, big, &sealed)),
-        ("another key", task_open(stranger(), &id, version, big, &sealed)),
+        (
+            "another id",
+            task_open(keys, &other_id, version, big, &sealed),
+        ),
+        (
+            "another version",
+            task_open(keys, &id, version + 1, big, &sealed),
+        ),
+        (
+            "another key",
+            task_open(stranger(), &id, version, big, &sealed),
+        ),
     ] {
         ensure!(opened == Err(Dropped::Forged), "a record opened for {what}");
     }

@@ -96,7 +96,11 @@ impl ChangeRelay for RedisBus {
                 max = self.config.max_message_bytes, "a change too large to relay was delivered on this replica only");
             return;
         }
-        let Some(message) = self.config.keys_unchecked().sign(Purpose::Bus, b"", &message) else {
+        let Some(message) = self
+            .config
+            .keys_unchecked()
+            .sign(Purpose::Bus, b"", &message)
+        else {
             return;
         };
         if self.queue.try_send(message).is_err() {
@@ -355,10 +359,16 @@ mod tests {
         ];
         for change in changes {
             let bytes = sent(&keys, "a", &change);
-            assert_eq!(hear(&keys, "a", 1024, &bytes), Ok(Heard::Ignored), "{change:?}");
+            assert_eq!(
+                hear(&keys, "a", 1024, &bytes),
+                Ok(Heard::Ignored),
+                "{change:?}"
+            );
             assert_eq!(hear(&keys, "b", 1024, &bytes), Ok(Heard::Change(change)));
         }
-        let resync = keys.sign(Purpose::Bus, b"", br#"{"o":"a","k":"resync"}"#).unwrap();
+        let resync = keys
+            .sign(Purpose::Bus, b"", br#"{"o":"a","k":"resync"}"#)
+            .unwrap();
         assert_eq!(hear(&keys, "b", 1024, &resync), Ok(Heard::Resync));
         for junk in [
             &b"nope"[..],
@@ -382,7 +392,10 @@ mod tests {
         let plain = encode("a", &change).unwrap();
         assert_eq!(hear(&keys, "b", 1024, &plain), Err(Dropped::Forged));
         let other = Keys::new(&SealingKey::new("k", vec![2u8; 32]).unwrap());
-        assert_eq!(hear(&keys, "b", 1024, &sent(&other, "a", &change)), Err(Dropped::Forged));
+        assert_eq!(
+            hear(&keys, "b", 1024, &sent(&other, "a", &change)),
+            Err(Dropped::Forged)
+        );
         let tasks = keys.sign(Purpose::Tasks, b"", &plain).unwrap();
         assert_eq!(hear(&keys, "b", 1024, &tasks), Err(Dropped::Forged));
         let big = Change::Application {
@@ -390,7 +403,10 @@ mod tests {
             body: "x".repeat(2000),
         };
         let bytes = sent(&keys, "a", &big);
-        assert_eq!(hear(&keys, "b", 1024, &bytes), Err(Dropped::TooLarge(bytes.len())));
+        assert_eq!(
+            hear(&keys, "b", 1024, &bytes),
+            Err(Dropped::TooLarge(bytes.len()))
+        );
         assert_eq!(hear(&keys, "b", 4096, &bytes), Ok(Heard::Change(big)));
     }
 }

@@ -219,8 +219,10 @@ impl DropLog {
         {
             self.since.store(0, Ordering::Relaxed);
             match why {
-                Dropped::TooLarge(bytes) => tracing::warn!(target: "wymcp::redis", what, bytes, dropped = count,
-                    "a message read from Redis was over its bound and dropped unread (is Redis shared with something else, or open to writers other than the replicas?)"),
+                Dropped::TooLarge(bytes) => {
+                    tracing::warn!(target: "wymcp::redis", what, bytes, dropped = count,
+                    "a message read from Redis was over its bound and dropped unread (is Redis shared with something else, or open to writers other than the replicas?)")
+                }
                 Dropped::Forged => tracing::warn!(target: "wymcp::redis", what, dropped = count,
                     "a message read from Redis did not carry a valid tag and was dropped (do all replicas share the same key? is Redis open to other writers?)"),
             }
@@ -256,19 +258,30 @@ mod tests {
         assert!(rotated.verify(Purpose::Bus, b"c", &signed).is_some());
         let by_new = rotated.sign(Purpose::Bus, b"c", b"{}").unwrap();
         assert_eq!(keys.verify(Purpose::Bus, b"c", &by_new), None);
-        assert!(keys.clone().accept(&key(2)).verify(Purpose::Bus, b"c", &by_new).is_some());
+        assert!(
+            keys.clone()
+                .accept(&key(2))
+                .verify(Purpose::Bus, b"c", &by_new)
+                .is_some()
+        );
         let mut flipped = signed.clone();
         flipped[0] ^= 1;
-        assert_eq!(receive(&keys, Purpose::Bus, b"c", 2, &flipped), Err(Dropped::Forged));
-        assert_eq!(receive(&keys, Purpose::Bus, b"c", 2, b"{}"), Err(Dropped::Forged));
-        assert_eq!(receive(&keys, Purpose::Bus, b"c", 2, &signed), Ok(&b"{}"[..]));
+        assert_eq!(
+            receive(&keys, Purpose::Bus, b"c", 2, &flipped),
+            Err(Dropped::Forged)
+        );
+        assert_eq!(
+            receive(&keys, Purpose::Bus, b"c", 2, b"{}"),
+            Err(Dropped::Forged)
+        );
+        assert_eq!(
+            receive(&keys, Purpose::Bus, b"c", 2, &signed),
+            Ok(&b"{}"[..])
+        );
         assert_eq!(
             receive(&keys, Purpose::Bus, b"c", 1, &signed),
             Err(Dropped::TooLarge(TAG_LEN + 2))
         );
-        assert_eq!(
-            format!("{keys:?}"),
-            "Keys { signs: true, accepted: 0, .. }"
-        );
+        assert_eq!(format!("{keys:?}"), "Keys { signs: true, accepted: 0, .. }");
     }
 }

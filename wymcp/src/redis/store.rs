@@ -123,7 +123,13 @@ pub(crate) fn open_record<'r>(
     max: usize,
     record: &'r [u8],
 ) -> Result<&'r [u8], Dropped> {
-    receive(keys, Purpose::Tasks, &record_context(id, version), max, record)
+    receive(
+        keys,
+        Purpose::Tasks,
+        &record_context(id, version),
+        max,
+        record,
+    )
 }
 
 impl RedisTaskStore {
@@ -137,8 +143,13 @@ impl RedisTaskStore {
                 self.config.max_record_bytes
             )));
         }
-        seal_record(self.config.keys_unchecked(), &entry.id, entry.version, &entry.data)
-            .ok_or_else(|| TaskStoreError::Unavailable("the task store has no key".into()))
+        seal_record(
+            self.config.keys_unchecked(),
+            &entry.id,
+            entry.version,
+            &entry.data,
+        )
+        .ok_or_else(|| TaskStoreError::Unavailable("the task store has no key".into()))
     }
 }
 
@@ -226,12 +237,27 @@ mod tests {
     fn a_record_opens_for_its_task_and_version_only() {
         let keys = Keys::new(&SealingKey::new("k", vec![1u8; 32]).unwrap());
         let record = seal_record(&keys, "t1", 3, b"{\"s\":1}").unwrap();
-        assert_eq!(open_record(&keys, "t1", 3, 64, &record), Ok(&b"{\"s\":1}"[..]));
-        assert_eq!(open_record(&keys, "t2", 3, 64, &record), Err(Dropped::Forged));
-        assert_eq!(open_record(&keys, "t1", 4, 64, &record), Err(Dropped::Forged));
-        assert_eq!(open_record(&keys, "t1", 3, 64, b"{\"s\":1}"), Err(Dropped::Forged));
+        assert_eq!(
+            open_record(&keys, "t1", 3, 64, &record),
+            Ok(&b"{\"s\":1}"[..])
+        );
+        assert_eq!(
+            open_record(&keys, "t2", 3, 64, &record),
+            Err(Dropped::Forged)
+        );
+        assert_eq!(
+            open_record(&keys, "t1", 4, 64, &record),
+            Err(Dropped::Forged)
+        );
+        assert_eq!(
+            open_record(&keys, "t1", 3, 64, b"{\"s\":1}"),
+            Err(Dropped::Forged)
+        );
         let other = Keys::new(&SealingKey::new("k", vec![2u8; 32]).unwrap());
-        assert_eq!(open_record(&other, "t1", 3, 64, &record), Err(Dropped::Forged));
+        assert_eq!(
+            open_record(&other, "t1", 3, 64, &record),
+            Err(Dropped::Forged)
+        );
         assert_eq!(
             open_record(&keys, "t1", 3, 6, &record),
             Err(Dropped::TooLarge(record.len()))
