@@ -31,7 +31,7 @@ use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tower::ServiceExt as _;
-use wymcp::redis::{RedisConfig, RedisTaskStore};
+use wymcp::redis::RedisTaskStore;
 use wymcp::tasks::{MemoryTaskStore, StoreFuture, TaskEntry, TaskStore};
 use wymcp::{NoArgs, Server, TaskLimits, TaskSupport, Tool, ToolResult};
 

@@ -122,7 +122,7 @@ impl AnswerRelay for RedisAnswers {
         &self.origin
     }
 
-    fn max_message_bytes(&self) -> usize {
+    fn max_answer_bytes(&self) -> usize {
         self.config.max_answer_bytes
     }
 

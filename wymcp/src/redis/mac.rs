@@ -221,10 +221,12 @@ impl DropLog {
             match why {
                 Dropped::TooLarge(bytes) => {
                     tracing::warn!(target: "wymcp::redis", what, bytes, dropped = count,
-                    "a message read from Redis was over its bound and dropped unread (is Redis shared with something else, or open to writers other than the replicas?)")
+                        "a message read from Redis was over its bound and dropped unread (is Redis shared with something else, or open to writers other than the replicas?)");
                 }
-                Dropped::Forged => tracing::warn!(target: "wymcp::redis", what, dropped = count,
-                    "a message read from Redis did not carry a valid tag and was dropped (do all replicas share the same key? is Redis open to other writers?)"),
+                Dropped::Forged => {
+                    tracing::warn!(target: "wymcp::redis", what, dropped = count,
+                        "a message read from Redis did not carry a valid tag and was dropped (do all replicas share the same key? is Redis open to other writers?)");
+                }
             }
         } else {
             tracing::debug!(target: "wymcp::redis", what, ?why, "a message read from Redis was dropped");

@@ -167,7 +167,7 @@ pub trait AnswerRelay: Send + Sync + fmt::Debug + 'static {
     /// The longest `message` [`forward`](Self::forward) carries; a longer
     /// answer is refused with `413` (not retryable) before it is forwarded.
     /// Default: no bound of the relay's own.
-    fn max_message_bytes(&self) -> usize {
+    fn max_answer_bytes(&self) -> usize {
         usize::MAX
     }
 
@@ -226,7 +226,7 @@ pub(crate) enum Refused {
     /// `503`: the replica holding the call could not be reached.
     Unreachable,
     /// `413`: the answer is longer than the relay carries
-    /// ([`AnswerRelay::max_message_bytes`]); no retry changes that.
+    /// ([`AnswerRelay::max_answer_bytes`]); no retry changes that.
     TooLarge {
         /// The relay's bound, in bytes.
         max: usize,
@@ -451,7 +451,7 @@ impl Peer {
             return Box::pin(std::future::ready(Err(Refused::NoWaiter)));
         };
         let message = serde_json::to_vec(&json!({"n": nonce, "m": response})).unwrap_or_default();
-        let max = relay.max_message_bytes();
+        let max = relay.max_answer_bytes();
         if message.len() > max {
             return Box::pin(std::future::ready(Err(Refused::TooLarge { max })));
         }
