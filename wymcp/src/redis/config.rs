@@ -43,8 +43,9 @@ pub struct RedisConfig {
     /// raising that.
     pub max_answer_bytes: usize,
     /// The largest task record the task store writes or reads back, in
-    /// bytes; a larger one read back is treated as a store error, unread.
-    /// Default 16 MiB.
+    /// bytes: writing a larger one fails the store operation, and one read
+    /// back is dropped unread (the task is unknown). Default 16 MiB, above
+    /// [`TaskLimits::max_task_bytes`](crate::TaskLimits)'s 1 MiB.
     pub max_record_bytes: usize,
     /// Changes waiting to be published; one more while the queue is full
     /// (Redis slow or away) is dropped for the other replicas. Default 1,024.
