@@ -863,6 +863,12 @@ fn server(
     for prompt in prompts() {
         builder = builder.prompt(prompt);
     }
+    // The replicas sign what they write to Redis with the key they seal
+    // with, so a replica believes only what another replica wrote.
+    let redis = match redis {
+        Some(url) => Some((url, keys.redis_config()?)),
+        None => None,
+    };
     if let Some(key) = keys.accepted {
         builder = builder.accept_sealing_key(key);
     }
@@ -877,11 +883,10 @@ fn server(
         let lease = Duration::from_millis(ms.parse()?);
         builder = builder.task_limits(wymcp::TaskLimits::default().lease(lease, lease / 3));
     }
-    if let Some(url) = redis {
+    if let Some((url, config)) = redis {
         // Replicas share Redis: the change bus, a 2025 client's answers to
         // mid-call requests, and the task store.
         REPLICATED.store(true, std::sync::atomic::Ordering::Relaxed);
-        let config = wymcp::redis::RedisConfig::default();
         builder = builder
             .change_relay(wymcp::redis::RedisBus::new(url, config.clone())?)
             .answer_relay(wymcp::redis::RedisAnswers::new(url, config.clone())?)
@@ -899,6 +904,19 @@ struct Keys {
 }
 
 impl Keys {
+    /// The Redis settings of a replica holding these keys: it signs with
+    /// the one that seals, and still accepts the retired one.
+    fn redis_config(&self) -> Result<wymcp::redis::RedisConfig, &'static str> {
+        let shared = self.current.as_ref().ok_or(
+            "--redis-url needs WYMCP_SEALING_KEY: the replicas sign what they write to Redis with the key they share",
+        )?;
+        let mut config = wymcp::redis::RedisConfig::default().shared_key(shared);
+        if let Some(retired) = &self.accepted {
+            config = config.accept_key(retired);
+        }
+        Ok(config)
+    }
+
     /// `WYMCP_SEALING_KEY` (the secret) and `WYMCP_SEALING_KEY_ID` (its id,
     /// `shared` by default); `WYMCP_ACCEPT_SEALING_KEY` and
     /// `WYMCP_ACCEPT_SEALING_KEY_ID` for a key that only unseals.

@@ -252,6 +252,16 @@ pub async fn await_subscribers(port: u16, channel: &str, n: usize) -> Result<(),
     Err(format!("{channel} never had {n} subscribers"))
 }
 
+/// The Redis settings of the bench's replicas: the defaults, and the
+/// shared key every replica signs with (a fixed one: the bench's replicas
+/// are its own).
+#[must_use]
+pub fn redis_config() -> RedisConfig {
+    let key = wymcp::mrtr::SealingKey::new("bench", [7u8; 32])
+        .unwrap_or_else(|_| unreachable!("a 32-byte secret and a short id make a key"));
+    RedisConfig::default().shared_key(&key)
+}
+
 /// Both passes, in-process first.
 pub async fn run(streams: usize, changes: usize) -> Result<Vec<BusPass>, String> {
     let limits = ListenLimits::default()
@@ -263,7 +273,7 @@ pub async fn run(streams: usize, changes: usize) -> Result<Vec<BusPass>, String>
 
     let redis = start_redis()?;
     let url = format!("redis://127.0.0.1:{}/", redis.1);
-    let bus = || RedisBus::new(&url, RedisConfig::default()).map_err(|e| e.to_string());
+    let bus = || RedisBus::new(&url, redis_config()).map_err(|e| e.to_string());
     let a = server(limits, Some(bus()?));
     let b = server(limits, Some(bus()?));
     // Both subscribed before the first change: one published earlier would

@@ -126,7 +126,7 @@ pub fn serve(
             .max_streams_per_caller(streams + HEADROOM);
         let mut builder = Server::builder().tools_capability().listen_limits(limits);
         if let Some(url) = redis {
-            let bus = RedisBus::new(url, RedisConfig::default()).map_err(|e| e.to_string())?;
+            let bus = RedisBus::new(url, crate::bus::redis_config()).map_err(|e| e.to_string())?;
             builder = builder.change_relay(bus);
         }
         let server = Arc::new(builder.build().map_err(|e| e.to_string())?);

@@ -33,7 +33,7 @@ use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tower::ServiceExt as _;
-use wymcp::redis::{RedisConfig, RedisTaskStore};
+use wymcp::redis::RedisTaskStore;
 use wymcp::tasks::{MemoryTaskStore, StoreFuture, TaskEntry, TaskStore};
 use wymcp::{NoArgs, Server, TaskLimits, TaskSupport, Tool, ToolResult};
 
@@ -384,7 +384,8 @@ pub fn run(tasks: usize, rounds: usize, in_flight: usize) -> Result<Vec<StorePas
         let url = format!("redis://127.0.0.1:{}/", redis.port());
         let replaced = Arc::new(AtomicUsize::new(0));
         let store = Counting {
-            inner: RedisTaskStore::new(&url, RedisConfig::default()).map_err(|e| e.to_string())?,
+            inner: RedisTaskStore::new(&url, crate::bus::redis_config())
+                .map_err(|e| e.to_string())?,
             replaced: replaced.clone(),
         };
         passes.push(

@@ -173,6 +173,35 @@ fn the_legacy_token_seeds_reach_minting_and_expiry() {
     );
 }
 
+/// The Redis seeds reach both arms: the ones named for a message or
+/// record the shared key signed are accepted as read, every other is not.
+#[test]
+fn the_redis_seeds_reach_acceptance_and_refusal() {
+    use wymcp_tests::fuzz::{bus_message, task_record};
+    let accepted = |target: &str, accepts: fn(&[u8]) -> bool| -> Vec<String> {
+        corpus(target)
+            .into_iter()
+            .filter(|(_, data)| accepts(data))
+            .map(|(name, _)| name)
+            .collect()
+    };
+    assert_eq!(
+        accepted("bus_message", bus_message::accepts),
+        [
+            "signed-app",
+            "signed-junk",
+            "signed-own",
+            "signed-resync",
+            "signed-tools",
+            "signed-updated"
+        ]
+    );
+    assert_eq!(
+        accepted("task_record", task_record::accepts),
+        ["sealed-empty-id", "sealed-t1-v3"]
+    );
+}
+
 #[test]
 fn every_target_has_a_corpus_test() {
     let names: Vec<&str> = TARGETS.iter().map(|(name, _)| *name).collect();
@@ -189,7 +218,9 @@ fn every_target_has_a_corpus_test() {
             "jwt",
             "introspection",
             "session_token",
-            "sealed_id"
+            "sealed_id",
+            "bus_message",
+            "task_record"
         ]
     );
 }
@@ -316,4 +347,14 @@ fn replay_a_directory() {
     }
     eprintln!("{files} files, {} failures", failures.len());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn bus_message_corpus_accepts_only_the_shared_keys_messages() {
+    replay("bus_message");
+}
+
+#[test]
+fn task_record_corpus_opens_only_the_shared_keys_records() {
+    replay("task_record");
 }

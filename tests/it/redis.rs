@@ -22,9 +22,17 @@ use wymcp::testing::{Client, Listen};
 
 const CHANNEL: &str = "wymcp:changes";
 
-/// Settings that notice an outage and come back quickly.
+/// The deployment's shared key: the replicas seal with it and sign what
+/// they write to Redis with it.
+fn shared() -> wymcp::mrtr::SealingKey {
+    wymcp::mrtr::SealingKey::new("shared", [7u8; 32]).unwrap()
+}
+
+/// Settings that notice an outage and come back quickly, with the shared
+/// key.
 fn quick() -> RedisConfig {
     RedisConfig::default()
+        .shared_key(&shared())
         .timeouts(Duration::from_millis(500), Duration::from_millis(500))
         .backoff(Duration::from_millis(50), Duration::from_millis(200))
         .ping_interval(Duration::from_millis(200))
@@ -330,11 +338,10 @@ async fn redis_refuses_a_caller_over_its_stored_share_across_replicas() {
 /// A replica answering 2025 calls: the mid-call tools, answers relayed
 /// through `redis`, and the deployment's shared sealing key (which opens
 /// every replica's session tokens and request ids).
-fn answering(redis: &RedisServer) -> Arc<Server> {
-    let key = wymcp::mrtr::SealingKey::new("shared", [7u8; 32]).unwrap();
+fn answering(redis: &RedisServer, config: RedisConfig) -> Arc<Server> {
     let builder = Server::builder()
-        .sealing_key(key)
-        .answer_relay(RedisAnswers::new(&redis.url(), quick()).unwrap());
+        .sealing_key(shared())
+        .answer_relay(RedisAnswers::new(&redis.url(), config).unwrap());
     Arc::new(crate::mid_call::tools(builder).build().unwrap())
 }
 
@@ -350,8 +357,12 @@ struct Waiting {
 }
 
 async fn waiting_on_a(redis: &RedisServer) -> Waiting {
+    waiting_on_a_with(redis, quick()).await
+}
+
+async fn waiting_on_a_with(redis: &RedisServer, config: RedisConfig) -> Waiting {
     use crate::mid_call::{Stream, call, initialize};
-    let (a, b) = (answering(redis), answering(redis));
+    let (a, b) = (answering(redis, config.clone()), answering(redis, config));
     let (ra, rb) = (chain(a.clone()), chain(b));
     // Both replicas listen on a channel of their own.
     for _ in 0..500 {
@@ -452,4 +463,279 @@ async fn an_answer_that_cannot_be_relayed_is_503_with_retry_after() {
         "unreachable",
     );
     assert_eq!(reply.header("retry-after"), "1");
+}
+
+/// `redis-cli` against `redis`, `input` as its last argument (`-x`: binary
+/// and of any length); its raw output.
+fn cli_bytes(redis: &RedisServer, args: &[&str], input: Option<&[u8]>) -> Vec<u8> {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let mut command = Command::new("redis-cli");
+    command.args(["-u", &redis.url()]);
+    if input.is_some() {
+        command.arg("-x");
+    }
+    let mut child = command
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("redis-cli runs");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.unwrap_or_default()).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "redis-cli {args:?}");
+    out.stdout
+}
+
+/// What a replica publishes on the bus, signed with `key`.
+fn signed(key: &wymcp::mrtr::SealingKey, json: &[u8]) -> Vec<u8> {
+    use wymcp::fuzzing::redis::{Keys, Purpose};
+    Keys::new(key).sign(Purpose::Bus, b"", json).unwrap()
+}
+
+/// Rule (issue 23, item 7): whoever can publish on the bus's channel
+/// without the replicas' key injects nothing: a well-formed change with no
+/// tag, a wrong tag, or a tag under another key never reaches a listen
+/// stream, nor does a correctly signed one over `max_message_bytes`
+/// (dropped before its tag is checked or it is parsed); one signed with
+/// the shared key does, so the subscription was listening all along. The
+/// drops are told in one warning, not one per message.
+#[tokio::test]
+async fn a_forged_or_oversized_bus_message_reaches_no_listen_stream() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let warnings = Warnings::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(warnings.clone()));
+    let b = replica(&redis, TaskLimits::default());
+    redis.await_subscribers(CHANNEL, 1).await;
+    let mut on_b = listen(&b).await;
+    let change = br#"{"o":"attacker","k":"updated","u":"test://watched"}"#;
+    let mut bad_tag = vec![0u8; 32];
+    bad_tag.extend_from_slice(change);
+    let other_key = wymcp::mrtr::SealingKey::new("shared", [8u8; 32]).unwrap();
+    let padded = format!(
+        r#"{{"o":"attacker","k":"tools","pad":"{}"}}"#,
+        "x".repeat(100 * 1024)
+    );
+    for forged in [
+        change.to_vec(),
+        bad_tag,
+        signed(&other_key, change),
+        signed(&shared(), padded.as_bytes()),
+    ] {
+        let receivers = cli_bytes(&redis, &["PUBLISH", CHANNEL], Some(&forged));
+        assert_eq!(String::from_utf8_lossy(&receivers).trim(), "1");
+    }
+    assert_eq!(
+        heard(&mut on_b, Duration::from_millis(400)).await,
+        Vec::<String>::new(),
+        "no forged or oversized change reaches a stream"
+    );
+    cli_bytes(
+        &redis,
+        &["PUBLISH", CHANNEL],
+        Some(&signed(&shared(), change)),
+    );
+    assert_eq!(
+        heard(&mut on_b, Duration::from_millis(400)).await,
+        ["notifications/resources/updated test://watched"],
+        "a change signed with the shared key does"
+    );
+    assert_eq!(
+        warnings.0.load(Ordering::SeqCst),
+        1,
+        "one warning for the burst"
+    );
+}
+
+/// Rule (issue 23, item 7): a task record written into Redis by someone
+/// without the replicas' key is not served: a completed task's record
+/// rewritten (its result changed, behind no tag or a wrong one), or
+/// replaced by another task's genuine record, makes the task unknown
+/// (400/-32602 "unknown task"), never its forged content nor a 500.
+#[tokio::test]
+async fn a_forged_task_record_is_not_served() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let a = replica(&redis, TaskLimits::default());
+    let router = chain(a);
+    let mut ids = Vec::new();
+    for n in 1..=2 {
+        let created = send(&router, call(n, "wait", json!({"ms": 1}))).await;
+        let id = created.ok(&json!(n))["taskId"].as_str().unwrap().to_owned();
+        let done = poll(&router, &id, "completed").await;
+        assert_eq!(done["status"], "completed", "{done}");
+        ids.push(id);
+    }
+    let key = |id: &str| format!("wymcp:task:{id}");
+    let record = |id: &str| {
+        let mut raw = cli_bytes(&redis, &["HGET", &key(id), "d"], None);
+        assert_eq!(raw.pop(), Some(b'\n'));
+        raw
+    };
+    let genuine = record(&ids[0]);
+    let json =
+        String::from_utf8(genuine[32..].to_vec()).expect("the record's JSON follows its tag");
+    assert!(json.contains("waited 1 ms"), "{json}");
+    let forged_json = json.replace("waited 1 ms", "forged!");
+    let mut bad_tag = vec![0u8; 32];
+    bad_tag.extend_from_slice(forged_json.as_bytes());
+    let moved = record(&ids[1]);
+    for (n, forged) in [forged_json.as_bytes().to_vec(), bad_tag, moved]
+        .into_iter()
+        .enumerate()
+    {
+        cli_bytes(&redis, &["HSET", &key(&ids[0]), "d"], Some(&forged));
+        let n = 10 + n as u64;
+        let reply = send(&router, task_method(n, "tasks/get", &ids[0])).await;
+        let error = reply.error(StatusCode::BAD_REQUEST, -32602, &json!(n));
+        assert_eq!(error["message"], "unknown task", "forgery {n}: {error}");
+        assert!(!format!("{:?}", reply.body).contains("forged!"));
+    }
+    // The genuine record back: served again.
+    cli_bytes(&redis, &["HSET", &key(&ids[0]), "d"], Some(&genuine));
+    let reply = send(&router, task_method(20, "tasks/get", &ids[0])).await;
+    assert_eq!(reply.ok(&json!(20))["status"], "completed");
+}
+
+/// Rule (issue 23, item 9): a 2025 answer over the bus's 64 KiB is relayed
+/// to the replica whose call waits for it (`202`, and the call answers
+/// with it): the answers' bound is `max_answer_bytes` (8 MiB), above the
+/// default body limit.
+#[tokio::test]
+async fn an_answer_over_64_kib_is_relayed() {
+    use crate::mid_call::answer;
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let Waiting {
+        a: _a,
+        rb,
+        session,
+        mut stream,
+        request,
+        ..
+    } = waiting_on_a(&redis).await;
+    let name = "B".repeat(200 * 1024);
+    let elicited = json!({"action": "accept", "content": {"name": name}});
+    let accepted = send(&rb, answer(&request["id"], elicited, &session)).await;
+    assert_eq!(
+        accepted.status,
+        StatusCode::ACCEPTED,
+        "{:?}",
+        accepted.status
+    );
+    let done = stream.next().await.unwrap();
+    assert_eq!(done["id"], 8);
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        format!("hello {name}, round 1")
+    );
+}
+
+/// Rule (issue 23, item 9): an answer longer than the relay carries
+/// (`max_answer_bytes`) is refused before it is sent: `413`, -32600,
+/// `id: null`, `data.limit: "max_answer_bytes"` with the bound, and no
+/// `Retry-After` (sending it again cannot succeed); the call still waits
+/// and a shorter answer reaches it.
+#[tokio::test]
+async fn an_answer_over_max_answer_bytes_is_413_not_retryable() {
+    use crate::mid_call::{answer, refused};
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let Waiting {
+        a: _a,
+        rb,
+        session,
+        mut stream,
+        request,
+        ..
+    } = waiting_on_a_with(&redis, quick().max_answer_bytes(4096)).await;
+    let long = json!({"action": "accept", "content": {"name": "B".repeat(8192)}});
+    let reply = send(&rb, answer(&request["id"], long, &session)).await;
+    refused(&reply, StatusCode::PAYLOAD_TOO_LARGE, -32600, "too_large");
+    let error = &reply.body["error"];
+    assert_eq!(error["data"]["limit"], "max_answer_bytes", "{error}");
+    assert_eq!(error["data"]["max"], 4096, "{error}");
+    assert!(
+        reply.headers.get("retry-after").is_none(),
+        "{:?}",
+        reply.headers
+    );
+    let short = json!({"action": "accept", "content": {"name": "Bea"}});
+    let accepted = send(&rb, answer(&request["id"], short, &session)).await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED);
+    let done = stream.next().await.unwrap();
+    assert_eq!(done["result"]["content"][0]["text"], "hello Bea, round 1");
+}
+
+/// base64url without padding, decoded (a request id as the server seals
+/// it); `None` for anything else.
+fn base64url(text: &str) -> Option<Vec<u8>> {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = Vec::new();
+    let (mut bits, mut held) = (0u32, 0u32);
+    for c in text.bytes() {
+        let value = ALPHABET.iter().position(|&a| a == c)?;
+        bits = (bits << 6) | u32::try_from(value).ok()?;
+        held += 6;
+        if held >= 8 {
+            held -= 8;
+            out.push(u8::try_from((bits >> held) & 0xff).ok()?);
+        }
+    }
+    Some(out)
+}
+
+/// Rule (issue 23, item 7): an answer published straight on the holding
+/// replica's answer channel by someone without the replicas' key (who read
+/// the nonce and the holder out of the request id, which is signed, not
+/// encrypted) is never handed to the call: the call goes on waiting, and
+/// the client's own answer, relayed by a replica, is the one it gets.
+#[tokio::test]
+async fn a_forged_relayed_answer_never_reaches_the_call() {
+    use crate::mid_call::answer;
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let Waiting {
+        a: _a,
+        rb,
+        session,
+        mut stream,
+        request,
+        ..
+    } = waiting_on_a(&redis).await;
+    // The id: version, key id, expiry, the state (JSON), the tag.
+    let token = base64url(request["id"].as_str().unwrap()).unwrap();
+    let key_id = usize::from(token[1]);
+    let state: Value = serde_json::from_slice(&token[2 + key_id + 8..token.len() - 32]).unwrap();
+    let (nonce, holder) = (state["n"].as_str().unwrap(), state["o"].as_str().unwrap());
+    let forged = json!({"c": "forged", "r": "attacker", "a": {"n": nonce, "m": {
+        "jsonrpc": "2.0", "id": request["id"],
+        "result": {"action": "accept", "content": {"name": "Mallory"}}}}});
+    let forged = serde_json::to_vec(&forged).unwrap();
+    let mut bad_tag = vec![0u8; 32];
+    bad_tag.extend_from_slice(&forged);
+    let channel = format!("{CHANNEL}:answers:{holder}");
+    for message in [forged, bad_tag] {
+        let receivers = cli_bytes(&redis, &["PUBLISH", &channel], Some(&message));
+        assert_eq!(String::from_utf8_lossy(&receivers).trim(), "1");
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let elicited = json!({"action": "accept", "content": {"name": "Bea"}});
+    let accepted = send(&rb, answer(&request["id"], elicited, &session)).await;
+    assert_eq!(
+        accepted.status,
+        StatusCode::ACCEPTED,
+        "the call still waits"
+    );
+    let done = stream.next().await.unwrap();
+    assert_eq!(done["result"]["content"][0]["text"], "hello Bea, round 1");
 }

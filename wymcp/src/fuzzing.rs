@@ -308,3 +308,43 @@ impl LegacyPeer {
 pub fn now_ms() -> u64 {
     crate::protocol::ids::now_ms()
 }
+/// The Redis backends' receive paths, as they read what Redis holds: the
+/// bound and the tag first ([`receive`](redis::receive)), then the parse.
+#[cfg(feature = "redis")]
+pub mod redis {
+    pub use crate::redis::bus::Heard;
+    pub use crate::redis::mac::{Dropped, Keys, Purpose, TAG_LEN, receive};
+
+    /// A change as [`RedisBus`](crate::redis::RedisBus) publishes it on
+    /// the channel: its JSON behind its tag (`None` without a key, or for
+    /// a change the bus does not carry).
+    #[must_use]
+    pub fn bus_encode(keys: &Keys, origin: &str, change: &crate::Change) -> Option<Vec<u8>> {
+        let json = crate::redis::bus::encode(origin, change)?;
+        keys.sign(Purpose::Bus, b"", &json)
+    }
+
+    /// A message read from the bus's channel by the replica of origin
+    /// `mine`, as its subscriber reads it.
+    pub fn bus_hear(keys: &Keys, mine: &str, max: usize, message: &[u8]) -> Result<Heard, Dropped> {
+        crate::redis::bus::hear(keys, mine, max, message)
+    }
+
+    /// A task's data as [`RedisTaskStore`](crate::redis::RedisTaskStore)
+    /// writes it.
+    #[must_use]
+    pub fn task_seal(keys: &Keys, id: &str, version: u64, data: &[u8]) -> Option<Vec<u8>> {
+        crate::redis::store::seal_record(keys, id, version, data)
+    }
+
+    /// A task's data as the store reads it back.
+    pub fn task_open<'r>(
+        keys: &Keys,
+        id: &str,
+        version: u64,
+        max: usize,
+        record: &'r [u8],
+    ) -> Result<&'r [u8], Dropped> {
+        crate::redis::store::open_record(keys, id, version, max, record)
+    }
+}

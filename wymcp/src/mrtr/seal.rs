@@ -92,6 +92,12 @@ impl SealingKey {
         &self.id
     }
 
+    /// The secret, from which the Redis backends derive their subkeys.
+    #[cfg(feature = "redis")]
+    pub(crate) fn secret(&self) -> &[u8] {
+        &self.secret
+    }
+
     fn mac(&self) -> HmacSha256 {
         // HMAC takes a key of any length; this cannot fail.
         <HmacSha256 as Mac>::new_from_slice(&self.secret)

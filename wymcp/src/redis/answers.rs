@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use super::config::{Health, RedisConfig, backoff_after, subscribe};
+use super::mac::{DropLog, Purpose, receive};
 use crate::surface::{AnswerFeed, AnswerRelay, BoxFuture};
 
 /// [`RedisAnswers`]: carries a 2025 client's answer to a mid-call request
@@ -28,6 +29,14 @@ use crate::surface::{AnswerFeed, AnswerRelay, BoxFuture};
 /// `503` with `Retry-After` when Redis or the acknowledgement does not come
 /// within [`RedisConfig::command_timeout`]. The id's seal, deadline and
 /// caller are judged where the answer lands, before anything is relayed.
+///
+/// An answer up to [`RedisConfig::max_answer_bytes`] is relayed (by
+/// default, any a server accepts); a larger one is refused with `413`
+/// before it is sent, which no retry changes. Every message carries an
+/// HMAC-SHA256 tag under the replicas' shared key
+/// ([`RedisConfig::shared_key`]) bound to the replica it is for; one read
+/// from the channel that is over the bound or whose tag does not verify is
+/// dropped unread.
 #[derive(Debug)]
 pub struct RedisAnswers {
     client: redis::Client,
@@ -86,7 +95,13 @@ async fn publish(
 impl RedisAnswers {
     /// The relay through the Redis server at `url`; only the URL is checked
     /// here, nothing is connected until the server is built.
+    ///
+    /// # Errors
+    ///
+    /// The URL does not parse, or `config` has no
+    /// [`shared_key`](RedisConfig::shared_key).
     pub fn new(url: &str, config: RedisConfig) -> Result<Self, redis::RedisError> {
+        config.keys()?;
         Ok(RedisAnswers {
             client: redis::Client::open(url)?,
             config,
@@ -107,21 +122,32 @@ impl AnswerRelay for RedisAnswers {
         &self.origin
     }
 
+    fn max_answer_bytes(&self) -> usize {
+        self.config.max_answer_bytes
+    }
+
     fn forward(&self, holder: &str, message: Vec<u8>) -> BoxFuture<Result<bool, String>> {
+        let holder = holder.to_owned();
         let client = self.client.clone();
         let config = self.config.clone();
         let manager = Arc::clone(&self.manager);
-        let channel = Self::channel_of(&self.config, holder);
+        let channel = Self::channel_of(&self.config, &holder);
         let origin = self.origin.clone();
         let acks = Arc::clone(&self.acks);
         Box::pin(async move {
-            if message.len() > config.max_message_bytes {
-                return Err("the answer is larger than RedisConfig::max_message_bytes".into());
+            if message.len() > config.max_answer_bytes {
+                // The server refuses it before (413); another caller of
+                // the trait is told the same, as an error.
+                return Err("the answer is larger than RedisConfig::max_answer_bytes".into());
             }
             let answer: Value = serde_json::from_slice(&message).map_err(|e| e.to_string())?;
             let correlation = super::bus::origin();
             let wrapped = serde_json::to_vec(&json!({"c": correlation, "r": origin, "a": answer}))
                 .map_err(|e| e.to_string())?;
+            let wrapped = config
+                .keys_unchecked()
+                .sign(Purpose::Answers, holder.as_bytes(), &wrapped)
+                .ok_or("the relay has no key")?;
             let (tx, rx) = oneshot::channel();
             lock(&acks).insert(correlation.clone(), tx);
             let _awaiting = Awaiting {
@@ -149,6 +175,8 @@ impl AnswerRelay for RedisAnswers {
                 config: self.config.clone(),
                 manager: Arc::clone(&self.manager),
                 acks: Arc::clone(&self.acks),
+                origin: self.origin.clone(),
+                drops: Arc::default(),
             },
             Self::channel_of(&self.config, &self.origin),
             feed,
@@ -164,13 +192,28 @@ struct Relay {
     config: RedisConfig,
     manager: Arc<tokio::sync::OnceCell<redis::aio::ConnectionManager>>,
     acks: Arc<Mutex<HashMap<String, oneshot::Sender<bool>>>>,
+    origin: String,
+    drops: Arc<DropLog>,
 }
+
+/// What a relayed message may hold besides the answer: the correlation id,
+/// the sender's origin, the keys and the tag.
+const ENVELOPE_BYTES: usize = 256;
 
 impl Relay {
     /// One message on this replica's channel: an acknowledgement of an
     /// answer it forwarded, or another replica's answer for one of its
     /// calls (handed over, then acknowledged to its sender).
-    fn heard(&self, feed: &AnswerFeed, payload: &[u8]) {
+    fn heard(&self, feed: &AnswerFeed, message: &[u8]) {
+        let max = self.config.max_answer_bytes.saturating_add(ENVELOPE_BYTES);
+        let keys = self.config.keys_unchecked();
+        let payload = match receive(keys, Purpose::Answers, self.origin.as_bytes(), max, message) {
+            Ok(payload) => payload,
+            Err(dropped) => {
+                self.drops.dropped("relayed answer", dropped);
+                return;
+            }
+        };
         let Ok(message) = serde_json::from_slice::<Value>(payload) else {
             return;
         };
@@ -194,6 +237,9 @@ impl Relay {
         }
         let ack =
             serde_json::to_vec(&json!({"ack": correlation, "ok": handed})).unwrap_or_default();
+        let Some(ack) = keys.sign(Purpose::Answers, sender.as_bytes(), &ack) else {
+            return;
+        };
         let channel = RedisAnswers::channel_of(&self.config, sender);
         // Sent by a task of its own: the subscription goes on reading.
         let relay = self.clone();

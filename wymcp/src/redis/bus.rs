@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::config::{Health, RedisConfig, backoff_after, subscribe};
+use super::mac::{DropLog, Dropped, Keys, Purpose, receive};
 use crate::protocol::ids::{now_ms, random_hex};
 use crate::surface::{Change, ChangeFeed, ChangeRelay};
 
@@ -31,6 +32,13 @@ use crate::surface::{Change, ChangeFeed, ChangeRelay};
 /// list it watches, an `updated` for each URI), and when the publisher comes
 /// back it publishes a resync that tells every other replica's streams the
 /// same: a client re-reads what it watches rather than miss a change.
+///
+/// **Trust.** Every message carries an HMAC-SHA256 tag under the replicas'
+/// shared key ([`RedisConfig::shared_key`]); one read from the channel that
+/// is longer than [`RedisConfig::max_message_bytes`] or whose tag does not
+/// verify is dropped unread (one warning per burst). Whoever can publish
+/// on the channel without the key can drop or replay changes, not inject
+/// one.
 #[derive(Debug)]
 pub struct RedisBus {
     client: redis::Client,
@@ -46,7 +54,13 @@ impl RedisBus {
     /// A bus through the Redis server at `url` (`redis://host:port/db`);
     /// only the URL is checked here, nothing is connected until the server
     /// is built.
+    ///
+    /// # Errors
+    ///
+    /// The URL does not parse, or `config` has no
+    /// [`shared_key`](RedisConfig::shared_key).
     pub fn new(url: &str, config: RedisConfig) -> Result<Self, redis::RedisError> {
+        config.keys()?;
         let client = redis::Client::open(url)?;
         let (queue, pending) = mpsc::channel(config.queue.max(1));
         Ok(RedisBus {
@@ -82,6 +96,13 @@ impl ChangeRelay for RedisBus {
                 max = self.config.max_message_bytes, "a change too large to relay was delivered on this replica only");
             return;
         }
+        let Some(message) = self
+            .config
+            .keys_unchecked()
+            .sign(Purpose::Bus, b"", &message)
+        else {
+            return;
+        };
         if self.queue.try_send(message).is_err() {
             tracing::debug!(target: "wymcp::redis", "the publish queue is full; a change was not relayed");
         }
@@ -124,9 +145,9 @@ pub(super) fn origin() -> String {
     random_hex().unwrap_or_else(|| format!("{}-{}", std::process::id(), now_ms()))
 }
 
-/// A change as it travels on the channel: its origin, its kind and its
-/// payload, as JSON.
-fn encode(origin: &str, change: &Change) -> Option<Vec<u8>> {
+/// A change as it travels on the channel (before its tag): its origin, its
+/// kind and its payload, as JSON.
+pub(crate) fn encode(origin: &str, change: &Change) -> Option<Vec<u8>> {
     let message = match change {
         Change::ToolsListChanged => json!({"o": origin, "k": "tools"}),
         Change::PromptsListChanged => json!({"o": origin, "k": "prompts"}),
@@ -143,7 +164,8 @@ fn encode(origin: &str, change: &Change) -> Option<Vec<u8>> {
 
 /// What a message from the channel says.
 #[derive(Debug, PartialEq)]
-enum Heard {
+#[cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub))]
+pub enum Heard {
     /// A change of another origin.
     Change(Change),
     /// Another replica's publisher came back: changes may have been missed.
@@ -152,6 +174,14 @@ enum Heard {
     Ignored,
 }
 
+/// A message as read from the channel, by a replica of origin `mine`:
+/// bounded to `max` bytes and its tag verified ([`receive`]) before
+/// anything of it is parsed ([`decode`]).
+pub(crate) fn hear(keys: &Keys, mine: &str, max: usize, message: &[u8]) -> Result<Heard, Dropped> {
+    receive(keys, Purpose::Bus, b"", max, message).map(|payload| decode(mine, payload))
+}
+
+/// What a verified message says, to a replica of origin `mine`.
 fn decode(mine: &str, payload: &[u8]) -> Heard {
     let Ok(message) = serde_json::from_slice::<Value>(payload) else {
         return Heard::Ignored;
@@ -197,6 +227,10 @@ async fn publisher(
         }
     };
     let resync = serde_json::to_vec(&json!({"o": origin, "k": "resync"})).unwrap_or_default();
+    let resync = config
+        .keys_unchecked()
+        .sign(Purpose::Bus, b"", &resync)
+        .unwrap_or_default();
     let mut backoff = Duration::ZERO;
     while let Some(message) = pending.recv().await {
         loop {
@@ -241,6 +275,7 @@ async fn subscriber(
 ) {
     let mut backoff = Duration::ZERO;
     let mut subscribed_before = false;
+    let drops = DropLog::default();
     while !feed.is_closed() {
         match subscribe(&client, &config, &config.channel).await {
             Ok((mut sink, mut stream)) => {
@@ -260,14 +295,15 @@ async fn subscriber(
                                 health.failed("bus subscriber", &"the subscription ended");
                                 break;
                             };
-                            match decode(&origin, message.get_payload_bytes()) {
-                                Heard::Change(change) => {
+                            match hear(config.keys_unchecked(), &origin, config.max_message_bytes, message.get_payload_bytes()) {
+                                Ok(Heard::Change(change)) => {
                                     feed.deliver(change);
                                 }
-                                Heard::Resync => {
+                                Ok(Heard::Resync) => {
                                     feed.resync();
                                 }
-                                Heard::Ignored => {}
+                                Ok(Heard::Ignored) => {}
+                                Err(dropped) => drops.dropped("bus message", dropped),
                             }
                         }
                         _ = ping.tick() => {
@@ -294,11 +330,23 @@ async fn subscriber(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::mrtr::SealingKey;
+
+    fn keys() -> Keys {
+        Keys::new(&SealingKey::new("k", vec![1u8; 32]).unwrap())
+    }
+
+    /// What the publisher sends for `change`.
+    fn sent(keys: &Keys, origin: &str, change: &Change) -> Vec<u8> {
+        keys.sign(Purpose::Bus, b"", &encode(origin, change).unwrap())
+            .unwrap()
+    }
 
     /// Rule: a change travels tagged with its origin; the origin's own
     /// comes back ignored, another's is the same change.
     #[test]
     fn changes_round_trip_and_a_replica_ignores_its_own() {
+        let keys = keys();
         let changes = [
             Change::ToolsListChanged,
             Change::PromptsListChanged,
@@ -310,18 +358,55 @@ mod tests {
             },
         ];
         for change in changes {
-            let bytes = encode("a", &change).unwrap();
-            assert_eq!(decode("a", &bytes), Heard::Ignored, "{change:?}");
-            assert_eq!(decode("b", &bytes), Heard::Change(change));
+            let bytes = sent(&keys, "a", &change);
+            assert_eq!(
+                hear(&keys, "a", 1024, &bytes),
+                Ok(Heard::Ignored),
+                "{change:?}"
+            );
+            assert_eq!(hear(&keys, "b", 1024, &bytes), Ok(Heard::Change(change)));
         }
-        assert_eq!(decode("b", br#"{"o":"a","k":"resync"}"#), Heard::Resync);
+        let resync = keys
+            .sign(Purpose::Bus, b"", br#"{"o":"a","k":"resync"}"#)
+            .unwrap();
+        assert_eq!(hear(&keys, "b", 1024, &resync), Ok(Heard::Resync));
         for junk in [
             &b"nope"[..],
             br#"{"k":"tools"}"#,
             br#"{"o":"a","k":"updated"}"#,
             br#"{"o":"a","k":"?"}"#,
         ] {
-            assert_eq!(decode("b", junk), Heard::Ignored);
+            let signed = keys.sign(Purpose::Bus, b"", junk).unwrap();
+            assert_eq!(hear(&keys, "b", 1024, &signed), Ok(Heard::Ignored));
         }
+    }
+
+    /// Rule (issue 23, item 7): a message without a valid tag (none, one
+    /// under another key, one for another purpose) is dropped, however
+    /// well formed; one over the bound is dropped before its tag is even
+    /// checked.
+    #[test]
+    fn a_forged_or_oversized_message_is_dropped_unread() {
+        let keys = keys();
+        let change = Change::ToolsListChanged;
+        let plain = encode("a", &change).unwrap();
+        assert_eq!(hear(&keys, "b", 1024, &plain), Err(Dropped::Forged));
+        let other = Keys::new(&SealingKey::new("k", vec![2u8; 32]).unwrap());
+        assert_eq!(
+            hear(&keys, "b", 1024, &sent(&other, "a", &change)),
+            Err(Dropped::Forged)
+        );
+        let tasks = keys.sign(Purpose::Tasks, b"", &plain).unwrap();
+        assert_eq!(hear(&keys, "b", 1024, &tasks), Err(Dropped::Forged));
+        let big = Change::Application {
+            topic: "t".into(),
+            body: "x".repeat(2000),
+        };
+        let bytes = sent(&keys, "a", &big);
+        assert_eq!(
+            hear(&keys, "b", 1024, &bytes),
+            Err(Dropped::TooLarge(bytes.len()))
+        );
+        assert_eq!(hear(&keys, "b", 4096, &bytes), Ok(Heard::Change(big)));
     }
 }

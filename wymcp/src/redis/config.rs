@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use super::mac::Keys;
+use crate::mrtr::SealingKey;
 use crate::outage::Outage;
 
 /// The settings of the Redis backends, each with a safe default.
@@ -29,11 +31,28 @@ pub struct RedisConfig {
     pub ping_interval: Duration,
     /// The largest change the bus publishes or accepts, in bytes (an
     /// application message, a long URI); a larger one is not relayed (this
-    /// replica's streams still hear it). Default 64 KiB.
+    /// replica's streams still hear it), and one read from the channel is
+    /// dropped unread. Default 64 KiB.
     pub max_message_bytes: usize,
+    /// The largest 2025 answer [`RedisAnswers`](super::RedisAnswers)
+    /// relays to the replica whose call waits for it, and the largest
+    /// message it reads from its channel, in bytes. A larger answer is
+    /// refused with `413` (not retryable). Default 8 MiB, above the default
+    /// body limit (8,000,000 bytes), so every answer a server accepts is
+    /// relayed: keep it above [`Limits::body_bytes`](crate::Limits) when
+    /// raising that.
+    pub max_answer_bytes: usize,
+    /// The largest task record the task store writes or reads back, in
+    /// bytes: writing a larger one fails the store operation, and one read
+    /// back is dropped unread (the task is unknown). Default 16 MiB, above
+    /// [`TaskLimits::max_task_bytes`](crate::TaskLimits)'s 1 MiB.
+    pub max_record_bytes: usize,
     /// Changes waiting to be published; one more while the queue is full
     /// (Redis slow or away) is dropped for the other replicas. Default 1,024.
     pub queue: usize,
+    /// The keys every message and record written to Redis is signed with
+    /// and checked against (see [`shared_key`](Self::shared_key)).
+    keys: Keys,
 }
 
 impl Default for RedisConfig {
@@ -47,7 +66,10 @@ impl Default for RedisConfig {
             backoff_max: Duration::from_secs(5),
             ping_interval: Duration::from_secs(5),
             max_message_bytes: 64 * 1024,
+            max_answer_bytes: 8 * 1024 * 1024,
+            max_record_bytes: 16 * 1024 * 1024,
             queue: 1024,
+            keys: Keys::default(),
         }
     }
 }
@@ -97,6 +119,59 @@ impl RedisConfig {
     pub fn max_message_bytes(mut self, max: usize) -> Self {
         self.max_message_bytes = max;
         self
+    }
+
+    /// Sets [`max_answer_bytes`](Self::max_answer_bytes).
+    #[must_use]
+    pub fn max_answer_bytes(mut self, max: usize) -> Self {
+        self.max_answer_bytes = max;
+        self
+    }
+
+    /// Sets [`max_record_bytes`](Self::max_record_bytes).
+    #[must_use]
+    pub fn max_record_bytes(mut self, max: usize) -> Self {
+        self.max_record_bytes = max;
+        self
+    }
+
+    /// The replicas' shared key: pass the [`SealingKey`] every replica
+    /// seals with ([`ServerBuilder::sealing_key`](crate::ServerBuilder::sealing_key)).
+    /// Every bus message, relayed answer and task record is signed with an
+    /// HMAC-SHA256 subkey derived from its secret (one per purpose), and
+    /// what is read from Redis without a valid tag is dropped: whoever can
+    /// write to Redis but does not hold the key cannot inject a change or
+    /// forge a task. Required: a backend refuses to be made without it.
+    /// Called again, the new key signs and the earlier ones still verify
+    /// (a rotation: first give every replica the new key with
+    /// [`accept_key`](Self::accept_key), then make it the shared key).
+    #[must_use]
+    pub fn shared_key(mut self, key: &SealingKey) -> Self {
+        self.keys = self.keys.rotate(key);
+        self
+    }
+
+    /// A key whose tags are still (or already) accepted, which never signs.
+    #[must_use]
+    pub fn accept_key(mut self, key: &SealingKey) -> Self {
+        self.keys = self.keys.accept(key);
+        self
+    }
+
+    /// The keys, checked to hold one that signs.
+    pub(crate) fn keys(&self) -> Result<&Keys, redis::RedisError> {
+        if !self.keys.signs() {
+            return Err(redis::RedisError::from((
+                redis::ErrorKind::InvalidClientConfig,
+                "RedisConfig has no shared key: give it the replicas' sealing key (RedisConfig::shared_key)",
+            )));
+        }
+        Ok(&self.keys)
+    }
+
+    /// The keys, as they are (a backend checked them when it was made).
+    pub(crate) fn keys_unchecked(&self) -> &Keys {
+        &self.keys
     }
 
     /// Sets [`queue`](Self::queue).

@@ -6,16 +6,23 @@
 //! `redis` crate's Tokio support and its connection manager, connect
 //! lazily (a server starts whether Redis is up or not), bound every wait on
 //! Redis by [`RedisConfig::command_timeout`], and log one warning per
-//! outage. What each guarantees is in docs/deployment.md.
+//! outage. Everything they write to Redis is signed with a subkey of the
+//! replicas' shared key ([`RedisConfig::shared_key`]) and everything they
+//! read is bounded and checked before it is parsed: Redis is a trust
+//! boundary. What each guarantees is in docs/deployment.md.
 //!
 //! ```no_run
 //! use wymcp::redis::{RedisBus, RedisConfig, RedisTaskStore};
 //!
 //! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let url = "redis://127.0.0.1:6379/";
+//! // The key every replica seals with, from the deployment's secrets.
+//! let key = wymcp::mrtr::SealingKey::new("2026-12", std::env::var("SEALING_KEY")?)?;
+//! let config = RedisConfig::default().shared_key(&key);
 //! let server = wymcp::Server::builder()
-//!     .change_relay(RedisBus::new(url, RedisConfig::default())?)
-//!     .task_store(RedisTaskStore::new(url, RedisConfig::default())?)
+//!     .sealing_key(key)
+//!     .change_relay(RedisBus::new(url, config.clone())?)
+//!     .task_store(RedisTaskStore::new(url, config)?)
 //!     .build()?;
 //! # let _ = server; Ok(()) }
 //! ```
@@ -23,9 +30,10 @@
 //! [`ChangeRelay`]: crate::ChangeRelay
 
 mod answers;
-mod bus;
+pub(crate) mod bus;
 mod config;
-mod store;
+pub(crate) mod mac;
+pub(crate) mod store;
 
 pub use answers::RedisAnswers;
 pub use bus::RedisBus;

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::config::{Health, RedisConfig};
+use super::mac::{DropLog, Dropped, Keys, Purpose, receive};
 use crate::protocol::ids::now_ms;
 use crate::tasks::{Quota, StoreFuture, TaskEntry, TaskStore, TaskStoreError};
 
@@ -58,6 +59,13 @@ return 0
 /// then written as [`insert`](TaskStore::insert) writes it (its count taken
 /// back if that fails). Redis is the shared truth: the count is as true as
 /// what Redis holds (whoever can write to it can change it).
+///
+/// **Trust.** `d` holds the task behind an HMAC-SHA256 tag under the
+/// replicas' shared key ([`RedisConfig::shared_key`]) bound to the task's
+/// id and version: a record read back longer than
+/// [`RedisConfig::max_record_bytes`], or whose tag does not verify
+/// (written by someone without the key, or moved from another task), is
+/// dropped unread and the task is unknown.
 #[derive(Clone)]
 pub struct RedisTaskStore {
     manager: redis::aio::ConnectionManager,
@@ -65,6 +73,7 @@ pub struct RedisTaskStore {
     replace: Arc<redis::Script>,
     reserve: Arc<redis::Script>,
     health: Arc<Health>,
+    drops: Arc<DropLog>,
 }
 
 impl std::fmt::Debug for RedisTaskStore {
@@ -78,7 +87,13 @@ impl std::fmt::Debug for RedisTaskStore {
 impl RedisTaskStore {
     /// A store on the Redis server at `url`; connects lazily, on the first
     /// operation (so it must be made inside a Tokio runtime).
+    ///
+    /// # Errors
+    ///
+    /// The URL does not parse, or `config` has no
+    /// [`shared_key`](RedisConfig::shared_key).
     pub fn new(url: &str, config: RedisConfig) -> Result<Self, redis::RedisError> {
+        config.keys()?;
         let client = redis::Client::open(url)?;
         let manager =
             redis::aio::ConnectionManager::new_lazy_with_config(client, config.manager())?;
@@ -88,6 +103,7 @@ impl RedisTaskStore {
             replace: Arc::new(redis::Script::new(REPLACE)),
             reserve: Arc::new(redis::Script::new(RESERVE)),
             health: Arc::default(),
+            drops: Arc::default(),
         })
     }
 
@@ -132,9 +148,62 @@ impl RedisTaskStore {
     }
 }
 
+/// What a task record's tag is bound to: its id and its version.
+fn record_context(id: &str, version: u64) -> Vec<u8> {
+    let mut context = version.to_be_bytes().to_vec();
+    context.extend_from_slice(id.as_bytes());
+    context
+}
+
+/// A task's data as stored in `d`: behind its tag, bound to the task's id
+/// and version (`None` without a key).
+pub(crate) fn seal_record(keys: &Keys, id: &str, version: u64, data: &[u8]) -> Option<Vec<u8>> {
+    keys.sign(Purpose::Tasks, &record_context(id, version), data)
+}
+
+/// A task's data as read back from `d`: bounded to `max` bytes and its tag
+/// verified for the task's id and version before anything else reads it.
+pub(crate) fn open_record<'r>(
+    keys: &Keys,
+    id: &str,
+    version: u64,
+    max: usize,
+    record: &'r [u8],
+) -> Result<&'r [u8], Dropped> {
+    receive(
+        keys,
+        Purpose::Tasks,
+        &record_context(id, version),
+        max,
+        record,
+    )
+}
+
+impl RedisTaskStore {
+    /// `entry`'s data, sealed for Redis.
+    fn sealed(&self, entry: &TaskEntry) -> Result<Vec<u8>, TaskStoreError> {
+        if entry.data.len() > self.config.max_record_bytes {
+            // Written, it could not be read back.
+            return Err(TaskStoreError::Unavailable(format!(
+                "a task record of {} bytes is over RedisConfig::max_record_bytes ({})",
+                entry.data.len(),
+                self.config.max_record_bytes
+            )));
+        }
+        seal_record(
+            self.config.keys_unchecked(),
+            &entry.id,
+            entry.version,
+            &entry.data,
+        )
+        .ok_or_else(|| TaskStoreError::Unavailable("the task store has no key".into()))
+    }
+}
+
 impl TaskStore for RedisTaskStore {
     fn insert(&self, entry: TaskEntry) -> StoreFuture<'_, ()> {
         Box::pin(async move {
+            let data = self.sealed(&entry)?;
             let key = self.key(&entry.id);
             let mut manager = self.manager.clone();
             let mut pipe = redis::pipe();
@@ -146,7 +215,7 @@ impl TaskStore for RedisTaskStore {
                 .arg("e")
                 .arg(entry.expires_at_ms)
                 .arg("d")
-                .arg(&entry.data)
+                .arg(&data)
                 .ignore()
                 .cmd("PEXPIREAT")
                 .arg(&key)
@@ -198,13 +267,20 @@ impl TaskStore for RedisTaskStore {
                 hmget.query_async::<(Option<u64>, Option<u64>, Option<Vec<u8>>)>(&mut manager);
             let (version, expires, data) = self.bounded(read).await?;
             Ok(match (version, expires, data) {
-                (Some(version), Some(expires_at_ms), Some(data)) if expires_at_ms > now_ms() => {
-                    Some(TaskEntry {
-                        id: id.to_owned(),
-                        version,
-                        expires_at_ms,
-                        data,
-                    })
+                (Some(version), Some(expires_at_ms), Some(record)) if expires_at_ms > now_ms() => {
+                    let keys = self.config.keys_unchecked();
+                    match open_record(keys, id, version, self.config.max_record_bytes, &record) {
+                        Ok(data) => Some(TaskEntry {
+                            id: id.to_owned(),
+                            version,
+                            expires_at_ms,
+                            data: data.to_vec(),
+                        }),
+                        Err(dropped) => {
+                            self.drops.dropped("task record", dropped);
+                            None
+                        }
+                    }
                 }
                 _ => None,
             })
@@ -213,16 +289,58 @@ impl TaskStore for RedisTaskStore {
 
     fn replace(&self, entry: TaskEntry) -> StoreFuture<'_, bool> {
         Box::pin(async move {
+            let data = self.sealed(&entry)?;
             let mut manager = self.manager.clone();
             let mut invocation = self.replace.key(self.key(&entry.id));
             invocation
                 .arg(entry.version.saturating_sub(1))
                 .arg(entry.version)
-                .arg(&entry.data);
+                .arg(&data);
             let replaced = self
                 .bounded(invocation.invoke_async::<i64>(&mut manager))
                 .await?;
             Ok(replaced == 1)
         })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::mrtr::SealingKey;
+
+    /// Rule (issue 23, item 7): a task record opens for the id and version
+    /// it was sealed for only, under the shared key only, and one over the
+    /// bound is refused before its tag is checked.
+    #[test]
+    fn a_record_opens_for_its_task_and_version_only() {
+        let keys = Keys::new(&SealingKey::new("k", vec![1u8; 32]).unwrap());
+        let record = seal_record(&keys, "t1", 3, b"{\"s\":1}").unwrap();
+        assert_eq!(
+            open_record(&keys, "t1", 3, 64, &record),
+            Ok(&b"{\"s\":1}"[..])
+        );
+        assert_eq!(
+            open_record(&keys, "t2", 3, 64, &record),
+            Err(Dropped::Forged)
+        );
+        assert_eq!(
+            open_record(&keys, "t1", 4, 64, &record),
+            Err(Dropped::Forged)
+        );
+        assert_eq!(
+            open_record(&keys, "t1", 3, 64, b"{\"s\":1}"),
+            Err(Dropped::Forged)
+        );
+        let other = Keys::new(&SealingKey::new("k", vec![2u8; 32]).unwrap());
+        assert_eq!(
+            open_record(&other, "t1", 3, 64, &record),
+            Err(Dropped::Forged)
+        );
+        assert_eq!(
+            open_record(&keys, "t1", 3, 6, &record),
+            Err(Dropped::TooLarge(record.len()))
+        );
     }
 }

@@ -30,8 +30,10 @@
 //!   `Call` is built, and is handed to the
 //!   waiting call: `202 Accepted`, empty body, once the call has it; else
 //!   `400` (not this server's id, too late, nobody waits), `403` (another
-//!   caller's) or `503` (the replica holding the call unreachable), each
-//!   with a JSON-RPC error whose id is null.
+//!   caller's), `413` (longer than the relay carries to the replica holding
+//!   the call: -32600, `data.limit` `max_answer_bytes`, no `Retry-After`)
+//!   or `503` (the replica holding the call unreachable), each with a
+//!   JSON-RPC error whose id is null.
 //! * A handler that sends progress or log notifications gets them delivered
 //!   on its request's answer: the answer stays plain JSON (status included)
 //!   unless the handler sends something before it finishes; then it is a
@@ -178,13 +180,15 @@ async fn respond(
 /// session token that does not open (2025-11-25: a session the server does
 /// not know), `403` for another caller's response, `503` (with
 /// `Retry-After`) when the replica holding the call cannot be reached,
-/// `400` for every other response it cannot accept; the body a JSON-RPC
+/// `413` for an answer longer than the relay carries (not retryable: no
+/// `Retry-After`), `400` for every other response it cannot accept; the body a JSON-RPC
 /// error whose id is null (a response is no request).
 fn refusal(rejector: &Rejector, refused: Refused) -> Response {
     let status = match refused {
         Refused::Session => StatusCode::NOT_FOUND,
         Refused::Caller => StatusCode::FORBIDDEN,
         Refused::Unreachable => StatusCode::SERVICE_UNAVAILABLE,
+        Refused::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
         Refused::Unknown | Refused::Late | Refused::NoWaiter => StatusCode::BAD_REQUEST,
     };
     let mut rejection = Rejection::of(status, refused.rpc_error());

@@ -164,6 +164,13 @@ pub trait AnswerRelay: Send + Sync + fmt::Debug + 'static {
     /// listens, `Err` when the relay cannot say (its backend unreachable).
     fn forward(&self, holder: &str, message: Vec<u8>) -> BoxFuture<Result<bool, String>>;
 
+    /// The longest `message` [`forward`](Self::forward) carries; a longer
+    /// answer is refused with `413` (not retryable) before it is forwarded.
+    /// Default: no bound of the relay's own.
+    fn max_answer_bytes(&self) -> usize {
+        usize::MAX
+    }
+
     /// Called once, when the server is built (inside its Tokio runtime):
     /// `feed` hands what other replicas forward here to the waiting calls.
     fn start(&self, feed: AnswerFeed);
@@ -218,6 +225,12 @@ pub(crate) enum Refused {
     NoWaiter,
     /// `503`: the replica holding the call could not be reached.
     Unreachable,
+    /// `413`: the answer is longer than the relay carries
+    /// ([`AnswerRelay::max_answer_bytes`]); no retry changes that.
+    TooLarge {
+        /// The relay's bound, in bytes.
+        max: usize,
+    },
 }
 
 impl Refused {
@@ -255,6 +268,13 @@ impl Refused {
                 "the replica holding the call could not be reached; try again",
                 "unreachable",
             ),
+            Refused::TooLarge { max } => {
+                return RpcError::new(
+                    ErrorCode::INVALID_REQUEST,
+                    "the response is larger than the replicas relay to the one whose call waits for it",
+                )
+                .data(json!({"reason": "too_large", "limit": "max_answer_bytes", "max": max}));
+            }
         };
         RpcError::new(code, message).data(json!({"reason": reason}))
     }
@@ -454,6 +474,10 @@ impl Peer {
             return Box::pin(std::future::ready(Err(Refused::NoWaiter)));
         };
         let message = serde_json::to_vec(&json!({"n": nonce, "m": response})).unwrap_or_default();
+        let max = relay.max_answer_bytes();
+        if message.len() > max {
+            return Box::pin(std::future::ready(Err(Refused::TooLarge { max })));
+        }
         Box::pin(async move {
             match relay.forward(&holder, message).await {
                 Ok(true) => Ok(()),
