@@ -43,7 +43,7 @@ pub fn accepts(data: &[u8]) -> bool {
 }
 
 /// Checks that, with byte 0 the version and byte 1 the id's length (see
-/// [`split`]),
+/// `split`),
 ///
 /// * the record, read back for that task as it is, never panics and opens
 ///   only when it is exactly the data behind the tag the shared key gives
