@@ -2,9 +2,11 @@
 //! shares, so a task's id, a replica's origin on the bus and a mid-call
 //! request's nonce are made one way, and every timestamp, expiry, lease and
 //! deadline is read on one clock (and written, where the wire wants a date,
-//! in one format).
+//! in one format), and every sweep of what expires runs on one kind of
+//! timer ([`every`]).
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::Weak;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch, now (the clock tasks' timestamps,
 /// expiries and leases are read on).
@@ -14,6 +16,35 @@ pub fn now_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
     u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Calls `tick` with what `held` points to every `period` (the first a
+/// period from now, a late tick delayed rather than bunched), on the tokio
+/// runtime of the caller, until what it points to is dropped: a sweep that
+/// ends with what it sweeps and never keeps it alive. `false` when there is
+/// no runtime to run it on.
+pub(crate) fn every<T: Send + Sync + 'static>(
+    period: Duration,
+    held: Weak<T>,
+    tick: impl Fn(&T) + Send + 'static,
+) -> bool {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return false;
+    };
+    let period = period.max(Duration::from_millis(1));
+    runtime.spawn(async move {
+        let mut timer = tokio::time::interval(period);
+        timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        timer.tick().await;
+        loop {
+            timer.tick().await;
+            let Some(held) = held.upgrade() else {
+                return;
+            };
+            tick(&held);
+        }
+    });
+    true
 }
 
 /// 128 random bits from the operating system, as 32 hex digits: a task's

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use super::store::{StoreFuture, TaskEntry, TaskStore, TaskStoreError};
-use crate::protocol::ids::now_ms;
+use crate::protocol::ids::{every, now_ms};
 
 type Entries = Mutex<HashMap<String, TaskEntry>>;
 
@@ -67,26 +67,16 @@ impl MemoryTaskStore {
         if self.sweeping.load(Ordering::Relaxed) {
             return;
         }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
         if self.sweeping.swap(true, Ordering::SeqCst) {
             return;
         }
         let entries: Weak<Entries> = Arc::downgrade(&self.entries);
-        let every = self.sweep;
-        runtime.spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                let Some(entries) = entries.upgrade() else {
-                    return;
-                };
-                sweep(&mut lock(&entries));
-            }
-        });
+        if !every(self.sweep, entries, |entries: &Entries| {
+            sweep(&mut lock(entries));
+        }) {
+            // No runtime: the next entry tries again.
+            self.sweeping.store(false, Ordering::SeqCst);
+        }
     }
 }
 

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use crate::ledger::{Caller, Kind, Ledger, Place, Refusal, Share};
 use crate::outage::Outage;
 use crate::protocol::error::{ErrorCode, RpcError};
-use crate::protocol::ids::now_ms;
 use crate::protocol::ids::random_hex;
+use crate::protocol::ids::{every, now_ms};
 use crate::protocol::meta::{CLIENT_CAPABILITIES, TASKS_EXTENSION};
 use crate::surface::call::{Answer, Busy, Outcome};
 use crate::tasks::{MemoryTaskStore, Quota, TaskStore};
@@ -332,23 +332,9 @@ impl Tasks {
         if stored.sweeping {
             return;
         }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        stored.sweeping = true;
         let tasks = Arc::downgrade(self);
-        let every = self.limits.sweep_interval.max(Duration::from_millis(1));
-        runtime.spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                let Some(tasks) = tasks.upgrade() else {
-                    return;
-                };
-                tasks.stored().sweep(now_ms());
-            }
+        stored.sweeping = every(self.limits.sweep_interval, tasks, |tasks: &Self| {
+            tasks.stored().sweep(now_ms());
         });
     }
 
