@@ -1,6 +1,7 @@
-//! [`Outage`]: whether a backend (Redis, a task store) is in an outage, so
-//! that each outage is logged once — a warning when it begins, a line when
-//! it ends — however many operations fail during it.
+//! [`Outage`]: whether a backend (Redis, a task store, the authorization
+//! server) is in an outage, so that each outage is logged once — a warning
+//! when it begins, a line when it ends — however many operations fail
+//! during it.
 //!
 //! Each user logs its own lines (a `tracing` target is fixed where the
 //! event is written); what they share is when to write them.

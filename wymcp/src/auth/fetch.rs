@@ -10,7 +10,6 @@
 //! first success after it says the server is reachable again.
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -245,37 +244,38 @@ fn is_loopback(host: &str) -> bool {
 }
 
 /// Whether the authorization server is unreachable: each outage is logged
-/// once, and its end once.
+/// once, and its end once (when, the crate's [`outage`](crate::outage)
+/// decides; what, under `wymcp::auth`, this says).
 #[derive(Debug, Default)]
 pub(crate) struct Outage {
-    down: AtomicBool,
+    state: crate::outage::Outage,
 }
 
 impl Outage {
     /// Records a failed exchange with `what` (an endpoint's role).
     pub(crate) fn failed(&self, what: &str, url: &Uri, error: &FetchError) {
-        if self.down.swap(true, Ordering::AcqRel) {
-            tracing::debug!(target: "wymcp::auth", %url, %error, "{what} still unreachable");
-        } else {
+        if self.state.failed() {
             tracing::warn!(
                 target: "wymcp::auth",
                 %url,
                 %error,
                 "{what} unreachable: tokens that need it are refused (401) until it answers"
             );
+        } else {
+            tracing::debug!(target: "wymcp::auth", %url, %error, "{what} still unreachable");
         }
     }
 
     /// Records a successful exchange.
     pub(crate) fn succeeded(&self, what: &str, url: &Uri) {
-        if self.down.swap(false, Ordering::AcqRel) {
+        if self.state.succeeded() {
             tracing::info!(target: "wymcp::auth", %url, "{what} reachable again");
         }
     }
 
     /// Whether the last exchange failed.
     pub(crate) fn is_down(&self) -> bool {
-        self.down.load(Ordering::Acquire)
+        self.state.is_down()
     }
 }
 
