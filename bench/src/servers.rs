@@ -262,12 +262,17 @@ impl<'de> Deserialize<'de> for Ordered {
 
 /// The wymcp server the benchmark measures: the echo tool registered the way
 /// wymcp's documentation registers tools, default settings otherwise but
-/// one. The burst scenario holds [`BURST_CONNECTIONS`] ceiling-sized bodies
-/// at once (about 490 MiB); the default in-flight budget (256 MiB) sheds
-/// about half of them with 503 and `Retry-After`, which is what it is for on
-/// a public endpoint but not what the scenario measures: the memory of
-/// holding them all, beside the floor and rmcp, which hold them all. The
-/// budget is raised to fit them, and nothing else is changed.
+/// the body budget. The burst scenario holds [`BURST_CONNECTIONS`]
+/// ceiling-sized bodies at once (about 490 MiB, and as much again for the
+/// strings parsed from them, which the ledger counts with the bytes); the
+/// default in-flight budget (256 MiB) sheds about half of them with 503 and
+/// `Retry-After`, which is what it is for on a public endpoint but not what
+/// the scenario measures: the memory of holding them all, beside the floor
+/// and rmcp, which hold them all. And every request of a run comes from the
+/// one load generator, one caller of the ledger, whose share of that budget
+/// (32 MiB) would shed the large and burst scenarios with 429 as it would
+/// one client of a public endpoint. Both are raised to fit them (the share
+/// to the whole budget), and nothing else is changed.
 ///
 /// [`BURST_CONNECTIONS`]: crate::payload::BURST_CONNECTIONS
 #[must_use]
@@ -275,9 +280,10 @@ pub fn wymcp_server() -> wymcp::Server {
     let echo = wymcp::Tool::new("echo")
         .description("Echoes its text")
         .handler(|args: EchoArgs, _cx| async move { Ok(wymcp::ToolResult::text(args.text)) });
+    let budget = 2 * (crate::payload::BURST_CONNECTIONS + 1) * crate::payload::CEILING_CALL_BYTES;
     let limits = wymcp::Limits {
-        bodies_in_flight: (crate::payload::BURST_CONNECTIONS + 1)
-            * crate::payload::CEILING_CALL_BYTES,
+        bodies_in_flight: budget,
+        bodies_per_caller: budget,
         ..wymcp::Limits::default()
     };
     match wymcp::Server::builder().tool(echo).limits(limits).build() {
