@@ -192,14 +192,7 @@ impl Queue {
         }
         let len = bytes.len();
         if state.fits(len) {
-            let at = state.taken + state.items.len() as u64;
-            state.items.push_back(bytes);
-            if what == What::Progress {
-                state.progress = Some(at);
-            }
-            if let Some(waker) = state.waker.take() {
-                waker.wake();
-            }
+            state.enqueue(bytes, what);
             return true;
         }
         if what == What::Progress {
@@ -219,12 +212,7 @@ impl Queue {
                 state.release(newest.len());
                 state.refuse();
             }
-            let at = state.taken + state.items.len() as u64;
-            state.items.push_back(bytes);
-            state.progress = Some(at);
-            if let Some(waker) = state.waker.take() {
-                waker.wake();
-            }
+            state.enqueue(bytes, what);
             return true;
         }
         state.refuse();
@@ -247,6 +235,19 @@ impl Queue {
 }
 
 impl State {
+    /// Queues `bytes`, already accounted for, remembers where a progress
+    /// notification stands, and wakes the transport.
+    fn enqueue(&mut self, bytes: Bytes, what: What) {
+        let at = self.taken + self.items.len() as u64;
+        self.items.push_back(bytes);
+        if what == What::Progress {
+            self.progress = Some(at);
+        }
+        if let Some(waker) = self.waker.take() {
+            waker.wake();
+        }
+    }
+
     /// Counts one notification dropped.
     fn refuse(&mut self) {
         self.refusing = true;
