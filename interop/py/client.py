@@ -68,8 +68,25 @@ async def main(target: str, mode: str) -> int:
             role="assistant", content=types.TextContent(type="text", text="py-sampled"), model="interop"
         )
 
+    # Every notification the server sent outside a request (a 2025 client's
+    # GET stream), by method, in arrival order.
+    heard: list[str] = []
+    heard_one = anyio.Event()
+
+    async def on_message(message: object) -> None:
+        nonlocal heard_one
+        method = getattr(getattr(message, "root", message), "method", None)
+        if isinstance(method, str) and method.endswith("/list_changed"):
+            heard.append(method)
+            heard_one.set()
+
     client = Client(
-        server, mode=mode, elicitation_callback=on_elicit, sampling_callback=on_sample, read_timeout_seconds=20
+        server,
+        mode=mode,
+        elicitation_callback=on_elicit,
+        sampling_callback=on_sample,
+        message_handler=on_message,
+        read_timeout_seconds=20,
     )
     try:
         async with client:
@@ -201,6 +218,36 @@ async def main(target: str, mode: str) -> int:
                     return None if "py-sampled" in text else f"unexpected answer: {text}"
 
                 await run.check("mid-call sampling/createMessage (2025) tools/call test_sampling", mid_call_sampling)
+
+                # The 2025 standalone stream: the SDK opened its GET stream
+                # after `initialized`; a change made through another
+                # connection (another client, maybe another replica) reaches it.
+                async def get_stream(tool: str, method: str) -> str | None:
+                    nonlocal heard_one
+                    heard.clear()
+                    heard_one = anyio.Event()
+                    async with Client(server, mode=mode, read_timeout_seconds=20) as other:
+                        started = anyio.current_time()
+                        result = await other.call_tool(tool, {})
+                        if result.is_error:
+                            return f"{tool} through another connection: isError: {first_text(result.content)}"
+                    with anyio.move_on_after(10):
+                        while method not in heard:
+                            await heard_one.wait()
+                            heard_one = anyio.Event()
+                        took = anyio.current_time() - started
+                        print(f"NOTE {run.tag} {method} heard {took * 1000:.0f} ms after {tool} was called", flush=True)
+                        return None
+                    return f"no {method} on the GET stream within 10 s (heard {heard})"
+
+                for tool, method in (
+                    ("test_trigger_tool_change", "notifications/tools/list_changed"),
+                    ("test_trigger_prompt_change", "notifications/prompts/list_changed"),
+                ):
+                    await run.check(
+                        f"GET stream (2025) {method} after {tool} through another connection",
+                        lambda tool=tool, method=method: get_stream(tool, method),
+                    )
     except Exception as err:  # noqa: BLE001 - a failed connect or close is one more FAIL line
         run.failed += 1
         print(f"FAIL {run.tag} session: {describe(err)}", flush=True)

@@ -98,6 +98,17 @@ client.setRequestHandler('sampling/createMessage', async () => {
     return { role: 'assistant', content: { type: 'text', text: 'ts-sampled' }, model: 'interop' };
 });
 
+// Every list_changed the server sent outside a request (a 2025 client's GET
+// stream), in arrival order, and who waits for the next one.
+const heard = [];
+let onHeard = () => {};
+for (const method of ['notifications/tools/list_changed', 'notifications/prompts/list_changed']) {
+    client.setNotificationHandler(method, () => {
+        heard.push(method);
+        onHeard();
+    });
+}
+
 let connected = false;
 await check('connect', async () => {
     await client.connect(transport());
@@ -226,6 +237,39 @@ if (connected) {
             if (result.isError) return `isError: ${text}`;
             return text.includes('ts-sampled') ? undefined : `unexpected answer: ${text}`;
         });
+        // The 2025 standalone stream: the SDK opened its GET stream after
+        // `initialized`; a change made through another connection (another
+        // client, maybe another replica) reaches it.
+        for (const [tool, method] of [
+            ['test_trigger_tool_change', 'notifications/tools/list_changed'],
+            ['test_trigger_prompt_change', 'notifications/prompts/list_changed'],
+        ]) {
+            await check(`GET stream (2025) ${method} after ${tool} through another connection`, async () => {
+                heard.length = 0;
+                const arrived = new Promise((resolve) => {
+                    onHeard = () => heard.includes(method) && resolve(true);
+                });
+                const other = new Client({ name: 'wymcp-interop-ts-other', version: '1.0.0' }, { versionNegotiation });
+                await other.connect(transport());
+                const started = Date.now();
+                try {
+                    const result = await other.callTool({ name: tool, arguments: {} });
+                    if (result.isError) return `${tool} through another connection: isError: ${firstText(result.content)}`;
+                } finally {
+                    await other.close().catch(() => {});
+                }
+                let timer;
+                const late = new Promise((resolve) => {
+                    timer = setTimeout(() => resolve(false), 10_000);
+                });
+                const ok = await Promise.race([arrived, late]);
+                clearTimeout(timer);
+                onHeard = () => {};
+                if (!ok) return `no ${method} on the GET stream within 10 s (heard [${heard.join(', ')}])`;
+                console.log(`NOTE ${tag} ${method} heard ${Date.now() - started} ms after ${tool} was called`);
+                return undefined;
+            });
+        }
     }
     await client.close().catch(() => {});
 }
