@@ -353,3 +353,66 @@ async fn the_public_benchmarks_flow_is_served_header_less_as_2025() {
         );
     }
 }
+
+/// Issue 27 §3: the public benchmark's flow (see
+/// [`the_public_benchmarks_flow_is_served_header_less_as_2025`]) against
+/// `examples/everything` as a child process, over one kept-alive
+/// connection as k6 sends it: every answer below 400 (k6's
+/// `http_req_failed`), the call's result what its check reads, twice (the
+/// script runs one session per tool, then one for `tools/list`).
+#[tokio::test]
+async fn the_public_benchmarks_flow_through_examples_everything() {
+    use wymcp_tests::child::Everything;
+    use wymcp_tests::wire::{RawConn, RawRequest};
+    let server = Everything::start(&[], &[]);
+    let host = server.addr().to_string();
+    let mut conn = RawConn::connect(server.addr()).await;
+    let post = |body: serde_json::Value, session: Option<&str>| {
+        let req = RawRequest::post("/mcp")
+            .host(&host)
+            .header("Accept", "application/json, text/event-stream")
+            .json(body.to_string());
+        match session {
+            Some(id) => req.header("Mcp-Session-Id", id),
+            None => req,
+        }
+    };
+    for (id, method, params) in [
+        (
+            2,
+            "tools/call",
+            json!({"name": "test_simple_text", "arguments": {}}),
+        ),
+        (2, "tools/list", json!({})),
+    ] {
+        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2024-11-05", "capabilities": {},
+            "clientInfo": {"name": "k6-bench", "version": "1.0"}}});
+        let answer = conn.request(&post(initialize, None)).await;
+        assert_eq!(answer.status, 200, "{answer:?}");
+        assert_eq!(answer.json()["result"]["protocolVersion"], "2025-11-25");
+        let session = answer.header("mcp-session-id").map(str::to_owned);
+        let session = session.as_deref();
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let answer = conn.request(&post(initialized, session)).await;
+        assert_eq!(answer.status, 202, "{answer:?}");
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let answer = conn.request(&post(request, session)).await;
+        assert_eq!(answer.status, 200, "{answer:?}");
+        let body = answer.json();
+        assert_eq!(body["id"], id, "{body}");
+        assert!(body.get("error").is_none(), "{body}");
+        match method {
+            "tools/call" => assert!(body["result"]["content"][0]["text"].is_string(), "{body}"),
+            _ => assert!(body["result"]["tools"].is_array(), "{body}"),
+        }
+        if let Some(id) = session {
+            let delete = RawRequest::new("DELETE", "/mcp")
+                .host(&host)
+                .header("Mcp-Session-Id", id);
+            let answer = conn.request(&delete).await;
+            assert!(answer.status < 400, "k6 counts it failed: {answer:?}");
+        }
+    }
+    assert_eq!(server.panics(), 0);
+}
