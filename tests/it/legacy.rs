@@ -416,3 +416,58 @@ async fn the_public_benchmarks_flow_through_examples_everything() {
     }
     assert_eq!(server.panics(), 0);
 }
+
+/// The rule docs/guide.md states for a 2025 message with no
+/// `MCP-Protocol-Version` header: served as 2025, held to the newest 2025
+/// revision served, whose schema accepts what a 2024-11-05, 2025-03-26 or
+/// 2025-06-18 client sends (each 2025 revision only adds to the one before)
+/// ... except a JSON-RPC batch, which only 2025-03-26 allowed: 400, -32600,
+/// id null, as on every revision served.
+#[tokio::test]
+async fn what_older_clients_send_header_less_is_served() {
+    let router = chain(server());
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2024-11-05",
+            "capabilities": {"roots": {"listChanged": true}, "sampling": {}, "experimental": {}},
+            "clientInfo": {"name": "old", "version": "0.1"}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "t"}}),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "resources/read", "params": {"uri": "test://r"}}),
+        json!({"jsonrpc": "2.0", "id": 6, "method": "resources/subscribe", "params": {"uri": "test://r"}}),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "logging/setLevel", "params": {"level": "info"}}),
+        json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list",
+               "params": {"_meta": {"progressToken": "p"}}}),
+    ];
+    for request in requests {
+        let id = request["id"].clone();
+        let answer = send(&router, Req::body(request.clone())).await;
+        assert!(answer.rejections.is_empty(), "{request}: {answer:?}");
+        assert_eq!(answer.status, StatusCode::OK, "{request}: {answer:?}");
+        assert_eq!(answer.body["id"], id, "{answer:?}");
+        assert!(answer.body["result"].is_object(), "{request}: {answer:?}");
+    }
+    let notifications = [
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}),
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+               "params": {"requestId": 4, "reason": "gone"}}),
+    ];
+    for notification in notifications {
+        let answer = send(&router, Req::body(notification.clone())).await;
+        assert_eq!(
+            answer.status,
+            StatusCode::ACCEPTED,
+            "{notification}: {answer:?}"
+        );
+        assert!(answer.raw.is_empty() && answer.rejections.is_empty());
+    }
+    let batch = json!([{"jsonrpc": "2.0", "id": 9, "method": "ping"}]);
+    send(&router, Req::body(batch)).await.rejected(
+        "Validate",
+        400,
+        -32600,
+        &serde_json::Value::Null,
+    );
+}

@@ -27,7 +27,7 @@
 //!    2026-07-28 schema (as amended after the release, upstream commit
 //!    `271ecc9`) defines: `SubscriptionsListenResultResponse`, whose
 //!    `result` is a `SubscriptionsListenResult` (`resultType` and `_meta`
-//!    required, no other field) and whose `_meta` is a
+//!    required, the body otherwise empty) and whose `_meta` is a
 //!    `SubscriptionsListenResultMetaObject` (the subscription id required,
 //!    equal to the response's id; `serverInfo` optional). The test
 //!    `listen::closing_subscriptions_ends_each_stream_with_a_complete_result`
