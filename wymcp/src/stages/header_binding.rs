@@ -36,13 +36,13 @@
 //! **Legacy era** (2025 clients): an absent `MCP-Protocol-Version` passes (a
 //! 2025 `initialize` carries none); a present one must name a revision the
 //! server serves, else `400`, `-32600`, with `data.supported`/`data.requested`
-//! (2025 defines a plain 400 and no code; `-32022` is 2026's). Not on an
-//! `initialize`: what its header names is no negotiated revision (a client's
-//! default, sent before there is one, or what a `server/discover` probe left
-//! in the client's transport), so a date it names that is no served 2025
-//! revision is not refused, and the handshake negotiates from the body's
-//! `protocolVersion` (see `protocol::revision::is_handshake`). A served one
-//! sets [`Exchange::revision`]. A 2025 header beside a 2026 `_meta`
+//! (2025 defines a plain 400 and no code; `-32022` is 2026's). A served one
+//! sets [`Exchange::revision`]. Not refused on an `initialize`: what its
+//! header names is no negotiated revision (a client's default, sent before
+//! there is one, or what a `server/discover` probe left in the client's
+//! transport), so a date it names that is no served 2025 revision passes,
+//! and the handshake negotiates from the body's `protocolVersion` (see
+//! `protocol::revision::is_handshake`). A 2025 header beside a 2026 `_meta`
 //! protocol version is `-32020`. The 2026 rows (`Mcp-Method`, `Mcp-Name`,
 //! `Mcp-Param-*`) are not required of a 2025 client, which sends none; but
 //! one that is present is bound to the body as in the modern era, so a
