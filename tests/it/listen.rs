@@ -14,7 +14,7 @@ use wymcp::{Context, NoArgs, Prompt, PromptResult, Resource, Server, Tool, ToolR
 
 use wymcp::testing::{Client, Listen};
 
-use crate::support::{assert_failure, chain, meta};
+use crate::support::{assert_failure, assert_schema, chain, meta};
 
 fn tool(name: &str) -> Tool {
     Tool::new(name)
@@ -130,6 +130,11 @@ async fn a_watched_resource_gets_updated_notifications() {
     );
 }
 
+/// The graceful close is the 2026-07-28 schema's own (as amended after the
+/// release: `SubscriptionsListenResultResponse`, whose result is a
+/// `SubscriptionsListenResult`: `resultType` and a `_meta` that requires
+/// `io.modelcontextprotocol/subscriptionId`, the listen request's id), with
+/// the server's identity in `_meta` as every 2026 result carries it.
 #[tokio::test]
 async fn closing_subscriptions_ends_each_stream_with_a_complete_result() {
     let server = server();
@@ -141,6 +146,12 @@ async fn closing_subscriptions_ends_each_stream_with_a_complete_result() {
     assert_eq!(&last["id"], id);
     assert_eq!(last["result"]["resultType"], "complete");
     assert_eq!(&last["result"]["_meta"][SUBSCRIPTION_ID], id);
+    assert!(
+        last["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"].is_string(),
+        "{last}"
+    );
+    assert_schema("2026-07-28", "SubscriptionsListenResultResponse", &last);
+    assert_schema("2026-07-28", "SubscriptionsListenResult", &last["result"]);
     assert!(stream.ended().await);
 }
 

@@ -192,16 +192,21 @@ proptest! {
     }
 
     /// The era follows the header when there is one (a 2025 date is
-    /// legacy), else `_meta`'s protocol version, as the reference says.
+    /// legacy, and any date on a 2025 `initialize`), else `_meta`'s protocol
+    /// version, as the reference says.
     #[test]
     fn the_era_agrees_with_the_reference(
         header in prop::option::of("[ \t]{0,2}(20[0-9]{2}-[0-9]{2}-[0-9]{2}|2025-11-25|2026-07-28|.{0,10})[ \t]{0,2}"),
         meta in prop::option::of(json_value()),
+        method in prop::option::of("initialize|tools/call|.{0,10}"),
     ) {
-        let body = match meta {
+        let mut body = match meta {
             Some(version) => json!({"params": {"_meta": {"io.modelcontextprotocol/protocolVersion": version}}}),
             None => json!({"params": {}}),
         };
+        if let Some(method) = method {
+            body["method"] = json!(method);
+        }
         let mut headers = HeaderMap::new();
         if let Some(h) = &header {
             let Ok(value) = HeaderValue::from_str(h) else { return Ok(()); };

@@ -710,3 +710,128 @@ fn everything_over_stdio_writes_only_protocol_messages_and_exits_at_end_of_input
     assert_eq!(last["id"], 2, "the answer comes last: {lines:?}");
     assert_eq!(text(last), "Progress test completed");
 }
+
+/// The `initialize` of a 2025 client, asking for `version`.
+fn handshake(id: u64, version: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}})
+}
+
+/// Rule (issue 27 §3): a client that sends `server/discover` and then
+/// `initialize` anyway on one connection, as a widely used coding assistant
+/// does (its frames: the discover, a `notifications/roots/list_changed`
+/// before any handshake, then `initialize`), is answered in the 2025 era,
+/// and the connection then behaves as that era's: `initialized` accepted,
+/// `ping` served, later messages held to the negotiated revision (here
+/// 2025-06-18, whose schema has no `tasks/get`: the surface's -32601). The
+/// discover's answer holds it to nothing: a 2026 message on the same
+/// connection is still a 2026 message.
+#[tokio::test]
+async fn discover_then_initialize_on_one_connection_is_served_as_2025() {
+    let server = Server::builder()
+        .revisions(Revision::ALL)
+        .tool(Tool::new("t").handler(|_: NoArgs, _| async { Ok(ToolResult::text("ok")) }))
+        .build()
+        .expect("the server builds");
+    let mut client = Client::new(server, StdioConfig::default());
+    client
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                      "params": {"_meta": meta()}}),
+        )
+        .await;
+    let discovered = client.next().await;
+    assert_eq!(discovered["id"], 1);
+    assert_eq!(
+        discovered["result"]["supportedVersions"],
+        json!(["2026-07-28"])
+    );
+    client
+        .send(
+            &json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed", "params": {}}),
+        )
+        .await;
+    client.send(&handshake(2, "2025-06-18")).await;
+    let initialized = client.next().await;
+    assert_eq!(initialized["id"], 2, "the notification is not answered");
+    assert_eq!(initialized["result"]["protocolVersion"], "2025-06-18");
+    assert!(initialized["result"].get("resultType").is_none());
+    client
+        .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    client.send(&ping(3)).await;
+    assert_eq!(
+        client.next().await,
+        json!({"jsonrpc": "2.0", "id": 3, "result": {}})
+    );
+    client
+        .send(&json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/get", "params": 5}))
+        .await;
+    let unknown = client.next().await;
+    assert_eq!(unknown["id"], 4);
+    assert_eq!(
+        unknown["error"]["code"],
+        code::METHOD_NOT_FOUND,
+        "{unknown}"
+    );
+    client
+        .send(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                      "params": {"name": "t", "arguments": {}}}))
+        .await;
+    assert_eq!(
+        client.next().await,
+        json!({"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": "ok"}]}})
+    );
+    client.send(&call(6, "t")).await;
+    let modern = client.next().await;
+    assert_eq!(modern["result"]["resultType"], "complete", "{modern}");
+    client.close().await.1.expect("a clean end");
+}
+
+/// Rule (issue 27 §3): an `initialize` asking for an older revision
+/// (`2024-11-05`, `2025-03-26`, or `2025-06-18` where it is not served) is
+/// answered with the latest 2025 revision served, as the 2025 lifecycle
+/// says, and the connection holds later messages to it (2025-11-25 has
+/// `tasks/get`: bad params are -32602); one asking for a served revision is
+/// answered with it.
+#[tokio::test]
+async fn initialize_answers_an_older_version_with_the_latest_served() {
+    let default = || Server::builder().build().expect("the server builds");
+    for asked in ["2024-11-05", "2025-03-26", "2025-06-18"] {
+        let mut client = Client::new(default(), StdioConfig::default());
+        client.send(&handshake(1, asked)).await;
+        let answer = client.next().await;
+        assert_eq!(answer["result"]["protocolVersion"], "2025-11-25", "{asked}");
+        client
+            .send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": 5}))
+            .await;
+        let refused = client.next().await;
+        assert_eq!(
+            refused["error"]["code"],
+            code::INVALID_PARAMS,
+            "{asked}: {refused}"
+        );
+        client.close().await.1.expect("a clean end");
+    }
+    let all = || {
+        Server::builder()
+            .revisions(Revision::ALL)
+            .build()
+            .expect("the server builds")
+    };
+    for (asked, answered) in [
+        ("2025-06-18", "2025-06-18"),
+        ("2024-11-05", "2025-11-25"),
+        ("2025-03-26", "2025-11-25"),
+    ] {
+        let mut client = Client::new(all(), StdioConfig::default());
+        client.send(&handshake(1, asked)).await;
+        assert_eq!(
+            client.next().await["result"]["protocolVersion"],
+            answered,
+            "{asked}"
+        );
+        client.close().await.1.expect("a clean end");
+    }
+}

@@ -367,7 +367,9 @@ impl<'a> Exchange<'a> {
     ///   `_meta["io.modelcontextprotocol/protocolVersion"]`, where the
     ///   `MCP-Protocol-Version` header agrees with it (or a notification
     ///   carries none);
-    /// * 2025 era: the `MCP-Protocol-Version` header.
+    /// * 2025 era: the `MCP-Protocol-Version` header, when it names a served
+    ///   2025 revision (an `initialize`'s may name a 2026 one: see
+    ///   `protocol::revision::is_handshake`).
     ///
     /// `None` (nothing established) otherwise; a later stage (Validate)
     /// then decides which revision holds the message. Once.
@@ -383,7 +385,7 @@ impl<'a> Exchange<'a> {
             Era::Legacy => plain_text(self.parts.headers.get(MCP_PROTOCOL_VERSION)?)
                 .ok()
                 .and_then(Revision::parse)
-                .filter(|r| self.server.revisions().contains(r)),
+                .filter(|r| r.era() == Era::Legacy && self.server.revisions().contains(r)),
             Era::Modern => self.modern_fields().ok().flatten(),
         }
     }

@@ -71,26 +71,40 @@ pub fn reference_era(header: Option<&[u8]>, message: &Value) -> Era {
             v
         };
         let parts: Vec<&[u8]> = text.split(|b| *b == b'-').collect();
-        let legacy = parts.len() == 3
+        let dated = parts.len() == 3
             && [4, 2, 2]
                 .iter()
                 .zip(&parts)
-                .all(|(len, part)| part.len() == *len && part.iter().all(u8::is_ascii_digit))
+                .all(|(len, part)| part.len() == *len && part.iter().all(u8::is_ascii_digit));
+        let before_2026 = dated
             && std::str::from_utf8(parts[0])
                 .ok()
                 .and_then(|year| year.parse::<u32>().ok())
                 .is_some_and(|year| year < 2026);
-        return if legacy { Era::Legacy } else { Era::Modern };
+        // A 2025 handshake (`initialize`, no `_meta` version) stays 2025
+        // whatever date its header names.
+        let handshake = dated
+            && message.get("method") == Some(&Value::from("initialize"))
+            && !has_meta_version(message);
+        return if before_2026 || handshake {
+            Era::Legacy
+        } else {
+            Era::Modern
+        };
     }
-    let has_version = message
-        .pointer("/params/_meta")
-        .and_then(Value::as_object)
-        .is_some_and(|meta| meta.contains_key(PROTOCOL_VERSION_KEY));
-    if has_version {
+    if has_meta_version(message) {
         Era::Modern
     } else {
         Era::Legacy
     }
+}
+
+/// Whether `params._meta` holds the protocol-version key, whatever its value.
+fn has_meta_version(message: &Value) -> bool {
+    message
+        .pointer("/params/_meta")
+        .and_then(Value::as_object)
+        .is_some_and(|meta| meta.contains_key(PROTOCOL_VERSION_KEY))
 }
 
 /// Checks classification on the input as JSON, and on the input's value

@@ -27,8 +27,12 @@
 //! (`YYYY-MM-DD`, OWS stripped) before 2026: `2025-11-25`, `2025-06-18` and
 //! the `2025-03-26` wymcp does not serve alike, so a 2025 client meets the
 //! 2025 answer (a plain 400 for an unserved revision) rather than 2026's
-//! `_meta` rules. When the header is repeated the first is read; the
-//! singleton-header check refuses the request anyway.
+//! `_meta` rules. One exception: an `initialize` without that `_meta` key
+//! is the 2025 handshake whatever date-shaped revision its header names
+//! (`2026-07-28` included: a dual-era client falling back from a
+//! `server/discover` probe may leave it there), and header binding does not
+//! hold that header to the revisions served. When the header is repeated
+//! the first is read; the singleton-header check refuses the request anyway.
 //!
 //! The rules are [`Exchange::classify`]'s (the protocol's own, in
 //! `protocol::jsonrpc` and `protocol::revision`); this stage runs them.

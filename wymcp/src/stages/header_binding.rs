@@ -37,7 +37,12 @@
 //! 2025 `initialize` carries none); a present one must name a revision the
 //! server serves, else `400`, `-32600`, with `data.supported`/`data.requested`
 //! (2025 defines a plain 400 and no code; `-32022` is 2026's). A served one
-//! sets [`Exchange::revision`]. A 2025 header beside a 2026 `_meta`
+//! sets [`Exchange::revision`]. Not refused on an `initialize`: what its
+//! header names is no negotiated revision (a client's default, sent before
+//! there is one, or what a `server/discover` probe left in the client's
+//! transport), so a date it names that is no served 2025 revision passes,
+//! and the handshake negotiates from the body's `protocolVersion` (see
+//! `protocol::revision::is_handshake`). A 2025 header beside a 2026 `_meta`
 //! protocol version is `-32020`. The 2026 rows (`Mcp-Method`, `Mcp-Name`,
 //! `Mcp-Param-*`) are not required of a 2025 client, which sends none; but
 //! one that is present is bound to the body as in the modern era, so a
@@ -62,7 +67,7 @@ use crate::protocol::headers::{
     decoded_text, header_spelling, is_integral, plain_text,
 };
 use crate::protocol::jsonrpc::MessageKind;
-use crate::protocol::revision::Era;
+use crate::protocol::revision::{Era, is_handshake};
 use crate::reply::Flow;
 use crate::reply::Rejection;
 use crate::server::Server;
@@ -402,6 +407,11 @@ fn legacy(ex: &mut Exchange<'_>) -> Flow {
     // A header naming a served revision establishes it, by the exchange's
     // rule: the same reading this row refuses, not a second copy of it.
     if ex.establish_revision().is_some() {
+        return Flow::Continue;
+    }
+    // Any other on an `initialize` is a client's default or a discover
+    // probe's leftover, not a negotiated revision: the handshake negotiates.
+    if ex.message().is_some_and(is_handshake) {
         return Flow::Continue;
     }
     let server = ex.server();

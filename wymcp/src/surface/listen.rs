@@ -20,10 +20,18 @@
 //!    opened with expire ([`Principal::expires_at`]), or when asking again
 //!    about them ([`Principal::recheck`]: an introspected token, asked about
 //!    again each cache TTL) finds them refused: the result
-//!    `{"resultType": "complete", "_meta": {subscriptionId}}` with the listen
-//!    request's id, then the end of the stream (the client opens a new one,
-//!    and a client whose token expired or was revoked is answered `401`
-//!    then).
+//!    `{"resultType": "complete", "_meta": {subscriptionId, serverInfo}}`
+//!    with the listen request's id, then the end of the stream (the client
+//!    opens a new one, and a client whose token expired or was revoked is
+//!    answered `401` then). That is the graceful close the vendored
+//!    2026-07-28 schema (as amended after the release, upstream commit
+//!    `271ecc9`) defines: `SubscriptionsListenResultResponse`, whose
+//!    `result` is a `SubscriptionsListenResult` (`resultType` and `_meta`
+//!    required, the body otherwise empty) and whose `_meta` is a
+//!    `SubscriptionsListenResultMetaObject` (the subscription id required,
+//!    equal to the response's id; `serverInfo` optional). The test
+//!    `listen::closing_subscriptions_ends_each_stream_with_a_complete_result`
+//!    holds the close to both definitions.
 //!
 //! Every notification carries `params._meta["io.modelcontextprotocol/subscriptionId"]`
 //! = the listen request's id; the envelope of each kind of notification is
