@@ -71,8 +71,10 @@ pub use surface::{
     Annotations, AnswerFeed, AnswerRelay, BoxFuture, CacheScope, Catalog, Change, ChangeFeed,
     ChangeRelay, CompletionRef, CompletionRequest, Completions, Content, Context,
     DEFAULT_PAGE_SIZE, Emitter, HandlerError, Icon, IconTheme, Item, LEGACY_LOG_LEVEL,
-    LegacyRequests, ListenLimits, LogLevel, MAX_COMPLETION_VALUES, NoArgs, Prompt, PromptArgs,
+    LegacyRequests, ListenLimits, LogLevel, MAX_COMPATIBILITY_CHARS, MAX_COMPLETION_VALUES,
+    MAX_DESCRIPTION_CHARS, MAX_FRONTMATTER_BYTES, MAX_FRONTMATTER_KEYS, MAX_SKILL_BYTES,
+    MAX_SKILL_DEPTH, MAX_SKILL_FILES, MAX_SKILLS, MAX_SKILLS_BYTES, NoArgs, Prompt, PromptArgs,
     PromptArgument, PromptKind, PromptMessage, PromptResult, PromptRole, Resource,
-    ResourceContents, ResourceKind, ResourceTemplate, ServerInfo, Structured, SurfaceError,
-    TaskLimits, TaskSupport, TemplateKind, TemplateVars, Tool, ToolKind, ToolOutput, ToolResult,
+    ResourceContents, ResourceKind, ResourceTemplate, ServerInfo, Skill, SkillError, Structured,
+    SurfaceError, TaskLimits, TaskSupport, TemplateKind, TemplateVars, Tool, ToolKind, ToolOutput, ToolResult,
 };

@@ -73,6 +73,10 @@ pub enum SurfaceError {
         "tool `{0}` has `x-mcp-header` annotations: register it with the builder, not at run time"
     )]
     HeaderParamsAtRunTime(String),
+    /// A skill breaks a rule of the Skills extension or of the Agent
+    /// Skills specification, or its files could not be read.
+    #[error(transparent)]
+    Skill(#[from] super::skills::SkillError),
     /// The page size is zero.
     #[error("the page size must be at least 1")]
     PageSize,
