@@ -119,7 +119,10 @@ async fn the_extension_is_declared_on_2026_only() {
         assert_eq!(data, json!({"method": method}));
     }
     let read = legacy
-        .send("resources/read", json!({"uri": "skill://alpha/refs/hello.txt"}))
+        .send(
+            "resources/read",
+            json!({"uri": "skill://alpha/refs/hello.txt"}),
+        )
         .await;
     assert_eq!(read.result().unwrap()["contents"][0]["text"], "hello\n");
 }
@@ -151,7 +154,10 @@ async fn lists_and_gets_skills() {
         json!({"name": "alpha", "description": "The first skill", "license": "MIT", "metadata": {"version": "1.0"}})
     );
     let manifest = alpha["resources"].as_array().unwrap();
-    let uris: Vec<&str> = manifest.iter().map(|r| r["uri"].as_str().unwrap()).collect();
+    let uris: Vec<&str> = manifest
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
     assert_eq!(
         uris,
         [
@@ -182,9 +188,14 @@ async fn lists_and_gets_skills() {
     let got = got.result().unwrap();
     assert_eq!(&got["skill"], alpha);
     assert!(got.get("nextCursor").is_none());
-    assert_eq!((&got["ttlMs"], &got["cacheScope"]), (&json!(0), &json!("private")));
+    assert_eq!(
+        (&got["ttlMs"], &got["cacheScope"]),
+        (&json!(0), &json!("private"))
+    );
 
-    let bad = client.send("skills/list", json!({"cursor": "forged"})).await;
+    let bad = client
+        .send("skills/list", json!({"cursor": "forged"}))
+        .await;
     assert_rejected(&bad.result().unwrap_err(), StatusCode::BAD_REQUEST, -32602);
 }
 
@@ -200,11 +211,19 @@ async fn an_unknown_skill_is_invalid_params() {
         "skill://alpha",
     ] {
         let answer = client.send("skills/get", json!({"uri": uri})).await;
-        let data = assert_rejected(&answer.result().unwrap_err(), StatusCode::BAD_REQUEST, -32602);
+        let data = assert_rejected(
+            &answer.result().unwrap_err(),
+            StatusCode::BAD_REQUEST,
+            -32602,
+        );
         assert_eq!(data, json!({"uri": uri}));
     }
     let answer = client.send("skills/get", json!({"uri": 7})).await;
-    assert_rejected(&answer.result().unwrap_err(), StatusCode::BAD_REQUEST, -32602);
+    assert_rejected(
+        &answer.result().unwrap_err(),
+        StatusCode::BAD_REQUEST,
+        -32602,
+    );
 }
 
 /// Each file is a resource: SKILL.md named and described from its front
@@ -233,10 +252,15 @@ async fn skill_files_are_resources() {
         result["contents"],
         json!([{"uri": "skill://alpha/SKILL.md", "mimeType": "text/markdown", "text": ALPHA_MD}])
     );
-    let blob = client.read_resource("skill://alpha/refs/blob.bin").await.unwrap();
+    let blob = client
+        .read_resource("skill://alpha/refs/blob.bin")
+        .await
+        .unwrap();
     assert_eq!(
         blob,
-        [json!({"uri": "skill://alpha/refs/blob.bin", "mimeType": "application/octet-stream", "blob": "AP8B"})]
+        [
+            json!({"uri": "skill://alpha/refs/blob.bin", "mimeType": "application/octet-stream", "blob": "AP8B"})
+        ]
     );
 }
 
@@ -255,7 +279,9 @@ async fn reads_directories() {
     let mut children = Vec::new();
     let mut params = json!({"uri": "skill://alpha"});
     for _ in 0..5 {
-        let answer = client.send("resources/directory/read", params.clone()).await;
+        let answer = client
+            .send("resources/directory/read", params.clone())
+            .await;
         let result = answer.result().unwrap().clone();
         assert_eq!(result["resultType"], "complete");
         assert!(result.get("ttlMs").is_none(), "{result}");
@@ -274,7 +300,10 @@ async fn reads_directories() {
     );
     let client = Client::new(server_of(&dir));
     let answer = client
-        .send("resources/directory/read", json!({"uri": "skill://alpha/refs"}))
+        .send(
+            "resources/directory/read",
+            json!({"uri": "skill://alpha/refs"}),
+        )
         .await;
     let names: Vec<&Value> = answer.result().unwrap()["resources"]
         .as_array()
@@ -283,9 +312,19 @@ async fn reads_directories() {
         .map(|r| &r["name"])
         .collect();
     assert_eq!(names, [&json!("blob.bin"), &json!("hello.txt")]);
-    for uri in ["skill://alpha/SKILL.md", "skill://nope", "skill://alpha/refs/"] {
-        let answer = client.send("resources/directory/read", json!({"uri": uri})).await;
-        let data = assert_rejected(&answer.result().unwrap_err(), StatusCode::BAD_REQUEST, -32602);
+    for uri in [
+        "skill://alpha/SKILL.md",
+        "skill://nope",
+        "skill://alpha/refs/",
+    ] {
+        let answer = client
+            .send("resources/directory/read", json!({"uri": uri}))
+            .await;
+        let data = assert_rejected(
+            &answer.result().unwrap_err(),
+            StatusCode::BAD_REQUEST,
+            -32602,
+        );
         assert_eq!(data, json!({"uri": uri}));
     }
 }
@@ -330,7 +369,10 @@ async fn a_skill_given_in_code_is_served_under_its_prefix() {
         .unwrap();
     let client = Client::new(server);
     let got = client
-        .send("skills/get", json!({"uri": "skill://acme/billing/refunds/SKILL.md"}))
+        .send(
+            "skills/get",
+            json!({"uri": "skill://acme/billing/refunds/SKILL.md"}),
+        )
         .await;
     assert_eq!(
         got.result().unwrap()["skill"]["resources"][1]["uri"],
@@ -405,7 +447,10 @@ fn every_build_check_names_the_file() {
         (
             "a value YAML reads as a number",
             Box::new(|d| {
-                d.write("a/SKILL.md", "---\nname: a\ndescription: d\nversion: 1.0\n---\n");
+                d.write(
+                    "a/SKILL.md",
+                    "---\nname: a\ndescription: d\nversion: 1.0\n---\n",
+                );
             }),
             "a/SKILL.md",
             "number",
@@ -554,7 +599,11 @@ fn skills_given_in_code_are_checked() {
         ),
     ] {
         let error = skill_error(Server::builder().skill(skill).build());
-        assert_eq!((error.file.as_str(), error.rule.contains(rule)), (file, true), "{error}");
+        assert_eq!(
+            (error.file.as_str(), error.rule.contains(rule)),
+            (file, true),
+            "{error}"
+        );
     }
     // Two skills at one path, a skill inside another.
     for (second, rule) in [

@@ -76,5 +76,6 @@ pub use surface::{
     MAX_SKILL_DEPTH, MAX_SKILL_FILES, MAX_SKILLS, MAX_SKILLS_BYTES, NoArgs, Prompt, PromptArgs,
     PromptArgument, PromptKind, PromptMessage, PromptResult, PromptRole, Resource,
     ResourceContents, ResourceKind, ResourceTemplate, ServerInfo, Skill, SkillError, Structured,
-    SurfaceError, TaskLimits, TaskSupport, TemplateKind, TemplateVars, Tool, ToolKind, ToolOutput, ToolResult,
+    SurfaceError, TaskLimits, TaskSupport, TemplateKind, TemplateVars, Tool, ToolKind, ToolOutput,
+    ToolResult,
 };

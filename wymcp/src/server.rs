@@ -17,8 +17,8 @@ use crate::protocol::schema::{SchemaError, Schemas};
 use crate::surface::{
     AnswerRelay, CachePolicy, CacheScope, Catalog, Change, ChangeBus, ChangeRelay,
     CompletionRequest, Completions, Context, HandlerError, Icon, LegacyRequests, ListenLimits,
-    Prompt, Resource, ResourceTemplate, Skill, Surface, SurfaceBuilder, SurfaceError, TaskLimits, Tool,
-    boxed_completion,
+    Prompt, Resource, ResourceTemplate, Skill, Surface, SurfaceBuilder, SurfaceError, TaskLimits,
+    Tool, boxed_completion,
 };
 use crate::tasks::TaskStore;
 

@@ -814,7 +814,8 @@ fn directory_read_answer(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
                 result.insert("nextCursor".into(), Value::String(next));
             }
             Answer::done(Outcome::Result(
-                call.reply(&s.finishing).finished(Value::Object(result), false),
+                call.reply(&s.finishing)
+                    .finished(Value::Object(result), false),
             ))
         }
         Err(error) => error

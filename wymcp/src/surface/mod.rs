@@ -63,7 +63,7 @@ pub use catalog::Catalog;
 pub use completion::{CompletionRef, CompletionRequest, Completions, MAX_COMPLETION_VALUES};
 pub use content::{Annotations, Content, Icon, IconTheme, PromptRole, ResourceContents};
 pub use context::{BoxFuture, Context, HandlerError};
-pub use error::SurfaceError;
+pub use error::{SkillError, SurfaceError};
 pub(crate) use finish::CachePolicy;
 pub use finish::{CacheScope, ServerInfo};
 pub use item::Item;
@@ -80,7 +80,6 @@ pub use resource::{Resource, ResourceKind, ResourceTemplate, TemplateKind, Templ
 pub use skills::{
     MAX_COMPATIBILITY_CHARS, MAX_DESCRIPTION_CHARS, MAX_FRONTMATTER_BYTES, MAX_FRONTMATTER_KEYS,
     MAX_SKILL_BYTES, MAX_SKILL_DEPTH, MAX_SKILL_FILES, MAX_SKILLS, MAX_SKILLS_BYTES, Skill,
-    SkillError,
 };
 pub use task::TaskLimits;
 pub use tool::{NoArgs, Structured, TaskSupport, Tool, ToolKind, ToolOutput, ToolResult};

@@ -9,13 +9,17 @@ use std::fs;
 use std::io::Read as _;
 use std::path::Path;
 
-use super::{MAX_SKILL_BYTES, MAX_SKILL_DEPTH, MAX_SKILL_FILES, SKILL_MD, Skill, SkillError};
+use super::skill::{
+    MAX_SKILL_BYTES, MAX_SKILL_DEPTH, MAX_SKILL_FILES, MAX_SKILLS, MAX_SKILLS_BYTES, SKILL_MD,
+    Skill, uri_segment,
+};
+use crate::surface::error::SkillError;
 
 /// The skills of the directory `root`, at most `room` of them, their bytes
 /// taken from `budget`.
 pub(super) fn load(root: &Path, budget: &mut u64, room: usize) -> Result<Vec<Skill>, SkillError> {
     let mut skills = Vec::new();
-    for (path, kind) in entries(root, super::MAX_SKILLS + 1)? {
+    for (path, kind) in entries(root, MAX_SKILLS + 1)? {
         match kind {
             Kind::Dir => {}
             Kind::File => {
@@ -28,7 +32,7 @@ pub(super) fn load(root: &Path, budget: &mut u64, room: usize) -> Result<Vec<Ski
         if skills.len() == room {
             return Err(SkillError::new(
                 path.display().to_string(),
-                format!("more than {} skills", super::MAX_SKILLS),
+                format!("more than {} skills", MAX_SKILLS),
             ));
         }
         skills.push(skill(&path, budget)?);
@@ -45,7 +49,10 @@ enum Kind {
 /// directory.
 fn entries(dir: &Path, most: usize) -> Result<Vec<(std::path::PathBuf, Kind)>, SkillError> {
     let unreadable = |path: &Path, error: std::io::Error| {
-        SkillError::new(path.display().to_string(), format!("cannot be read: {error}"))
+        SkillError::new(
+            path.display().to_string(),
+            format!("cannot be read: {error}"),
+        )
     };
     let mut out = Vec::new();
     for entry in fs::read_dir(dir).map_err(|e| unreadable(dir, e))? {
@@ -96,7 +103,10 @@ fn skill(dir: &Path, budget: &mut u64) -> Result<Skill, SkillError> {
     };
     let (_, md) = files.swap_remove(at);
     let skill_md = String::from_utf8(md).map_err(|_| {
-        SkillError::new(dir.join(SKILL_MD).display().to_string(), "SKILL.md is not UTF-8")
+        SkillError::new(
+            dir.join(SKILL_MD).display().to_string(),
+            "SKILL.md is not UTF-8",
+        )
     })?;
     let mut skill = Skill::new(name, skill_md);
     skill.files = files;
@@ -118,7 +128,7 @@ fn walk(
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             return Err(SkillError::new(label(), "the name is not UTF-8"));
         };
-        if !super::uri_segment(name) {
+        if !uri_segment(name) {
             return Err(SkillError::new(
                 label(),
                 "the name is not a URI path segment (letters, digits, `-`, `.`, `_`, `~`)",
@@ -143,7 +153,9 @@ fn walk(
                 if files.len() == MAX_SKILL_FILES {
                     return Err(SkillError::new(
                         label(),
-                        format!("the skill has more than the {MAX_SKILL_FILES} files a skill may have"),
+                        format!(
+                            "the skill has more than the {MAX_SKILL_FILES} files a skill may have"
+                        ),
                     ));
                 }
                 let room = (MAX_SKILL_BYTES - *bytes).min(*budget);
@@ -160,7 +172,7 @@ fn walk(
                         label(),
                         format!(
                             "too large: a skill's files may hold {MAX_SKILL_BYTES} bytes, a server's skills {} bytes together",
-                            super::MAX_SKILLS_BYTES
+                            MAX_SKILLS_BYTES
                         ),
                     ));
                 }

@@ -64,7 +64,9 @@ fn parse_block(block: &[&str]) -> Result<Map<String, Value>, String> {
         let (key, value) = key_value(line, n, top_key)?;
         keys += 1;
         if top.contains_key(key) {
-            return Err(format!("front matter line {n}: the key `{key}` is repeated"));
+            return Err(format!(
+                "front matter line {n}: the key `{key}` is repeated"
+            ));
         }
         let value = if value.is_empty() {
             // A map: the indented lines below.
@@ -121,7 +123,9 @@ fn parse_block(block: &[&str]) -> Result<Map<String, Value>, String> {
 /// Whether a line is blank or a comment (skipped); a tab anywhere is refused.
 fn skippable(line: &str, n: usize) -> Result<bool, String> {
     if line.contains('\t') {
-        return Err(format!("front matter line {n}: a tab (YAML indents with spaces)"));
+        return Err(format!(
+            "front matter line {n}: a tab (YAML indents with spaces)"
+        ));
     }
     if line.chars().any(|c| c.is_control()) {
         return Err(format!("front matter line {n}: a control character"));
@@ -244,18 +248,15 @@ fn plain(value: &str, n: usize) -> Result<(), String> {
     }
     let lower = value.to_ascii_lowercase();
     if matches!(lower.as_str(), "~" | "null" | "true" | "false")
-        || matches!(
-            lower.trim_start_matches(['+', '-']),
-            ".inf" | ".nan"
-        )
+        || matches!(lower.trim_start_matches(['+', '-']), ".inf" | ".nan")
     {
         return quote("is read by YAML as null, a boolean or a number");
     }
     let unsigned = value.trim_start_matches(['+', '-']);
     if unsigned.starts_with(|c: char| c.is_ascii_digit() || c == '.')
-        && unsigned
-            .chars()
-            .all(|c| c.is_ascii_hexdigit() || matches!(c, '.' | '+' | '-' | '_' | 'x' | 'X' | 'o' | 'O'))
+        && unsigned.chars().all(|c| {
+            c.is_ascii_hexdigit() || matches!(c, '.' | '+' | '-' | '_' | 'x' | 'X' | 'o' | 'O')
+        })
     {
         return quote("may be read by YAML as a number");
     }
@@ -317,7 +318,13 @@ mod tests {
         }
         let long = format!("---\nx: {}\n---\n", "a".repeat(MAX_FRONTMATTER_BYTES));
         assert!(read(&long).unwrap_err().contains("longer"));
-        let many: String = (0..=MAX_FRONTMATTER_KEYS).map(|i| format!("k{i}: v\n")).collect();
-        assert!(read(&format!("---\n{many}---\n")).unwrap_err().contains("keys"));
+        let many: String = (0..=MAX_FRONTMATTER_KEYS)
+            .map(|i| format!("k{i}: v\n"))
+            .collect();
+        assert!(
+            read(&format!("---\n{many}---\n"))
+                .unwrap_err()
+                .contains("keys")
+        );
     }
 }
