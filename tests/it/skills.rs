@@ -401,8 +401,8 @@ fn skill_error(result: Result<Server, BuildError>) -> SkillError {
 /// directory) and the rule it breaks.
 #[test]
 fn every_build_check_names_the_file() {
-    let md = |name: &str| format!("---\nname: {name}\ndescription: d\n---\n");
     type Setup = Box<dyn Fn(&TempDir)>;
+    let md = |name: &str| format!("---\nname: {name}\ndescription: d\n---\n");
     let cases: Vec<(&str, Setup, &str, &str)> = vec![
         (
             "missing SKILL.md",

@@ -15,9 +15,9 @@ use super::skill::{
 };
 use crate::surface::error::SkillError;
 
-/// The skills of the directory `root`, at most `room` of them, their bytes
+/// The skills of the directory `root`, at most `most` of them, their bytes
 /// taken from `budget`.
-pub(super) fn load(root: &Path, budget: &mut u64, room: usize) -> Result<Vec<Skill>, SkillError> {
+pub(super) fn load(root: &Path, budget: &mut u64, most: usize) -> Result<Vec<Skill>, SkillError> {
     let mut skills = Vec::new();
     for (path, kind) in entries(root, MAX_SKILLS + 1)? {
         match kind {
@@ -29,10 +29,10 @@ pub(super) fn load(root: &Path, budget: &mut u64, room: usize) -> Result<Vec<Ski
                 ));
             }
         }
-        if skills.len() == room {
+        if skills.len() == most {
             return Err(SkillError::new(
                 path.display().to_string(),
-                format!("more than {} skills", MAX_SKILLS),
+                format!("more than {MAX_SKILLS} skills"),
             ));
         }
         skills.push(skill(&path, budget)?);
@@ -171,8 +171,7 @@ fn walk(
                     return Err(SkillError::new(
                         label(),
                         format!(
-                            "too large: a skill's files may hold {MAX_SKILL_BYTES} bytes, a server's skills {} bytes together",
-                            MAX_SKILLS_BYTES
+                            "too large: a skill's files may hold {MAX_SKILL_BYTES} bytes, a server's skills {MAX_SKILLS_BYTES} bytes together"
                         ),
                     ));
                 }

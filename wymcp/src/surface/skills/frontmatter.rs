@@ -48,35 +48,36 @@ pub(crate) fn read(text: &str) -> Result<Map<String, Value>, String> {
 fn parse_block(block: &[&str]) -> Result<Map<String, Value>, String> {
     let mut top = Map::new();
     let mut keys = 0usize;
-    let mut i = 0;
-    while i < block.len() {
-        let n = i + 1;
-        let line = block[i];
-        i += 1;
-        if skippable(line, n)? {
+    let mut at = 0;
+    while at < block.len() {
+        // Line numbers of the file: its first line is the opening `---`.
+        let number = at + 2;
+        let line = block[at];
+        at += 1;
+        if skippable(line, number)? {
             continue;
         }
         if line.starts_with(' ') {
             return Err(format!(
-                "front matter line {n}: indented, but no key above it opens a map"
+                "front matter line {number}: indented, but no key above it opens a map"
             ));
         }
-        let (key, value) = key_value(line, n, top_key)?;
+        let (key, value) = key_value(line, number, top_key)?;
         keys += 1;
         if top.contains_key(key) {
             return Err(format!(
-                "front matter line {n}: the key `{key}` is repeated"
+                "front matter line {number}: the key `{key}` is repeated"
             ));
         }
         let value = if value.is_empty() {
             // A map: the indented lines below.
             let mut nested = Map::new();
             let mut indent = None;
-            while i < block.len() {
-                let m = i + 1;
-                let line = block[i];
-                if skippable(line, m)? {
-                    i += 1;
+            while at < block.len() {
+                let below = at + 2;
+                let line = block[at];
+                if skippable(line, below)? {
+                    at += 1;
                     continue;
                 }
                 let width = line.len() - line.trim_start_matches(' ').len();
@@ -85,30 +86,32 @@ fn parse_block(block: &[&str]) -> Result<Map<String, Value>, String> {
                 }
                 if *indent.get_or_insert(width) != width {
                     return Err(format!(
-                        "front matter line {m}: indented unlike the lines of `{key}` above (only one level of nesting is read)"
+                        "front matter line {below}: indented unlike the lines of `{key}` above (only one level of nesting is read)"
                     ));
                 }
-                let (k, v) = key_value(&line[width..], m, nested_key)?;
-                if v.is_empty() {
+                let (inner, value_below) = key_value(&line[width..], below, nested_key)?;
+                if value_below.is_empty() {
                     return Err(format!(
-                        "front matter line {m}: `{k}` has no value (only one level of nesting is read)"
+                        "front matter line {below}: `{inner}` has no value (only one level of nesting is read)"
                     ));
                 }
                 keys += 1;
-                if nested.contains_key(k) {
-                    return Err(format!("front matter line {m}: the key `{k}` is repeated"));
+                if nested.contains_key(inner) {
+                    return Err(format!(
+                        "front matter line {below}: the key `{inner}` is repeated"
+                    ));
                 }
-                nested.insert(k.to_owned(), Value::String(scalar(v, m)?));
-                i += 1;
+                nested.insert(inner.to_owned(), Value::String(scalar(value_below, below)?));
+                at += 1;
             }
             if nested.is_empty() {
                 return Err(format!(
-                    "front matter line {n}: `{key}` has no value (YAML reads it as null)"
+                    "front matter line {number}: `{key}` has no value (YAML reads it as null)"
                 ));
             }
             Value::Object(nested)
         } else {
-            Value::String(scalar(value, n)?)
+            Value::String(scalar(value, number)?)
         };
         if keys > MAX_FRONTMATTER_KEYS {
             return Err(format!(
@@ -127,7 +130,7 @@ fn skippable(line: &str, n: usize) -> Result<bool, String> {
             "front matter line {n}: a tab (YAML indents with spaces)"
         ));
     }
-    if line.chars().any(|c| c.is_control()) {
+    if line.chars().any(char::is_control) {
         return Err(format!("front matter line {n}: a control character"));
     }
     let trimmed = line.trim_start();
@@ -145,11 +148,7 @@ fn nested_key(key: &str) -> bool {
 }
 
 /// `key: value` (or `key:` opening a map), the key checked by `allowed`.
-fn key_value<'a>(
-    line: &'a str,
-    n: usize,
-    allowed: fn(&str) -> bool,
-) -> Result<(&'a str, &'a str), String> {
+fn key_value(line: &str, n: usize, allowed: fn(&str) -> bool) -> Result<(&str, &str), String> {
     let Some((key, rest)) = line.split_once(':') else {
         return Err(format!("front matter line {n}: not a `key: value` line"));
     };
@@ -318,9 +317,11 @@ mod tests {
         }
         let long = format!("---\nx: {}\n---\n", "a".repeat(MAX_FRONTMATTER_BYTES));
         assert!(read(&long).unwrap_err().contains("longer"));
-        let many: String = (0..=MAX_FRONTMATTER_KEYS)
-            .map(|i| format!("k{i}: v\n"))
-            .collect();
+        let many = (0..=MAX_FRONTMATTER_KEYS)
+            .map(|i| format!("k{i}: v"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let many = format!("{many}\n");
         assert!(
             read(&format!("---\n{many}---\n"))
                 .unwrap_err()

@@ -75,7 +75,7 @@ struct Checked {
 }
 
 /// Checks a skill against the SEP and the Agent Skills specification.
-fn check(skill: Skill) -> Result<Checked, SkillError> {
+fn check(skill: &Skill) -> Result<Checked, SkillError> {
     let md_label = skill.label(SKILL_MD);
     let dir_label = match &skill.origin {
         Some(dir) => dir.display().to_string(),
@@ -93,7 +93,7 @@ fn check(skill: Skill) -> Result<Checked, SkillError> {
             ),
         ));
     }
-    let text = std::str::from_utf8(&skill.skill_md)
+    let text = std::str::from_utf8(&skill.markdown)
         .map_err(|_| SkillError::new(&md_label, "SKILL.md is not UTF-8"))?;
     let frontmatter = frontmatter::read(text).map_err(|rule| SkillError::new(&md_label, rule))?;
     check_frontmatter(&frontmatter, &skill.name)
@@ -142,7 +142,7 @@ fn check(skill: Skill) -> Result<Checked, SkillError> {
             ));
         }
     }
-    files.push((SKILL_MD.to_owned(), skill.skill_md.clone()));
+    files.push((SKILL_MD.to_owned(), skill.markdown.clone()));
     files.extend(others);
     if files.len() > MAX_SKILL_FILES {
         return Err(SkillError::new(
@@ -260,7 +260,7 @@ impl Skills {
         let mut all = given;
         let mut budget = MAX_SKILLS_BYTES;
         for skill in &all {
-            let bytes = skill.skill_md.len() as u64
+            let bytes = skill.markdown.len() as u64
                 + skill.files.iter().map(|(_, b)| b.len() as u64).sum::<u64>();
             budget = budget.saturating_sub(bytes);
         }
@@ -281,7 +281,7 @@ impl Skills {
         let total: u64 = all
             .iter()
             .map(|s| {
-                s.skill_md.len() as u64 + s.files.iter().map(|(_, b)| b.len() as u64).sum::<u64>()
+                s.markdown.len() as u64 + s.files.iter().map(|(_, b)| b.len() as u64).sum::<u64>()
             })
             .sum();
         if total > MAX_SKILLS_BYTES {
@@ -312,7 +312,7 @@ impl Skills {
         }
         let mut checked = Vec::with_capacity(all.len());
         for skill in all {
-            checked.push(check(skill)?);
+            checked.push(check(&skill)?);
         }
         checked.sort_by(|a, b| a.uri.cmp(&b.uri));
         let mut skills = Skills::default();
@@ -351,9 +351,8 @@ impl Skills {
 
     /// `skills/get`: the entry of the skill whose `SKILL.md` is at `uri`.
     pub(crate) fn get(&self, params: Option<&Value>) -> Result<Value, HandlerError> {
-        let uri = match params.and_then(|p| p.get("uri")) {
-            Some(Value::String(uri)) => uri,
-            _ => return Err(HandlerError::invalid_params("`uri` must be a string")),
+        let Some(Value::String(uri)) = params.and_then(|p| p.get("uri")) else {
+            return Err(HandlerError::invalid_params("`uri` must be a string"));
         };
         match self.by_uri.get(uri.as_str()) {
             Some(&i) => Ok(json!({"skill": self.entries[i]})),
@@ -369,9 +368,8 @@ impl Skills {
 
     /// `resources/directory/read`: the children of the directory at `uri`.
     pub(crate) fn directory(&self, params: Option<&Value>) -> Result<&[Value], HandlerError> {
-        let uri = match params.and_then(|p| p.get("uri")) {
-            Some(Value::String(uri)) => uri,
-            _ => return Err(HandlerError::invalid_params("`uri` must be a string")),
+        let Some(Value::String(uri)) = params.and_then(|p| p.get("uri")) else {
+            return Err(HandlerError::invalid_params("`uri` must be a string"));
         };
         self.dirs
             .get(uri.as_str())

@@ -47,7 +47,7 @@ pub(super) const RESERVED_METADATA: &str = "io.modelcontextprotocol/";
 pub struct Skill {
     pub(super) name: String,
     pub(super) prefix: Vec<String>,
-    pub(super) skill_md: Vec<u8>,
+    pub(super) markdown: Vec<u8>,
     pub(super) files: Vec<(String, Vec<u8>)>,
     /// The skill's directory on disk, when it was read from one: what
     /// errors name.
@@ -71,7 +71,7 @@ impl Skill {
         Skill {
             name: name.into(),
             prefix: Vec::new(),
-            skill_md: skill_md.into().into_bytes(),
+            markdown: skill_md.into().into_bytes(),
             files: Vec::new(),
             origin: None,
         }
