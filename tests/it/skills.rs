@@ -252,6 +252,20 @@ async fn skill_files_are_resources() {
         result["contents"],
         json!([{"uri": "skill://alpha/SKILL.md", "mimeType": "text/markdown", "text": ALPHA_MD}])
     );
+    // A URI is looked up among the files held, never made a path.
+    for uri in [
+        "skill://alpha/refs/../SKILL.md",
+        "skill://alpha/refs%2Fhello.txt",
+        "skill://alpha/refs",
+    ] {
+        let answer = client.send("resources/read", json!({"uri": uri})).await;
+        let data = assert_rejected(
+            &answer.result().unwrap_err(),
+            StatusCode::BAD_REQUEST,
+            -32602,
+        );
+        assert_eq!(data, json!({"uri": uri}));
+    }
     let blob = client
         .read_resource("skill://alpha/refs/blob.bin")
         .await
