@@ -5,8 +5,10 @@
 //! `discover`, `legacy`, `listen`).
 //!
 //! In the request's era: on 2026-07-28 `server/discover`, `tools/*`,
-//! `resources/*`, `prompts/*`, `completion/complete` and
-//! `subscriptions/listen`; a method removed in 2026 (`initialize`, `ping`,
+//! `resources/*`, `prompts/*`, `completion/complete`,
+//! `subscriptions/listen`, and the extensions' methods when the server
+//! serves them (`tasks/*`; `skills/list`, `skills/get` and
+//! `resources/directory/read`, the last behind `directoryRead`); a method removed in 2026 (`initialize`, `ping`,
 //! `logging/setLevel`, `resources/subscribe`, …), an unknown one, or one
 //! gated behind a capability the server does not advertise is -32601. On
 //! the 2025 legacy path `initialize`, `ping`, `logging/setLevel`,
