@@ -485,7 +485,7 @@ fn every_build_check_names_the_file() {
             Box::new(|d| {
                 d.write(
                     "a/SKILL.md",
-                    "---\nname: a\ndescription: d\nmetadata:\n  io.modelcontextprotocol/x: y\n---\n",
+                    "---\nname: a\ndescription: d\nmetadata:\n  io.modelcontextprotocol/x: z\n---\n",
                 );
             }),
             "a/SKILL.md",

@@ -7,7 +7,8 @@
 //! (the SEP requires the entry's `frontmatter` to be identical to the
 //! file's), so what a YAML reader would read otherwise is refused, never
 //! guessed: a plain value that YAML reads as a number, a boolean or null
-//! (`version: 1.0` — write `version: "1.0"`), flow collections, block
+//! (`version: 1.0` — write `version: "1.0"`; YAML 1.1's `yes`/`no`/`on`/
+//! `off` and dates too), flow collections, block
 //! scalars, anchors, tags, comments after a value, tabs, duplicate keys.
 
 use serde_json::{Map, Value};
@@ -246,18 +247,39 @@ fn plain(value: &str, n: usize) -> Result<(), String> {
         return quote("holds `: `, ` #` or a final `:`, which YAML reads otherwise");
     }
     let lower = value.to_ascii_lowercase();
-    if matches!(lower.as_str(), "~" | "null" | "true" | "false")
-        || matches!(lower.trim_start_matches(['+', '-']), ".inf" | ".nan")
+    // YAML 1.2's null and booleans, and YAML 1.1's booleans too.
+    if matches!(
+        lower.as_str(),
+        "~" | "null" | "true" | "false" | "yes" | "no" | "on" | "off" | "y" | "n"
+    ) || matches!(lower.trim_start_matches(['+', '-']), ".inf" | ".nan")
     {
         return quote("is read by YAML as null, a boolean or a number");
     }
     let unsigned = value.trim_start_matches(['+', '-']);
     if unsigned.starts_with(|c: char| c.is_ascii_digit() || c == '.')
         && unsigned.chars().all(|c| {
-            c.is_ascii_hexdigit() || matches!(c, '.' | '+' | '-' | '_' | 'x' | 'X' | 'o' | 'O')
+            c.is_ascii_hexdigit()
+                || matches!(
+                    c,
+                    '.' | '+'
+                        | '-'
+                        | '_'
+                        | ':'
+                        | 'x'
+                        | 'X'
+                        | 'o'
+                        | 'O'
+                        | 't'
+                        | 'T'
+                        | 'z'
+                        | 'Z'
+                        | ' '
+                )
         })
     {
-        return quote("may be read by YAML as a number");
+        // Numbers of YAML 1.2 and 1.1 (`1_000`, sexagesimal `1:30`), and
+        // YAML 1.1's timestamps (`2026-07-28`).
+        return quote("may be read by YAML as a number or a date");
     }
     Ok(())
 }
@@ -311,6 +333,11 @@ mod tests {
             ("---\nx: \"a\" b\n---\n", "follows"),
             ("---\n\"x\": a\n---\n", "is not read"),
             ("---\nx: 0x1F\n---\n", "number"),
+            ("---\nx: 1:30\n---\n", "number"),
+            ("---\nx: 2026-07-28\n---\n", "date"),
+            ("---\nx: 2026-07-28T10:00:00Z\n---\n", "date"),
+            ("---\nx: Yes\n---\n", "boolean"),
+            ("---\nx: off\n---\n", "boolean"),
         ] {
             let error = read(text).unwrap_err();
             assert!(error.contains(needle), "{text:?}: {error}");
