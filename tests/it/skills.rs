@@ -341,6 +341,19 @@ async fn reads_directories() {
         );
         assert_eq!(data, json!({"uri": uri}));
     }
+    // No URI, or not a string; a cursor not minted for this directory.
+    for params in [
+        json!({}),
+        json!({"uri": 7}),
+        json!({"uri": "skill://alpha", "cursor": "forged"}),
+    ] {
+        let answer = client.send("resources/directory/read", params).await;
+        assert_rejected(
+            &answer.result().unwrap_err(),
+            StatusCode::BAD_REQUEST,
+            -32602,
+        );
+    }
 }
 
 /// Without `directoryRead` the setting is not declared and the method is
