@@ -850,6 +850,14 @@ fn server(
                     let body = json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
                     Ok(vec![ResourceContents::text(uri, body.to_string())])
                 }),
+        )
+        // The Skills extension (SEP-2640), declared on 2026-07-28: two
+        // skills read from disk, one with a subdirectory.
+        .skills_dir(
+            std::env::var_os("WYMCP_SKILLS_DIR").map_or_else(
+                || std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/skills")),
+                std::path::PathBuf::from,
+            ),
         );
     for tool in content_tools()
         .into_iter()

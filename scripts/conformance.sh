@@ -7,7 +7,9 @@
 #   * conformance --suite all --spec-version 2026-07-28 with
 #     conformance/2026-07-28.yaml (one declined SHOULD listed, with its
 #     reason; no tasks-* entry), and each extension scenario (the tasks-*
-#     extension) on its own, forced, each of which must run checks;
+#     extension and the Skills extension's three sep-2640-skills-*) on its
+#     own, forced, each judged by its own checks (conformance/judge.py: at
+#     least one SUCCESS, none FAILURE or SKIPPED; its control runs first);
 #   * conformance --requirements 2025-11-25 with conformance/2025-11-25.yaml
 #     (which lists nothing: every scenario passes);
 #   * the TypeScript client (2026-07-28, legacy), the Python client
@@ -329,26 +331,23 @@ fi
 #    and exits 0 having run nothing. A scenario that ran no check is a FAIL,
 #    unless the suite itself skips it (suite_skips below, each with why); a
 #    listed one that starts running checks is a FAIL too (stale).
+#    Each extension scenario is judged by its own checks
+#    (conformance/judge.py): at least one SUCCESS, none FAILURE, none
+#    SKIPPED, the suite's `wire-schema-valid` not counted as its own; the
+#    judge's control (planted runs, all SKIPPED but `wire-schema-valid` among
+#    them) runs first.
 # The scenarios this version of the suite skips by its own decision:
 #   tasks-status-notifications: "pending subscriptions/listen rewrite"
 #   (0.2.0-alpha.12 returns one SKIPPED check and tests nothing).
 suite_skips="tasks-status-notifications"
-
-# ran_checks DIR SCENARIO: how many checks SCENARIO's run in DIR ran (any
-# status but SKIPPED).
-ran_checks() {
-    python3 - "$1" "$2" <<'PY'
-import json, os, re, sys
-dir, scenario = sys.argv[1], sys.argv[2]
-ran = 0
-for entry in os.listdir(dir) if os.path.isdir(dir) else []:
-    m = re.match(r"^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$", entry)
-    path = os.path.join(dir, entry, "checks.json")
-    if m and m.group(1) == scenario and os.path.exists(path):
-        ran += sum(1 for c in json.load(open(path)) if c.get("status") != "SKIPPED")
-print(ran)
-PY
-}
+# The Skills extension's scenarios (SEP-2640), which `conformance list
+# --requirements 2026-07-28` does not name; run forced like the others.
+skills_scenarios="sep-2640-skills-directory sep-2640-skills-enumeration sep-2640-skills-manifest"
+if self_test=$(python3 conformance/judge.py --self-test); then
+    record PASS "extension judge self-test" "${self_test#PASS }"
+else
+    record FAIL "extension judge self-test" "${self_test#FAIL }"
+fi
 if ensure_server "conformance --suite all"; then
     baseline=conformance/2026-07-28.yaml
     suite all-2026-07-28 --suite all --spec-version 2026-07-28 --expected-failures "$baseline"
@@ -358,6 +357,9 @@ if ensure_server "conformance --suite all"; then
     conformance list --server --requirements 2026-07-28 |
         awk '/^  extension/ { on = 1; next } /^  [a-z]/ { on = 0 } on && /\[server\]$/ { print $2 }' \
             >"$work/extensions-2026-07-28.txt"
+    for scenario in $skills_scenarios; do
+        grep -qxF "$scenario" "$work/extensions-2026-07-28.txt" || echo "$scenario" >>"$work/extensions-2026-07-28.txt"
+    done
     suite_out=extensions-2026-07-28
     for scenario in $(cat "$work/extensions-2026-07-28.txt"); do
         ensure_server "conformance --scenario $scenario" || break
@@ -366,17 +368,17 @@ if ensure_server "conformance --suite all"; then
         all_unexpected+=" $unexpected"
         all_stale+=" $stale"
         ((suite_rc == 0)) || all_rc=$suite_rc
-        checks=$(ran_checks "$work/extensions-2026-07-28" "$scenario")
+        verdict=$(python3 conformance/judge.py "$work/extensions-2026-07-28" "$scenario")
         if [[ " $suite_skips " == *" $scenario "* ]]; then
-            if ((checks > 0)); then
-                record FAIL "extension $scenario ran $checks checks" "the suite no longer skips it: remove it from suite_skips in scripts/conformance.sh"
+            if [[ $verdict == PASS* ]]; then
+                record FAIL "extension $scenario ran its checks" "the suite no longer skips it: remove it from suite_skips in scripts/conformance.sh"
             else
                 echo "== extension $scenario: skipped by the suite itself (suite_skips)"
             fi
-        elif ((checks == 0)); then
-            record FAIL "extension $scenario" "ran no check (see $work/extension-$scenario.log)"
+        elif [[ $verdict == PASS* ]]; then
+            record PASS "extension $scenario" "${verdict#PASS }"
         else
-            echo "== extension $scenario: $checks checks ran"
+            record FAIL "extension $scenario" "${verdict#FAIL } (see $work/extension-$scenario.log)"
         fi
     done
     suite_out=

@@ -63,6 +63,7 @@ mod redis;
 mod resources;
 mod security_doc;
 mod shutdown;
+mod skills;
 mod soak;
 mod stalled;
 mod stdio;

@@ -17,8 +17,8 @@ use crate::protocol::schema::{SchemaError, Schemas};
 use crate::surface::{
     AnswerRelay, CachePolicy, CacheScope, Catalog, Change, ChangeBus, ChangeRelay,
     CompletionRequest, Completions, Context, HandlerError, Icon, LegacyRequests, ListenLimits,
-    Prompt, Resource, ResourceTemplate, Surface, SurfaceBuilder, SurfaceError, TaskLimits, Tool,
-    boxed_completion,
+    Prompt, Resource, ResourceTemplate, Skill, Surface, SurfaceBuilder, SurfaceError, TaskLimits,
+    Tool, boxed_completion,
 };
 use crate::tasks::TaskStore;
 
@@ -620,6 +620,45 @@ impl ServerBuilder {
     #[must_use]
     pub fn resource_template(mut self, template: ResourceTemplate) -> Self {
         self.surface.templates.push(template);
+        self
+    }
+
+    /// Serves a skill (the Skills extension, SEP-2640), checked when the
+    /// server is built: the server declares `io.modelcontextprotocol/skills`
+    /// on 2026-07-28 and the `resources` capability, answers `skills/list`
+    /// and `skills/get`, and serves each file of the skill as a resource
+    /// at `skill://<skill-path>/<file-path>`.
+    #[must_use]
+    pub fn skill(mut self, skill: Skill) -> Self {
+        self.surface.skills.push(skill);
+        self
+    }
+
+    /// Serves every skill of the directory at `path`, read when the server
+    /// is built: each directory at its root is a skill, named by the
+    /// directory, with a `SKILL.md` whose front matter names it the same,
+    /// and the files below it. What is read is bounded ([`MAX_SKILLS`],
+    /// [`MAX_SKILL_FILES`], [`MAX_SKILL_BYTES`], [`MAX_SKILLS_BYTES`],
+    /// [`MAX_SKILL_DEPTH`]); a rule broken is a [`BuildError::Surface`]
+    /// holding a [`SkillError`](crate::SkillError) naming the file.
+    ///
+    /// [`MAX_SKILLS`]: crate::MAX_SKILLS
+    /// [`MAX_SKILL_FILES`]: crate::MAX_SKILL_FILES
+    /// [`MAX_SKILL_BYTES`]: crate::MAX_SKILL_BYTES
+    /// [`MAX_SKILLS_BYTES`]: crate::MAX_SKILLS_BYTES
+    /// [`MAX_SKILL_DEPTH`]: crate::MAX_SKILL_DEPTH
+    #[must_use]
+    pub fn skills_dir(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.surface.skill_dirs.push(path.into());
+        self
+    }
+
+    /// Whether `resources/directory/read` is served (`directoryRead` in the
+    /// extension's settings) for a server that serves skills (default
+    /// `true`). Without it the method is -32601.
+    #[must_use]
+    pub fn skills_directory_read(mut self, on: bool) -> Self {
+        self.surface.no_directory_read = !on;
         self
     }
 

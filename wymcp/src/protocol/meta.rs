@@ -18,3 +18,7 @@ pub const PROGRESS_TOKEN: &str = "progressToken";
 /// The tasks extension's identifier (SEP-2663): a key of
 /// `capabilities.extensions` on both sides.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// The Skills extension's identifier (SEP-2640), a key of
+/// `capabilities.extensions`.
+pub const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";

@@ -73,7 +73,32 @@ pub enum SurfaceError {
         "tool `{0}` has `x-mcp-header` annotations: register it with the builder, not at run time"
     )]
     HeaderParamsAtRunTime(String),
+    /// A skill breaks a rule of the Skills extension or of the Agent
+    /// Skills specification, or its files could not be read.
+    #[error(transparent)]
+    Skill(#[from] SkillError),
     /// The page size is zero.
     #[error("the page size must be at least 1")]
     PageSize,
+}
+
+/// Why a skill cannot be served: the file (its path on disk, or its
+/// `skill://` URI for a skill given in code) and the rule it breaks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("skill file `{file}`: {rule}")]
+#[non_exhaustive]
+pub struct SkillError {
+    /// The file or directory.
+    pub file: String,
+    /// The rule broken.
+    pub rule: String,
+}
+
+impl SkillError {
+    pub(crate) fn new(file: impl Into<String>, rule: impl Into<String>) -> Self {
+        SkillError {
+            file: file.into(),
+            rule: rule.into(),
+        }
+    }
 }

@@ -5,8 +5,10 @@
 //! `discover`, `legacy`, `listen`).
 //!
 //! In the request's era: on 2026-07-28 `server/discover`, `tools/*`,
-//! `resources/*`, `prompts/*`, `completion/complete` and
-//! `subscriptions/listen`; a method removed in 2026 (`initialize`, `ping`,
+//! `resources/*`, `prompts/*`, `completion/complete`,
+//! `subscriptions/listen`, and the extensions' methods when the server
+//! serves them (`tasks/*`; `skills/list`, `skills/get` and
+//! `resources/directory/read`, the last behind `directoryRead`); a method removed in 2026 (`initialize`, `ping`,
 //! `logging/setLevel`, `resources/subscribe`, …), an unknown one, or one
 //! gated behind a capability the server does not advertise is -32601. On
 //! the 2025 legacy path `initialize`, `ping`, `logging/setLevel`,
@@ -32,6 +34,7 @@ use super::mid_call::{self, AnswerRelay, Delivery, LegacyRequests, Peer, Refused
 use super::prompt::{self, Prompt};
 use super::resource::{self, RegisteredTemplate, Resource, ResourceTemplate, Target};
 use super::scopes::Scopes;
+use super::skills::{Skill, Skills};
 use super::task::{TaskLimits, Tasks};
 use super::tool::{self, Registered, TaskSupport, Tool};
 use super::{discover, legacy, pagination};
@@ -40,7 +43,7 @@ use crate::mrtr::Sealer;
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::headers::HeaderParam;
 use crate::protocol::jsonrpc::{self, MessageKind};
-use crate::protocol::meta::{SERVER_INFO, TASKS_EXTENSION};
+use crate::protocol::meta::{SERVER_INFO, SKILLS_EXTENSION, TASKS_EXTENSION};
 use crate::protocol::revision::{Era, Revision};
 use crate::protocol::text::truncated;
 use crate::tasks::TaskStore;
@@ -60,6 +63,10 @@ pub(crate) struct Advertised {
     pub subscribe: bool,
     /// The tasks extension (`capabilities.extensions`).
     pub tasks: bool,
+    /// The Skills extension (`capabilities.extensions`).
+    pub skills: bool,
+    /// Its `directoryRead` setting: `resources/directory/read` is served.
+    pub directory_read: bool,
 }
 
 /// Everything of the server's surface, held by [`Server`](crate::Server):
@@ -93,6 +100,8 @@ pub(crate) struct Surface {
     pub ledger: Ledger,
     /// The most bytes of notifications one request may queue.
     pub notification_bytes: usize,
+    /// The skills served (the Skills extension).
+    pub skills: Skills,
 }
 
 impl std::fmt::Debug for Surface {
@@ -153,8 +162,22 @@ impl Surface {
         if a.logging || era == Era::Legacy {
             caps.insert("logging".into(), json!({}));
         }
-        if a.tasks && era == Era::Modern {
-            caps.insert("extensions".into(), json!({TASKS_EXTENSION: {}}));
+        // Both extensions are defined against 2026-07-28: a 2025 client is
+        // offered neither (it reads a skill's files as ordinary resources).
+        let mut extensions = Map::new();
+        if a.tasks {
+            extensions.insert(TASKS_EXTENSION.into(), json!({}));
+        }
+        if a.skills {
+            let settings = if a.directory_read {
+                json!({"directoryRead": true})
+            } else {
+                json!({})
+            };
+            extensions.insert(SKILLS_EXTENSION.into(), settings);
+        }
+        if era == Era::Modern && !extensions.is_empty() {
+            caps.insert("extensions".into(), Value::Object(extensions));
         }
         Value::Object(caps)
     }
@@ -196,6 +219,12 @@ pub(crate) struct SurfaceBuilder {
     pub(crate) task_limits: TaskLimits,
     pub(crate) legacy_requests: LegacyRequests,
     pub(crate) answer_relay: Option<Arc<dyn AnswerRelay>>,
+    /// Skills given in code.
+    pub(crate) skills: Vec<Skill>,
+    /// Skills directories, read when the server is built.
+    pub(crate) skill_dirs: Vec<std::path::PathBuf>,
+    /// No `directoryRead`: `resources/directory/read` is not served.
+    pub(crate) no_directory_read: bool,
 }
 
 impl std::fmt::Debug for SurfaceBuilder {
@@ -281,10 +310,13 @@ impl SurfaceBuilder {
         if !authenticates && let Some(item) = self.first_scoped() {
             return Err(SurfaceError::ScopesWithoutAuth(item));
         }
+        let serves_skills = !self.skills.is_empty() || !self.skill_dirs.is_empty();
+        let (skills, skill_files) = Skills::build(self.skills, &self.skill_dirs)?;
         let advertised = Advertised {
             tools: self.force.tools || !self.tools.is_empty(),
             prompts: self.force.prompts || !self.prompts.is_empty(),
             resources: self.force.resources
+                || serves_skills
                 || !self.resources.is_empty()
                 || !self.templates.is_empty(),
             completions: self.completion.is_some(),
@@ -292,6 +324,8 @@ impl SurfaceBuilder {
             list_changed: !self.quiet,
             subscribe: !self.quiet,
             tasks: self.task_store.is_some() || self.tools.iter().any(Tool::supports_tasks),
+            skills: serves_skills,
+            directory_read: serves_skills && !self.no_directory_read,
         };
         let tasks = Arc::new(Tasks::new(
             self.task_store,
@@ -310,6 +344,9 @@ impl SurfaceBuilder {
         }
         for template in self.templates {
             catalog.add_resource_template(template)?;
+        }
+        for file in skill_files {
+            catalog.add_resource(file)?;
         }
         let mut shared = self.state;
         shared.insert(catalog.clone());
@@ -337,6 +374,7 @@ impl SurfaceBuilder {
             tasks,
             ledger,
             notification_bytes,
+            skills,
         })
     }
 }
@@ -415,6 +453,9 @@ const ROUTES: &[Route] = &[
     row("tasks/get", Eras::Modern, tasks, tasks_get),
     row("tasks/update", Eras::Modern, tasks, tasks_update),
     row("tasks/cancel", Eras::Modern, tasks, tasks_cancel),
+    row("skills/list", Eras::Modern, skills, skills_list),
+    row("skills/get", Eras::Modern, skills, skills_get),
+    row("resources/directory/read", Eras::Modern, directory_read, directory_read_answer),
 ];
 
 /// The row of `method` in `era`, when the server serves it.
@@ -450,6 +491,14 @@ fn completions(a: Advertised) -> bool {
 
 fn tasks(a: Advertised) -> bool {
     a.tasks
+}
+
+fn skills(a: Advertised) -> bool {
+    a.skills
+}
+
+fn directory_read(a: Advertised) -> bool {
+    a.directory_read
 }
 
 impl Advertised {
@@ -722,6 +771,61 @@ fn listen(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
     s.listen(&call)
 }
 
+/// `skills/list`: one page of the skills' entries, cacheable as every
+/// list is.
+#[allow(clippy::needless_pass_by_value)] // every row's answer takes the call by value
+fn skills_list(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
+    match pagination::page(s.skills.entries(), call.params.as_ref(), s.page_size) {
+        Ok((page, next)) => Answer::done(Outcome::Result(
+            call.reply(&s.finishing)
+                .result(&s.finishing.list(call.era, "skills", page, next)),
+        )),
+        Err(error) => error
+            .into_rpc(call.era, call.method.unwrap_or_default())
+            .into(),
+    }
+}
+
+/// `skills/get`: one skill's entry, cacheable as `resources/read` is; a
+/// URI naming no skill served is -32602.
+#[allow(clippy::needless_pass_by_value)] // every row's answer takes the call by value
+fn skills_get(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
+    match s.skills.get(call.params.as_ref()) {
+        Ok(result) => Answer::done(Outcome::Result(
+            call.reply(&s.finishing).finished(result, true),
+        )),
+        Err(error) => error
+            .into_rpc(call.era, call.method.unwrap_or_default())
+            .into(),
+    }
+}
+
+/// `resources/directory/read`: one page of a directory's direct children;
+/// a URI naming no directory is -32602. Not a cacheable result.
+#[allow(clippy::needless_pass_by_value)] // every row's answer takes the call by value
+fn directory_read_answer(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
+    let page = s
+        .skills
+        .directory(call.params.as_ref())
+        .and_then(|children| pagination::page(children, call.params.as_ref(), s.page_size));
+    match page {
+        Ok((page, next)) => {
+            let mut result = Map::new();
+            result.insert("resources".into(), Value::Array(page.to_vec()));
+            if let Some(next) = next {
+                result.insert("nextCursor".into(), Value::String(next));
+            }
+            Answer::done(Outcome::Result(
+                call.reply(&s.finishing)
+                    .finished(Value::Object(result), false),
+            ))
+        }
+        Err(error) => error
+            .into_rpc(call.era, call.method.unwrap_or_default())
+            .into(),
+    }
+}
+
 /// `tasks/get`.
 #[allow(clippy::needless_pass_by_value)] // every row's answer takes the call by value
 fn tasks_get(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
@@ -876,6 +980,9 @@ mod tests {
         "tasks/get",
         "tasks/update",
         "tasks/cancel",
+        "skills/list",
+        "skills/get",
+        "resources/directory/read",
     ];
     const LEGACY: &[&str] = &[
         "initialize",
@@ -903,6 +1010,8 @@ mod tests {
         list_changed: true,
         subscribe: true,
         tasks: true,
+        skills: true,
+        directory_read: true,
     };
 
     /// Rule: the method table has exactly one row for each method of each
@@ -935,6 +1044,14 @@ mod tests {
         let none = Advertised::default();
         assert!(route("tools/call", Era::Modern, none).is_none());
         assert!(route("tasks/get", Era::Modern, none).is_none());
+        assert!(route("skills/list", Era::Modern, none).is_none());
+        let skills_only = Advertised {
+            skills: true,
+            ..none
+        };
+        assert!(route("skills/get", Era::Modern, skills_only).is_some());
+        assert!(route("resources/directory/read", Era::Modern, skills_only).is_none());
+        assert!(route("skills/list", Era::Legacy, ALL).is_none());
         assert!(route("subscriptions/listen", Era::Modern, none).is_none());
         assert!(route("resources/subscribe", Era::Legacy, none).is_none());
         assert!(route("server/discover", Era::Modern, none).is_some());

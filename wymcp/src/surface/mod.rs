@@ -28,7 +28,9 @@
 //! `call` is the transport-free call; `item` is what every registered item
 //! has (and its setters, once); `tool`, `resource`,
 //! `prompt` and `completion` define what they register and how a call of
-//! theirs is answered; `catalog` holds them; `methods` is the method table
+//! theirs is answered; `skills` (the Skills extension: skills checked at
+//! build, their files resources, `skills/list`, `skills/get`,
+//! `resources/directory/read`); `catalog` holds them; `methods` is the method table
 //! and the [`Surface`] a server holds.
 
 mod bus;
@@ -50,6 +52,7 @@ mod pagination;
 mod prompt;
 mod resource;
 mod scopes;
+mod skills;
 mod strings;
 mod task;
 mod tool;
@@ -60,7 +63,7 @@ pub use catalog::Catalog;
 pub use completion::{CompletionRef, CompletionRequest, Completions, MAX_COMPLETION_VALUES};
 pub use content::{Annotations, Content, Icon, IconTheme, PromptRole, ResourceContents};
 pub use context::{BoxFuture, Context, HandlerError};
-pub use error::SurfaceError;
+pub use error::{SkillError, SurfaceError};
 pub(crate) use finish::CachePolicy;
 pub use finish::{CacheScope, ServerInfo};
 pub use item::Item;
@@ -74,6 +77,10 @@ pub(crate) use notify::Notifications;
 pub use notify::{Emitter, LEGACY_LOG_LEVEL, LogLevel};
 pub use prompt::{Prompt, PromptArgs, PromptArgument, PromptKind, PromptMessage, PromptResult};
 pub use resource::{Resource, ResourceKind, ResourceTemplate, TemplateKind, TemplateVars};
+pub use skills::{
+    MAX_COMPATIBILITY_CHARS, MAX_DESCRIPTION_CHARS, MAX_FRONTMATTER_BYTES, MAX_FRONTMATTER_KEYS,
+    MAX_SKILL_BYTES, MAX_SKILL_DEPTH, MAX_SKILL_FILES, MAX_SKILLS, MAX_SKILLS_BYTES, Skill,
+};
 pub use task::TaskLimits;
 pub use tool::{NoArgs, Structured, TaskSupport, Tool, ToolKind, ToolOutput, ToolResult};
 
