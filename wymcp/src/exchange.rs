@@ -331,6 +331,28 @@ impl<'a> Exchange<'a> {
         kind
     }
 
+    /// Classifies a request that has no message (the GET that opens a 2025
+    /// stream): its [`era`](Self::era) from the `MCP-Protocol-Version`
+    /// header alone (none, or a 2025 revision: legacy), no
+    /// [`kind`](Self::kind), and opens the request span. The body is never
+    /// read. Does nothing after [`classify`](Self::classify).
+    pub fn classify_bodiless(&mut self) -> Era {
+        if self.kind.is_some() {
+            return self.era;
+        }
+        self.body = None;
+        self.era = era_of(&self.parts.headers, &Value::Null);
+        let span = trace::open(trace::Opening {
+            version: self.parts.version,
+            client: self.client_addr(),
+            method: None,
+            message: None,
+            request: false,
+        });
+        self.set_span(span);
+        self.era
+    }
+
     /// Authenticates the caller with the server's
     /// [`Authenticator`](crate::auth::Authenticator) and holds it to the
     /// configuration's required scopes; establishes
