@@ -28,7 +28,7 @@ pub enum Change {
     /// A 2025 client subscribed to (`on`) or unsubscribed from the
     /// resource `uri` (`resources/subscribe`/`unsubscribe`), carried to
     /// every replica so that the client's GET streams, wherever they are
-    /// open, watch it (see [`legacy_stream`](super::legacy_stream)).
+    /// open, watch it (docs/limits.md, "The 2025 standalone GET stream").
     /// `session` is the nonce sealed in the client's `Mcp-Session-Id`,
     /// which names its streams. Never written on a stream itself.
     Subscription {

@@ -39,6 +39,24 @@
 //! The summary is given one message per poll, so a stream watching many
 //! URIs never holds the executor (or memory) for all of them at once.
 //!
+//! **The 2025 standalone GET stream** ([`Listen::session`]) is the same
+//! stream for a 2025-11-25 client, opened by a GET carrying its session
+//! token, whose nonce names it: no acknowledgement, no `_meta` on what it
+//! carries, no closing result (it just ends, on the same occasions; with
+//! the caller-share error, id null, when its place gives way). It carries
+//! every list_changed the server supports, and `resources/updated` for the
+//! URIs its session subscribes to *while it is open*: a 2025
+//! `resources/subscribe`/`unsubscribe` is published on the bus as a
+//! [`Change::Subscription`] naming the nonce, and every stream of that
+//! session, on any replica, watches the URI (or stops), within
+//! [`ListenLimits::max_watched_uris`]. **Nothing is stored:** a subscribe
+//! made while no stream of its session is open reaches nothing, and a new
+//! stream starts with no subscriptions. Its events have no ids: a GET
+//! carrying `Last-Event-ID` is told conservatively at once, as a stream
+//! that fell behind is. It holds a
+//! [`Kind::LegacyStreams`](crate::ledger::Kind::LegacyStreams) place, with
+//! the listen streams' numbers.
+//!
 //! **Limits** ([`ListenLimits`]): open streams per server and per caller
 //! (the principal when authenticated, else the client's address), watched
 //! URIs per stream and their length, and a stream's lifetime.
@@ -61,7 +79,8 @@ use crate::protocol::jsonrpc::{self, MessageSource};
 use crate::protocol::meta::SUBSCRIPTION_ID;
 use crate::sse;
 
-/// The limits of `subscriptions/listen` streams, each a setting whose
+/// The limits of `subscriptions/listen` streams (and, with the same numbers
+/// but counted apart, of 2025 GET streams), each a setting whose
 /// default is meant for a public endpoint (see
 /// [`ServerBuilder::listen_limits`](crate::ServerBuilder::listen_limits)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

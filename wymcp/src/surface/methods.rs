@@ -10,7 +10,8 @@
 //! `logging/setLevel`, `resources/subscribe`, …), an unknown one, or one
 //! gated behind a capability the server does not advertise is -32601. On
 //! the 2025 legacy path `initialize`, `ping`, `logging/setLevel`,
-//! `resources/subscribe`/`unsubscribe` (acknowledged), and the same tools,
+//! `resources/subscribe`/`unsubscribe` (carried to the session's GET
+//! streams, see [`listen`](super::listen)), and the same tools,
 //! resources, prompts and completion, answered as 2025 results (no
 //! `resultType`, no caching hint; resource not found is -32002). A
 //! notification is accepted and answers nothing.

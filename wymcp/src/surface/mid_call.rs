@@ -19,7 +19,12 @@
 //! capabilities (those only, reduced to their names), the negotiated
 //! version, sealed with the MRTR key family for the caller's subject, for
 //! [`LegacyRequests::session_ttl`]. Nothing is stored; every replica holding
-//! the key opens it. A request carrying it has its capabilities back; a
+//! the key opens it. When the server announces changes, every 2025 client
+//! gets a token at `initialize` (declaring something askable or not), and
+//! every token carries a random nonce naming the session's standalone GET
+//! streams (see [`listen`](super::listen)); a token without one (minted
+//! before streams were) still opens for everything here, and is `404` on
+//! the GET. A request carrying it has its capabilities back; a
 //! token that does not open (forged, expired, another caller's) is `404`,
 //! as 2025-11-25 asks of a session id the server does not know, and the
 //! client initializes again. A request with none is served as before, and
