@@ -1364,4 +1364,87 @@ mod tests {
                    "params": {"uri": "q://\"x\"/a\nb", "_meta": {SUBSCRIPTION_ID: "s\"1"}}})
         );
     }
+
+    fn subscription(session: &str, uri: &str, on: bool) -> Change {
+        Change::Subscription {
+            session: session.into(),
+            uri: uri.into(),
+            on,
+        }
+    }
+
+    /// Rule (issue 27 §1): a 2025 GET stream is untagged, starts with no
+    /// acknowledgement and no subscriptions, watches what its own session
+    /// subscribes to (and beneath it) within its bounds, ignores another
+    /// session's, and stops on unsubscribe.
+    #[tokio::test]
+    async fn a_session_stream_follows_its_sessions_subscriptions_within_bounds() {
+        let bus = ChangeBus::new();
+        let limits = ListenLimits::default()
+            .max_watched_uris(2)
+            .max_uri_bytes(16);
+        let mut body = Listen::session("n1", &limits).open(&bus, place(), evicted());
+        bus.publish(Change::ToolsListChanged);
+        assert_eq!(
+            next_event(&mut body).await,
+            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        );
+        bus.publish(Change::ResourceUpdated("a://1".into()));
+        bus.publish(subscription("n2", "a://1", true));
+        bus.publish(Change::ResourceUpdated("a://1".into()));
+        assert!(nothing_within(&mut body, Duration::from_millis(50)).await);
+        bus.publish(subscription("n1", "a://1", true));
+        bus.publish(subscription("n1", "a://2", true));
+        // Over the bounds: a third URI, and one too long, are not watched.
+        bus.publish(subscription("n1", "a://3", true));
+        bus.publish(subscription("n1", "a://long-long-long", true));
+        for uri in ["a://1/x", "a://2", "a://3", "a://long-long-long"] {
+            bus.publish(Change::ResourceUpdated(uri.into()));
+        }
+        assert_eq!(
+            next_event(&mut body).await,
+            json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                   "params": {"uri": "a://1/x"}})
+        );
+        assert_eq!(next_event(&mut body).await["params"]["uri"], "a://2");
+        assert!(nothing_within(&mut body, Duration::from_millis(50)).await);
+        bus.publish(subscription("n1", "a://1", false));
+        bus.publish(Change::ResourceUpdated("a://1".into()));
+        assert!(nothing_within(&mut body, Duration::from_millis(50)).await);
+    }
+
+    /// Rule (issue 27 §1): a 2025 GET stream ends with no closing result
+    /// (it just ends) and gives its place back; when its place gives way it
+    /// ends with the caller-share error, id null.
+    #[tokio::test]
+    async fn a_session_stream_just_ends_or_ends_with_the_caller_share_error() {
+        let bus = ChangeBus::new();
+        let ledger = Ledger::default();
+        let mut body =
+            Listen::session("n", &ListenLimits::default()).open(&bus, place_in(&ledger), evicted());
+        assert_eq!(bus.close_all(), 1);
+        assert!(
+            frame(&mut body).await.is_none(),
+            "no result: the stream ends"
+        );
+        assert_eq!(ledger.held(Kind::ListenStreams), 0);
+
+        let ledger = Ledger::new(|_| Share {
+            per_caller: 2,
+            global: 2,
+            retry_after: Duration::from_secs(10),
+        });
+        let hog = Caller::principal("hog");
+        let first = ledger.take_evictable(Kind::LegacyStreams, &hog, 1).unwrap();
+        let _second = ledger.take_evictable(Kind::LegacyStreams, &hog, 1).unwrap();
+        let error = ledger.error(Refusal::Share(Kind::LegacyStreams));
+        let mut body = Listen::session("n", &ListenLimits::default()).open(&bus, first, error);
+        let _newcomer = ledger
+            .take_evictable(Kind::LegacyStreams, &Caller::principal("new"), 1)
+            .unwrap();
+        let last = next_event(&mut body).await;
+        assert_eq!(last["id"], Value::Null);
+        assert_eq!(last["error"]["code"], -32600);
+        assert!(frame(&mut body).await.is_none());
+    }
 }
