@@ -454,3 +454,72 @@ async fn last_event_id_is_told_conservatively() {
         ]
     );
 }
+
+/// Rule (issue 27 §1): `examples/everything`, a real process over a
+/// socket, advertises `listChanged` to a 2025 client and serves its GET
+/// stream: a tool added through another connection
+/// (`test_trigger_tool_change`) is heard on it within a second.
+#[tokio::test]
+async fn everything_serves_a_2025_clients_get_stream() {
+    use wymcp_tests::child::Everything;
+    use wymcp_tests::wire::{RawConn, RawRequest};
+
+    let server = Everything::start(&[], &[]);
+    let addr = server.addr();
+    let host = addr.to_string();
+    let post = |body: Value, legacy_header: bool| {
+        let mut request = RawRequest::post("/mcp")
+            .host(&host)
+            .header("Accept", "application/json, text/event-stream");
+        if legacy_header {
+            request = request.header("MCP-Protocol-Version", "2025-11-25");
+        }
+        request.json(serde_json::to_vec(&body).unwrap())
+    };
+    let mut conn = RawConn::connect(addr).await;
+    let init = conn
+        .request(&post(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                   "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                              "clientInfo": {"name": "c", "version": "1"}}}),
+            false,
+        ))
+        .await;
+    assert_eq!(init.status, 200);
+    assert_eq!(
+        init.json()["result"]["capabilities"]["tools"],
+        json!({"listChanged": true})
+    );
+    let token = init
+        .header("mcp-session-id")
+        .expect("a session token")
+        .to_owned();
+    let mut stream = RawConn::connect(addr).await;
+    let get = RawRequest::new("GET", "/mcp")
+        .host(&host)
+        .header("Accept", "text/event-stream")
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .header("Mcp-Session-Id", &token);
+    stream.send(&get.head()).await.unwrap();
+    let head = stream
+        .head(Duration::from_secs(5))
+        .await
+        .expect("the stream's head");
+    assert_eq!(head.status, 200);
+    assert_eq!(head.header("content-type"), Some("text/event-stream"));
+    let mut other = RawConn::connect(addr).await;
+    let added = other
+        .request(&post(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                   "params": {"name": "test_trigger_tool_change", "arguments": {}}}),
+            true,
+        ))
+        .await;
+    assert_eq!(added.status, 200);
+    assert!(
+        stream
+            .read_until(b"notifications/tools/list_changed", Duration::from_secs(1))
+            .await,
+        "the change is heard on the GET stream within 1 s"
+    );
+}
