@@ -354,7 +354,18 @@ async fn every_refusal_of_the_get_is_pinned() {
     let stolen = bob.open_stream(&token, &[]).await.unwrap_err();
     refused(&stolen, StatusCode::NOT_FOUND, -32600);
     assert_eq!(stolen.data.unwrap()["reason"], "session");
-    // DELETE stays 405, naming both served verbs.
+    // DELETE (and HEAD, which would open a stream no one reads) stay 405,
+    // naming both served verbs.
+    let head = send(
+        &chain(server.clone()),
+        Req::new(Method::HEAD, "/mcp")
+            .header("Accept", "text/event-stream")
+            .header("Mcp-Session-Id", &token)
+            .bearer("alice"),
+    )
+    .await;
+    assert_eq!(head.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(head.header("allow"), "GET, POST");
     let delete = send(
         &chain(server.clone()),
         Req::new(Method::DELETE, "/mcp").header("Mcp-Session-Id", &token),

@@ -35,7 +35,11 @@ where
     let get = server.surface.serves_legacy_stream();
     let mut route = axum::routing::post(served(server.clone(), handle));
     if get {
-        route = route.get(served(server, handle_get));
+        // axum would answer HEAD with the GET's handler: a stream no one
+        // reads. HEAD stays 405, as every verb but the two.
+        route = route
+            .get(served(server, handle_get))
+            .head(|| async { method_not_allowed(true) });
     }
     let route = route.fallback(move || async move { method_not_allowed(get) });
     Router::new().route(&endpoint, route).merge(metadata)
