@@ -239,8 +239,9 @@ async fn subscriptions_reach_the_open_stream_and_only_it() {
 
 /// Rule (issue 27 §1): a subscribe is held to the listen streams' URI
 /// bound (-32602, `data.limit`), and to the resource's scopes as
-/// `resources/read` is (403, `insufficient_scope`), so a stream is told
-/// only of what its caller may read. Without a token it is acknowledged
+/// `resources/read` is (403, `insufficient_scope`); and a stream is told of
+/// an update only as its caller's scopes permit (a watched prefix covers
+/// URIs no subscribe named). Without a token a subscribe is acknowledged
 /// and reaches nothing.
 #[tokio::test]
 async fn a_subscribe_is_bounded_and_held_to_the_resources_scopes() {
@@ -260,6 +261,16 @@ async fn a_subscribe_is_bounded_and_held_to_the_resources_scopes() {
         heard(&mut stream, Duration::from_millis(300))
             .await
             .is_empty()
+    );
+    // A prefix names no resource, so it is not refused; what lies beneath
+    // it is still told only as the caller's scopes permit.
+    let prefix = subscription(&client, &token, "resources/subscribe", "test://").await;
+    assert_eq!(prefix.result().unwrap(), &json!({}));
+    server.notify_resource_updated("test://secret");
+    server.notify_resource_updated("test://r");
+    assert_eq!(
+        heard(&mut stream, Duration::from_millis(300)).await,
+        ["notifications/resources/updated test://r"]
     );
     let long = format!(
         "test://{}",

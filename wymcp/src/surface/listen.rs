@@ -389,7 +389,28 @@ enum Mode {
         nonce: Box<str>,
         max_watched: usize,
         max_uri_bytes: usize,
+        /// Whether the stream's caller may be told of an update to a URI
+        /// (its scopes, as lists filter by them): a watched prefix covers
+        /// URIs beneath it that no subscribe named.
+        permits: Permits,
     },
+}
+
+/// Whether a stream's caller may be told that a URI changed.
+#[derive(Clone)]
+pub(crate) struct Permits(std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync>);
+
+impl Permits {
+    /// Whatever `permit` says of a URI.
+    pub(crate) fn new(permit: impl Fn(&str) -> bool + Send + Sync + 'static) -> Self {
+        Permits(std::sync::Arc::new(permit))
+    }
+}
+
+impl std::fmt::Debug for Permits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Permits")
+    }
 }
 
 /// One `subscriptions/listen` request (or one 2025 GET stream), ready to
@@ -428,14 +449,16 @@ impl Listen {
 
     /// The 2025 GET stream of the session `nonce` names: every list the
     /// server supports, and the URIs the session subscribes to while it is
-    /// open (none at first), within `limits`.
+    /// open (none at first), within `limits`, each update told only when
+    /// `permits` its URI.
     #[must_use]
-    pub(crate) fn session(nonce: &str, limits: &ListenLimits) -> Self {
+    pub(crate) fn session(nonce: &str, limits: &ListenLimits, permits: Permits) -> Self {
         Listen {
             mode: Mode::Session {
                 nonce: Box::from(nonce),
                 max_watched: limits.max_watched_uris,
                 max_uri_bytes: limits.max_uri_bytes,
+                permits,
             },
             filter: Filter {
                 tools_list_changed: true,
@@ -714,7 +737,14 @@ impl ListenStream {
             Change::ToolsListChanged => self.envelopes.tools.clone(),
             Change::PromptsListChanged => self.envelopes.prompts.clone(),
             Change::ResourcesListChanged => self.envelopes.resources.clone(),
-            Change::ResourceUpdated(uri) => self.envelopes.updated(uri),
+            Change::ResourceUpdated(uri) => {
+                if let Mode::Session { permits, .. } = &self.mode
+                    && !(permits.0)(uri)
+                {
+                    return;
+                }
+                self.envelopes.updated(uri)
+            }
             Change::Application { .. } | Change::Subscription { .. } => return,
         };
         self.pending.push_back(note);
@@ -728,6 +758,7 @@ impl ListenStream {
             nonce,
             max_watched,
             max_uri_bytes,
+            ..
         } = &self.mode
         else {
             return;
@@ -1383,7 +1414,8 @@ mod tests {
         let limits = ListenLimits::default()
             .max_watched_uris(2)
             .max_uri_bytes(16);
-        let mut body = Listen::session("n1", &limits).open(&bus, place(), evicted());
+        let mut body =
+            Listen::session("n1", &limits, Permits::new(|_| true)).open(&bus, place(), evicted());
         bus.publish(Change::ToolsListChanged);
         assert_eq!(
             next_event(&mut body).await,
@@ -1420,8 +1452,11 @@ mod tests {
     async fn a_session_stream_just_ends_or_ends_with_the_caller_share_error() {
         let bus = ChangeBus::new();
         let ledger = Ledger::default();
-        let mut body =
-            Listen::session("n", &ListenLimits::default()).open(&bus, place_in(&ledger), evicted());
+        let mut body = Listen::session("n", &ListenLimits::default(), Permits::new(|_| true)).open(
+            &bus,
+            place_in(&ledger),
+            evicted(),
+        );
         assert_eq!(bus.close_all(), 1);
         assert!(
             frame(&mut body).await.is_none(),
@@ -1438,7 +1473,8 @@ mod tests {
         let first = ledger.take_evictable(Kind::LegacyStreams, &hog, 1).unwrap();
         let _second = ledger.take_evictable(Kind::LegacyStreams, &hog, 1).unwrap();
         let error = ledger.error(Refusal::Share(Kind::LegacyStreams));
-        let mut body = Listen::session("n", &ListenLimits::default()).open(&bus, first, error);
+        let mut body = Listen::session("n", &ListenLimits::default(), Permits::new(|_| true))
+            .open(&bus, first, error);
         let _newcomer = ledger
             .take_evictable(Kind::LegacyStreams, &Caller::principal("new"), 1)
             .unwrap();

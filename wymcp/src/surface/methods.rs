@@ -28,7 +28,7 @@ use super::completion::{self, CompletionFn};
 use super::context::HandlerError;
 use super::error::SurfaceError;
 use super::finish::{CachePolicy, Finishing, ServerInfo};
-use super::listen::{Filter, Listen, ListenLimits, Support};
+use super::listen::{Filter, Listen, ListenLimits, Permits, Support};
 use super::mid_call::{self, AnswerRelay, Delivery, LegacyRequests, Peer, Refused};
 use super::prompt::{self, Prompt};
 use super::resource::{self, RegisteredTemplate, Resource, ResourceTemplate, Target};
@@ -918,7 +918,19 @@ impl Surface {
             Err(refusal) => return self.busy(refusal),
         };
         let limits = &self.listen_limits;
-        let stream = Listen::session(&nonce, limits)
+        // Updates are filtered by the caller's scopes as lists are: a
+        // watched URI covers what lies beneath it, which no subscribe named.
+        let (catalog, holder, list_all) = (self.catalog.clone(), principal.cloned(), self.list_all);
+        let permits = Permits::new(move |uri| {
+            list_all
+                || match catalog.resource(uri) {
+                    Some(resource) => resource.about.scopes.permit(holder.as_ref()),
+                    None => catalog.template_for(uri).is_none_or(|(template, _)| {
+                        template.template.about.scopes.permit(holder.as_ref())
+                    }),
+                }
+        });
+        let stream = Listen::session(&nonce, limits, permits)
             .support(self.advertised.listen())
             .held_by(principal)
             .behind(behind)
