@@ -42,6 +42,11 @@ fn principal(subject: &str, scopes: &[&str]) -> Principal {
 /// (no scope) and `brief` (whose token expires in 2 s), and a resource
 /// that needs scope `secret`.
 fn authenticated() -> Arc<Server> {
+    authenticated_with(ListenLimits::default())
+}
+
+/// [`authenticated`] with these stream limits.
+fn authenticated_with(limits: ListenLimits) -> Arc<Server> {
     let mut brief = principal("brief", &["a"]);
     brief.expires_at = Some(SystemTime::now() + Duration::from_secs(2));
     let tokens = StaticTokens::new()
@@ -57,6 +62,7 @@ fn authenticated() -> Arc<Server> {
                     .scopes(["secret"]),
             )
             .auth(tokens, AuthConfig::new())
+            .listen_limits(limits)
             .build()
             .unwrap(),
     )
@@ -544,4 +550,19 @@ async fn everything_serves_a_2025_clients_get_stream() {
             .await,
         "the change is heard on the GET stream within 1 s"
     );
+}
+
+/// Rule (issue 27 §1): at the server's cap of GET streams, a caller that
+/// would take the place of nobody's over its fair share is `503`, -32603,
+/// `Retry-After`, id null.
+#[tokio::test]
+async fn at_the_cap_of_get_streams_a_newcomer_is_503() {
+    let server = authenticated_with(ListenLimits::default().max_streams(1));
+    let (alice, alices) = initialized(&server, Some("alice")).await;
+    let _open = open(&alice, &alices).await;
+    let (bob, bobs) = initialized(&server, Some("bob")).await;
+    let full = bob.open_stream(&bobs, &[]).await.unwrap_err();
+    refused(&full, StatusCode::SERVICE_UNAVAILABLE, -32603);
+    assert_eq!(full.exchange.header("retry-after"), "10");
+    assert_eq!(full.data.unwrap()["limit"], "max_streams");
 }
