@@ -621,7 +621,8 @@ async fn icons_titles_and_annotations_are_listed_in_both_eras() {
     );
     assert_schema(MODERN, "Implementation", &identity);
     let initialize = ask(&server, Era::Legacy, "initialize", initialize(), "guest").await;
-    let initialize = initialize.answered();
+    // Answered with the session token that names the client's GET stream.
+    let initialize = initialize.result().unwrap();
     assert_schema(LEGACY, "InitializeResult", initialize);
     assert_eq!(initialize["serverInfo"], identity);
 }
@@ -634,9 +635,9 @@ fn initialize() -> Value {
 }
 
 /// Rule: a 2026 client is offered `listChanged` and `subscribe` by default
-/// (and `subscriptions/listen` is served with no builder call); a 2025
-/// client, which a stateless exchange can deliver neither, is offered
-/// neither; `without_notifications` takes both away, and listen with them.
+/// (and `subscriptions/listen` is served with no builder call); so is a
+/// 2025 client (its standalone GET stream delivers them);
+/// `without_notifications` takes both away, and listen with them.
 #[tokio::test]
 async fn each_era_is_offered_what_it_can_be_delivered() {
     let server = notes(|b| b);
@@ -650,8 +651,12 @@ async fn each_era_is_offered_what_it_can_be_delivered() {
     );
     let initialize = ask(&server, Era::Legacy, "initialize", initialize(), "guest").await;
     assert_eq!(
-        initialize.answered()["capabilities"],
-        json!({"tools": {}, "prompts": {}, "resources": {}, "completions": {}, "logging": {}})
+        initialize.result().unwrap()["capabilities"],
+        json!({
+            "tools": {"listChanged": true}, "prompts": {"listChanged": true},
+            "resources": {"listChanged": true, "subscribe": true}, "completions": {},
+            "logging": {}
+        })
     );
     let tools_changed = json!({"toolsListChanged": true});
     let guest = Client::new(server.clone()).bearer("guest");

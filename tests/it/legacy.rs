@@ -42,7 +42,9 @@ async fn initialize_negotiates_a_2025_version() {
         ("2026-07-28", "2025-11-25"),
     ] {
         let answer = dispatch(&server, initialize(asked)).await;
-        let result = answer.ok(&json!(1));
+        assert_eq!(answer.status, StatusCode::OK);
+        assert_eq!(answer.body["id"], 1);
+        let result = answer.result();
         assert_eq!(result["protocolVersion"], answered, "asked {asked}");
         assert_eq!(
             result["serverInfo"],
@@ -52,11 +54,14 @@ async fn initialize_negotiates_a_2025_version() {
         assert_eq!(
             result["capabilities"],
             json!({
-                // Never `listChanged` nor `subscribe`: a stateless 2025
-                // exchange has no stream to deliver them on.
-                "tools": {}, "resources": {}, "logging": {}
+                // As 2026 discover: the standalone GET stream delivers them.
+                "tools": {"listChanged": true},
+                "resources": {"listChanged": true, "subscribe": true},
+                "logging": {}
             })
         );
+        // The token that names the client's GET stream.
+        assert!(!answer.header("mcp-session-id").is_empty());
         assert!(result.get("resultType").is_none());
         assert_schema("2025-11-25", "InitializeResult", result);
     }
@@ -179,12 +184,15 @@ async fn legacy_tools_are_2025_results() {
 
 /// Through the default chain, as a 2025 client does it: initialize without
 /// any MCP header, then initialized, ping and a tool call with
-/// `MCP-Protocol-Version: 2025-11-25`; never a session id.
+/// `MCP-Protocol-Version: 2025-11-25`; the session id only on
+/// `initialize` (the token naming its GET stream), none after.
 #[tokio::test]
 async fn a_2025_session_through_the_chain() {
     let through = |req| async move { send(&chain(server()), req).await };
     let answer = through(initialize("2025-11-25")).await;
-    assert_eq!(answer.ok(&json!(1))["protocolVersion"], "2025-11-25");
+    assert_eq!(answer.status, StatusCode::OK);
+    assert_eq!(answer.result()["protocolVersion"], "2025-11-25");
+    assert!(!answer.header("mcp-session-id").is_empty());
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     let answer = through(Req::body(initialized).bind(Era::Legacy)).await;
     assert_eq!(answer.status, StatusCode::ACCEPTED);

@@ -47,6 +47,7 @@ mod jwt;
 mod layers;
 mod ledger;
 mod legacy;
+mod legacy_stream;
 mod listen;
 mod memory;
 mod mid_call;

@@ -264,16 +264,17 @@ async fn sampling_is_asked_mid_call() {
 }
 
 /// Rule: only what the client declared at `initialize` is ever asked. A
-/// client that declared nothing askable gets no session token; one that
-/// declared elicitation is never sent a sampling request (the handler meets
-/// its "not declared" path and answers as JSON); a request with no token is
-/// served as before, nothing asked.
+/// client that declared nothing askable gets a token that names only its
+/// GET stream (the server announces list changes), and is asked nothing
+/// with it; one that declared elicitation is never sent a sampling request
+/// (the handler meets its "not declared" path and answers as JSON); a
+/// request with no token is served as before, nothing asked.
 #[tokio::test]
 async fn an_undeclared_capability_is_never_asked() {
     let router = chain(server(LegacyRequests::default()));
-    let bare = send(&router, initialize(json!({}))).await;
-    assert_eq!(bare.status, StatusCode::OK);
-    assert!(bare.headers.get("mcp-session-id").is_none());
+    let bare = session(&router, json!({}), None).await;
+    let unasked = send(&router, call(3, "sample", &bare)).await;
+    assert_eq!(unasked.ok(&json!(3))["content"][0]["text"], "cannot ask");
     let session = session(&router, json!({"elicitation": {}}), None).await;
     let undeclared = send(&router, call(4, "sample", &session)).await;
     let result = undeclared.ok(&json!(4));

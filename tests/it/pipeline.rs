@@ -230,3 +230,37 @@ async fn the_router_answers_every_other_verb_405_allow_post_and_runs_no_stage() 
         assert!(ran().is_empty(), "{method} ran {:?}", ran());
     }
 }
+
+/// A server that announces list changes, so its router serves the 2025 GET
+/// stream.
+fn announcing() -> Server {
+    Server::builder()
+        .tool(
+            wymcp::Tool::new("t")
+                .handler(|_: wymcp::NoArgs, _| async { Ok(wymcp::ToolResult::text("ok")) }),
+        )
+        .build()
+        .expect("the server builds")
+}
+
+/// Rule (issue 27 §1): a GET runs the chain's wire checks, and only them,
+/// in declared order (a user's own included: one that refuses refuses the
+/// GET), then what the stream answers; body-bound stages, Validate and
+/// what follows never run for it.
+#[tokio::test]
+async fn a_get_runs_the_wire_checks_only_in_order() {
+    let get = || Req::get("/mcp").header("Accept", "text/event-stream");
+    RAN.with_borrow_mut(Vec::clear);
+    ANSWER_AT.set("fourth");
+    let reply = send(&recorded::router(announcing()), get()).await;
+    assert_eq!(reply.status, StatusCode::IM_A_TEAPOT);
+    assert_eq!(ran(), ["First", "fourth"]);
+    RAN.with_borrow_mut(Vec::clear);
+    ANSWER_AT.set("");
+    let reply = send(&recorded::router(announcing()), get()).await;
+    assert_eq!(ran(), ["First", "fourth"]);
+    // Past the wire checks: no session token.
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST);
+    assert_eq!(reply.body["id"], serde_json::Value::Null);
+    assert_eq!(reply.body["error"]["code"], -32600);
+}

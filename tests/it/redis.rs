@@ -739,3 +739,69 @@ async fn a_forged_relayed_answer_never_reaches_the_call() {
     let done = stream.next().await.unwrap();
     assert_eq!(done["result"]["content"][0]["text"], "hello Bea, round 1");
 }
+
+/// A replica serving the 2025 GET stream: a tool and a resource, the shared
+/// sealing key (so a token minted on one opens on every other), the bus
+/// through `redis`.
+fn streaming_replica(redis: &RedisServer) -> Arc<Server> {
+    Arc::new(
+        Server::builder()
+            .sealing_key(shared())
+            .tool(
+                wymcp::Tool::new("t")
+                    .handler(|_: wymcp::NoArgs, _| async { Ok(wymcp::ToolResult::text("ok")) }),
+            )
+            .resource(wymcp::Resource::new("test://r", "r").text("r"))
+            .change_relay(RedisBus::new(&redis.url(), quick()).unwrap())
+            .build()
+            .unwrap(),
+    )
+}
+
+/// Rule (issue 27 §1): a 2025 client initialized on replica A with its GET
+/// stream open on replica B hears a change made on A, and a subscribe sent
+/// to A reaches its stream on B: the subscription rides the bus, signed,
+/// with no store.
+#[tokio::test]
+async fn a_get_stream_on_one_replica_hears_changes_and_subscriptions_from_another() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let a = streaming_replica(&redis);
+    let b = streaming_replica(&redis);
+    redis.await_subscribers(CHANNEL, 2).await;
+    let on_a = Client::new(a.clone()).legacy();
+    let initialized = on_a
+        .send(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "c", "version": "1"}}),
+        )
+        .await;
+    let token = initialized.header("mcp-session-id").to_owned();
+    let mut stream = Client::new(b.clone())
+        .legacy()
+        .open_stream(&token, &[])
+        .await
+        .expect("the token opens on B");
+    a.notify_tools_changed();
+    let event = stream
+        .next_within(Duration::from_secs(1))
+        .await
+        .expect("A's change on B within 1 s");
+    assert_eq!(event["method"], "notifications/tools/list_changed");
+    let subscribed = on_a
+        .send_with(
+            "resources/subscribe",
+            json!({"uri": "test://r"}),
+            &[("mcp-session-id", &token)],
+        )
+        .await;
+    assert_eq!(subscribed.result().unwrap(), &json!({}));
+    // One publisher, in order: the subscription reaches B before the update.
+    a.notify_resource_updated("test://r");
+    assert_eq!(
+        heard(&mut stream, Duration::from_millis(400)).await,
+        ["notifications/resources/updated test://r"]
+    );
+}

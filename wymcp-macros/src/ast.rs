@@ -13,7 +13,7 @@ use crate::attr::{self, Tag};
 use crate::ctxt::Ctxt;
 
 /// Names the macro generates inside the module.
-pub const GENERATED: [&str; 3] = ["handle", "CHAIN", "router"];
+pub const GENERATED: [&str; 4] = ["handle", "handle_get", "CHAIN", "router"];
 
 /// A pipeline module, parsed.
 #[derive(Debug)]

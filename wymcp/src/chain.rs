@@ -28,8 +28,11 @@
 //! before `Validate` is a wire check or declares why it reads the body, and
 //! no wire check sits after `Validate`. [`post::CHAIN`] is the table of it.
 //!
-//! POST is the one served verb: every other verb is answered 405 by
-//! [`post::router`] and runs nothing here.
+//! POST runs the whole chain. A GET (a 2025 client's standalone stream,
+//! served when the server announces changes) runs its wire checks only,
+//! in this order, through [`post::handle_get`]: it has no body, so the
+//! parse step, Classify, Validate and Dispatch never see it. Every other
+//! verb is answered 405 by [`post::router`] and runs nothing here.
 
 /// The default chain. [`post::router`] serves it; [`post::handle`] runs one
 /// request through it.

@@ -21,7 +21,8 @@ use crate::reply::{Flow, Rejection, Rejector, Response};
 use crate::server::Server;
 use crate::trace::{self, SpanSlot};
 
-/// One POST as it passes through the chain: the request, and what each stage
+/// One request as it passes through the chain (a POST, or the GET that
+/// opens a 2025 client's stream): the request, and what each stage
 /// established about it.
 ///
 /// **What a stage reads, and who writes it.** Every fact an [`Exchange`]
@@ -33,7 +34,7 @@ use crate::trace::{self, SpanSlot};
 /// | fact | established by | run by |
 /// |---|---|---|
 /// | [`bytes`](Exchange::bytes), [`message`](Exchange::message) | [`read_body`](Exchange::read_body): the body read within [`Limits`](crate::Limits), parsed as bounded JSON | the parse step |
-/// | [`kind`](Exchange::kind), [`era`](Exchange::era), the request span | [`classify`](Exchange::classify): the JSON-RPC kind and the era, by the protocol's rules | `Classify` |
+/// | [`kind`](Exchange::kind), [`era`](Exchange::era), the request span | [`classify`](Exchange::classify): the JSON-RPC kind and the era, by the protocol's rules; for a GET, which has no body, [`classify_bodiless`](Exchange::classify_bodiless): the era from the header alone, no kind | `Classify`; a chain's `handle_get` |
 /// | [`principal`](Exchange::principal) | [`authenticate`](Exchange::authenticate): the server's [`Authenticator`](crate::auth::Authenticator) | `Auth` |
 /// | [`revision`](Exchange::revision) | [`judge_protocol_fields`](Exchange::judge_protocol_fields) (2026-07-28), [`establish_revision`](Exchange::establish_revision): the revision the request's own version names, when served | `ProtocolFields`, `HeaderBinding` |
 ///
@@ -329,6 +330,28 @@ impl<'a> Exchange<'a> {
         });
         self.set_span(span);
         kind
+    }
+
+    /// Classifies a request that has no message (the GET that opens a 2025
+    /// stream): its [`era`](Self::era) from the `MCP-Protocol-Version`
+    /// header alone (none, or a 2025 revision: legacy), no
+    /// [`kind`](Self::kind), and opens the request span. The body is never
+    /// read. Does nothing after [`classify`](Self::classify).
+    pub fn classify_bodiless(&mut self) -> Era {
+        if self.kind.is_some() {
+            return self.era;
+        }
+        self.body = None;
+        self.era = era_of(&self.parts.headers, &Value::Null);
+        let span = trace::open(trace::Opening {
+            version: self.parts.version,
+            client: self.client_addr(),
+            method: None,
+            message: None,
+            request: false,
+        });
+        self.set_span(span);
+        self.era
     }
 
     /// Authenticates the caller with the server's

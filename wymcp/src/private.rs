@@ -51,13 +51,30 @@ pub const fn is_validate<S: Stage>() -> bool {
 }
 
 /// The axum router of a chain: POST on the server's endpoint runs `handle`;
-/// every other verb there is answered 405 with `Allow: POST` and runs no stage.
-pub fn router<F, Fut>(server: Arc<Server>, handle: F) -> Router
+/// GET runs `handle_get` when the server serves a 2025 client's stream;
+/// every other verb there is answered 405 and runs no stage.
+pub fn router<F, Fut, G, GFut>(server: Arc<Server>, handle: F, handle_get: G) -> Router
 where
     F: Fn(Arc<Server>, Request) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Response> + Send + 'static,
+    G: Fn(Arc<Server>, Request) -> GFut + Clone + Send + Sync + 'static,
+    GFut: Future<Output = Response> + Send + 'static,
 {
-    crate::router::build(server, handle)
+    crate::router::build(server, handle, handle_get)
+}
+
+/// Starts a GET's exchange: its era from the `MCP-Protocol-Version` header
+/// alone, no message, the request span open.
+pub fn begin_get(ex: &mut Exchange<'_>) {
+    ex.classify_bodiless();
+}
+
+/// What a GET answers once the chain's wire checks passed it: the 2025
+/// standalone stream, or why not.
+pub async fn open_stream(ex: &mut Exchange<'_>) -> Response {
+    // Its refusals are its own, not the last wire check's.
+    ex.set_stage("open_stream");
+    crate::router::open_stream(ex).await
 }
 
 /// The `annotations` of a `#[tool]`: its hints, as given.

@@ -193,14 +193,17 @@ pub(crate) fn accepted() -> Response {
     response
 }
 
-/// `405 Method Not Allowed` with `Allow: POST`: the answer to every verb but
-/// POST on the endpoint. Runs no stage.
+/// `405 Method Not Allowed`: the answer to every verb the endpoint does not
+/// serve, with `Allow: GET, POST` when it serves a 2025 client's GET stream
+/// (`get`), `Allow: POST` otherwise (and to a 2026-07-28 client's GET,
+/// which has no stream). Runs no stage.
 #[must_use]
-pub(crate) fn method_not_allowed() -> Response {
+pub(crate) fn method_not_allowed(get: bool) -> Response {
     let mut response = http::Response::new(Body::empty());
     *response.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
+    let allow = if get { "GET, POST" } else { "POST" };
     response
         .headers_mut()
-        .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
     response
 }

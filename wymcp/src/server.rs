@@ -277,8 +277,9 @@ impl Server {
     }
 
     /// Ends every open listen stream cleanly (the `complete` result, then the
-    /// end of the stream): call it before a graceful shutdown waits for open
-    /// connections. Returns how many streams were told.
+    /// end of the stream), and every 2025 GET stream (its end, no result):
+    /// call it before a graceful shutdown waits for open connections.
+    /// Returns how many streams were told.
     pub fn close_subscriptions(&self) -> usize {
         self.changes().close_all()
     }

@@ -313,6 +313,54 @@ impl Client {
         })
     }
 
+    /// Opens a 2025 client's standalone stream: a GET on the endpoint with
+    /// `session` (the `Mcp-Session-Id` its `initialize` was answered with),
+    /// `Accept: text/event-stream`, the 2025-11-25 header and `extra`
+    /// headers after them. Its events are the server's notifications; a
+    /// refusal is the [`Failure`].
+    pub async fn open_stream(
+        &self,
+        session: &str,
+        extra: &[(&str, &str)],
+    ) -> Result<Listen, Failure> {
+        let mut request = Request::get(&self.endpoint)
+            .header("host", "localhost")
+            .header("accept", "text/event-stream")
+            .header("mcp-protocol-version", Revision::V2025_11_25.as_str())
+            .body(Body::empty())
+            .unwrap_or_default();
+        let headers = request.headers_mut();
+        let mut put = |name: &str, value: &str| {
+            if let (Ok(name), Ok(value)) = (
+                http::HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                headers.append(name, value);
+            }
+        };
+        put("mcp-session-id", session);
+        if let Some(token) = &self.bearer {
+            put("authorization", &format!("Bearer {token}"));
+        }
+        for (name, value) in extra {
+            put(name, value);
+        }
+        let response = self.oneshot(request).await;
+        let (parts, body) = response.into_parts();
+        let is_sse = content_type(&parts.headers).starts_with("text/event-stream");
+        if parts.status != StatusCode::OK || !is_sse {
+            let response = http::Response::from_parts(parts, body);
+            return Err(read(response, Value::Null).await.failure());
+        }
+        Ok(Listen {
+            request: Value::Null,
+            status: parts.status,
+            headers: parts.headers,
+            body,
+            buffer: Vec::new(),
+        })
+    }
+
     async fn list(&self, method: &str, member: &str) -> Result<Vec<Value>, Failure> {
         let exchange = self.send(method, json!({})).await;
         Ok(array(exchange.result()?, member))
@@ -623,10 +671,12 @@ impl Called {
     }
 }
 
-/// An open `subscriptions/listen` stream, read event by event.
+/// An open `subscriptions/listen` stream (or a 2025 client's GET stream),
+/// read event by event.
 #[derive(Debug)]
 pub struct Listen {
-    /// The `subscriptions/listen` request sent (its `id` tags every message).
+    /// The `subscriptions/listen` request sent (its `id` tags every
+    /// message); `null` for a GET stream.
     pub request: Value,
     /// The answer's status.
     pub status: StatusCode,

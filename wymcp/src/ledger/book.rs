@@ -55,11 +55,13 @@ pub enum Kind {
     /// Bytes of progress and log notifications a handler queued for its
     /// client and the client has not read yet.
     Notifications,
+    /// Open 2025 standalone GET streams (`surface/legacy_stream.rs`).
+    LegacyStreams,
 }
 
 impl Kind {
     /// Every kind, in the order of the limits table.
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Bodies,
         Kind::ListenStreams,
         Kind::Waits,
@@ -67,6 +69,7 @@ impl Kind {
         Kind::AuthCalls,
         Kind::StoredTasks,
         Kind::Notifications,
+        Kind::LegacyStreams,
     ];
 
     fn index(self) -> usize {
@@ -78,6 +81,7 @@ impl Kind {
             Kind::AuthCalls => 4,
             Kind::StoredTasks => 5,
             Kind::Notifications => 6,
+            Kind::LegacyStreams => 7,
         }
     }
 
@@ -92,6 +96,7 @@ impl Kind {
             Kind::AuthCalls => "auth_calls",
             Kind::StoredTasks => "stored_tasks",
             Kind::Notifications => "notifications",
+            Kind::LegacyStreams => "legacy_streams",
         }
     }
 
@@ -101,7 +106,7 @@ impl Kind {
     pub fn settings(self) -> (&'static str, &'static str) {
         match self {
             Kind::Bodies => ("bodies_per_caller", "bodies_in_flight"),
-            Kind::ListenStreams => ("max_streams_per_caller", "max_streams"),
+            Kind::ListenStreams | Kind::LegacyStreams => ("max_streams_per_caller", "max_streams"),
             Kind::Waits => ("max_waiting_per_caller", "max_waiting"),
             Kind::RunningTasks => ("max_running_per_caller", "max_running"),
             Kind::AuthCalls => ("auth_calls_per_caller", "auth_calls"),
@@ -119,6 +124,7 @@ impl Kind {
             Kind::AuthCalls => "calls to the authorization server in flight",
             Kind::StoredTasks => "task records stored",
             Kind::Notifications => "bytes of notifications queued for clients",
+            Kind::LegacyStreams => "open 2025 GET streams",
         }
     }
 }
@@ -190,8 +196,8 @@ struct Book {
 
 #[derive(Debug)]
 struct Inner {
-    shares: [Share; 7],
-    books: [Mutex<Book>; 7],
+    shares: [Share; 8],
+    books: [Mutex<Book>; 8],
     next: std::sync::atomic::AtomicU64,
 }
 
@@ -234,8 +240,9 @@ impl Ledger {
     /// table): bodies 32 MiB a caller of 256 MiB; listen streams 8 of 1,024;
     /// waiting requests 16 of 1,024; running tasks 16 of 256; authorization
     /// server calls 8 of 64; task records stored 256 of 10,000; queued
-    /// notification bytes 8 MiB a caller of 64 MiB.
-    pub const DEFAULT_SHARES: [Share; 7] = [
+    /// notification bytes 8 MiB a caller of 64 MiB; 2025 GET streams 8 of
+    /// 1,024 (as listen streams).
+    pub const DEFAULT_SHARES: [Share; 8] = [
         Share {
             per_caller: 32 * 1024 * 1024,
             global: 256 * 1024 * 1024,
@@ -270,6 +277,11 @@ impl Ledger {
             per_caller: 8 * 1024 * 1024,
             global: 64 * 1024 * 1024,
             retry_after: Duration::from_secs(1),
+        },
+        Share {
+            per_caller: 8,
+            global: 1024,
+            retry_after: Duration::from_secs(10),
         },
     ];
 

@@ -156,6 +156,9 @@ pub(crate) fn encode(origin: &str, change: &Change) -> Option<Vec<u8>> {
         Change::Application { topic, body } => {
             json!({"o": origin, "k": "app", "t": topic, "b": body})
         }
+        Change::Subscription { session, uri, on } => {
+            json!({"o": origin, "k": "sub", "s": session, "u": uri, "on": on})
+        }
         #[allow(unreachable_patterns)]
         _ => return None,
     };
@@ -200,6 +203,10 @@ fn decode(mine: &str, payload: &[u8]) -> Heard {
         },
         Some("app") => match (text("t"), text("b")) {
             (Some(topic), Some(body)) => Change::Application { topic, body },
+            _ => return Heard::Ignored,
+        },
+        Some("sub") => match (text("s"), text("u"), message["on"].as_bool()) {
+            (Some(session), Some(uri), Some(on)) => Change::Subscription { session, uri, on },
             _ => return Heard::Ignored,
         },
         Some("resync") => return Heard::Resync,
@@ -356,6 +363,16 @@ mod tests {
                 topic: "t".into(),
                 body: "{\"x\":1}".into(),
             },
+            Change::Subscription {
+                session: "n1".into(),
+                uri: "test://a".into(),
+                on: true,
+            },
+            Change::Subscription {
+                session: "n1".into(),
+                uri: "test://a".into(),
+                on: false,
+            },
         ];
         for change in changes {
             let bytes = sent(&keys, "a", &change);
@@ -375,6 +392,8 @@ mod tests {
             br#"{"k":"tools"}"#,
             br#"{"o":"a","k":"updated"}"#,
             br#"{"o":"a","k":"?"}"#,
+            br#"{"o":"a","k":"sub","s":"n","u":"x"}"#,
+            br#"{"o":"a","k":"sub","s":1,"u":"x","on":true}"#,
         ] {
             let signed = keys.sign(Purpose::Bus, b"", junk).unwrap();
             assert_eq!(hear(&keys, "b", 1024, &signed), Ok(Heard::Ignored));

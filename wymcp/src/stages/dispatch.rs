@@ -146,7 +146,7 @@ fn status_of(era: Era, code: ErrorCode) -> StatusCode {
     }
 }
 
-async fn respond(
+pub(crate) async fn respond(
     answer: Answer,
     rejector: Rejector,
     era: Era,

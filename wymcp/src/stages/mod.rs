@@ -17,6 +17,7 @@ mod validate;
 pub use auth::Auth;
 pub use classify::Classify;
 pub use dispatch::Dispatch;
+pub(crate) use dispatch::respond;
 pub use header_binding::HeaderBinding;
 pub use origin_check::OriginCheck;
 pub use parse_body::parse_body;

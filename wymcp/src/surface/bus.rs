@@ -25,6 +25,20 @@ pub enum Change {
     ResourcesListChanged,
     /// The resource with this URI changed.
     ResourceUpdated(String),
+    /// A 2025 client subscribed to (`on`) or unsubscribed from the
+    /// resource `uri` (`resources/subscribe`/`unsubscribe`), carried to
+    /// every replica so that the client's GET streams, wherever they are
+    /// open, watch it (docs/limits.md, "The 2025 standalone GET stream").
+    /// `session` is the nonce sealed in the client's `Mcp-Session-Id`,
+    /// which names its streams. Never written on a stream itself.
+    Subscription {
+        /// The nonce naming the client's streams.
+        session: String,
+        /// The resource's URI.
+        uri: String,
+        /// Subscribed (`true`) or unsubscribed.
+        on: bool,
+    },
     /// A message of the application's own, carried to every replica's bus
     /// like any change (by its [`ChangeRelay`]) and heard through
     /// [`Catalog::subscribe`](crate::Catalog::subscribe); never written on

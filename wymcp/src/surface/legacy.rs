@@ -6,11 +6,13 @@
 //!
 //! What a stateless server cannot give a 2025 client: a level set with
 //! `logging/setLevel` is not remembered (it is acknowledged, and log
-//! messages at `info` and above are sent on a tool call's own stream);
-//! `resources/subscribe` is acknowledged but no update can be delivered
-//! without the GET stream this server does not open. Server-to-client
-//! requests (sampling, elicitation, roots) are made on a call's own stream
-//! ([`mid_call`](super::mid_call)).
+//! messages at `info` and above are sent on a tool call's own stream).
+//! Notifications outside a request (`list_changed`, `resources/updated`
+//! for what `resources/subscribe` named) go on the standalone GET stream
+//! the session token names (see [`listen`](super::listen)); a subscribe is
+//! not remembered, it reaches the streams open when it is made.
+//! Server-to-client requests (sampling, elicitation, roots) are made on a
+//! call's own stream ([`mid_call`](super::mid_call)).
 
 use serde_json::{Map, Value, json};
 

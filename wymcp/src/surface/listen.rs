@@ -47,6 +47,24 @@
 //! The summary is given one message per poll, so a stream watching many
 //! URIs never holds the executor (or memory) for all of them at once.
 //!
+//! **The 2025 standalone GET stream** ([`Listen::session`]) is the same
+//! stream for a 2025-11-25 client, opened by a GET carrying its session
+//! token, whose nonce names it: no acknowledgement, no `_meta` on what it
+//! carries, no closing result (it just ends, on the same occasions; with
+//! the caller-share error, id null, when its place gives way). It carries
+//! every list_changed the server supports, and `resources/updated` for the
+//! URIs its session subscribes to *while it is open*: a 2025
+//! `resources/subscribe`/`unsubscribe` is published on the bus as a
+//! [`Change::Subscription`] naming the nonce, and every stream of that
+//! session, on any replica, watches the URI (or stops), within
+//! [`ListenLimits::max_watched_uris`]. **Nothing is stored:** a subscribe
+//! made while no stream of its session is open reaches nothing, and a new
+//! stream starts with no subscriptions. Its events have no ids: a GET
+//! carrying `Last-Event-ID` is told conservatively at once, as a stream
+//! that fell behind is. It holds a
+//! [`Kind::LegacyStreams`](crate::ledger::Kind::LegacyStreams) place, with
+//! the listen streams' numbers.
+//!
 //! **Limits** ([`ListenLimits`]): open streams per server and per caller
 //! (the principal when authenticated, else the client's address), watched
 //! URIs per stream and their length, and a stream's lifetime.
@@ -69,7 +87,8 @@ use crate::protocol::jsonrpc::{self, MessageSource};
 use crate::protocol::meta::SUBSCRIPTION_ID;
 use crate::sse;
 
-/// The limits of `subscriptions/listen` streams, each a setting whose
+/// The limits of `subscriptions/listen` streams (and, with the same numbers
+/// but counted apart, of 2025 GET streams), each a setting whose
 /// default is meant for a public endpoint (see
 /// [`ServerBuilder::listen_limits`](crate::ServerBuilder::listen_limits)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,6 +202,26 @@ impl Watched {
 
     fn len(&self) -> usize {
         self.0.len()
+    }
+
+    /// Watches `uri` too, unless `max` are watched already; whether it is
+    /// watched now.
+    fn insert(&mut self, uri: &str, max: usize) -> bool {
+        match self.0.binary_search_by(|w| (**w).cmp(uri)) {
+            Ok(_) => true,
+            Err(_) if self.0.len() >= max => false,
+            Err(at) => {
+                self.0.insert(at, Box::from(uri));
+                true
+            }
+        }
+    }
+
+    /// Stops watching `uri`.
+    fn remove(&mut self, uri: &str) {
+        if let Ok(at) = self.0.binary_search_by(|w| (**w).cmp(uri)) {
+            self.0.remove(at);
+        }
     }
 }
 
@@ -307,7 +346,7 @@ impl Filter {
                 .resource_subscriptions
                 .as_ref()
                 .is_some_and(|watched| watched.covers(uri)),
-            Change::Application { .. } => false,
+            Change::Application { .. } | Change::Subscription { .. } => false,
         }
     }
 }
@@ -340,16 +379,61 @@ impl Support {
     }
 }
 
-/// One `subscriptions/listen` request, ready to answer.
+/// Whom a stream speaks to, which decides how its messages are tagged and
+/// how it ends.
+#[derive(Debug, Clone)]
+enum Mode {
+    /// A `subscriptions/listen` stream: every message tagged with the
+    /// request's id, the acknowledgement first, the `complete` result last.
+    Listen {
+        id: Value,
+        result_meta: Map<String, Value>,
+    },
+    /// A 2025 GET stream: untagged, no acknowledgement, no closing result;
+    /// its watched URIs are what its session subscribes to while it is
+    /// open ([`Change::Subscription`] naming `nonce`), within `max_watched`
+    /// URIs of at most `max_uri_bytes`.
+    Session {
+        nonce: Box<str>,
+        max_watched: usize,
+        max_uri_bytes: usize,
+        /// Whether the stream's caller may be told of an update to a URI
+        /// (its scopes, as lists filter by them): a watched prefix covers
+        /// URIs beneath it that no subscribe named.
+        permits: Permits,
+    },
+}
+
+/// Whether a stream's caller may be told that a URI changed.
+#[derive(Clone)]
+pub(crate) struct Permits(std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync>);
+
+impl Permits {
+    /// Whatever `permit` says of a URI.
+    pub(crate) fn new(permit: impl Fn(&str) -> bool + Send + Sync + 'static) -> Self {
+        Permits(std::sync::Arc::new(permit))
+    }
+}
+
+impl std::fmt::Debug for Permits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Permits")
+    }
+}
+
+/// One `subscriptions/listen` request (or one 2025 GET stream), ready to
+/// answer.
 #[derive(Debug, Clone)]
 pub(crate) struct Listen {
-    id: Value,
+    mode: Mode,
     filter: Filter,
     support: Support,
-    result_meta: Map<String, Value>,
     lifetime: Duration,
     /// How to ask again about the credentials the stream was opened with.
     recheck: Option<Recheck>,
+    /// Whether the stream is told conservatively at once, as one that fell
+    /// behind (a 2025 client resuming with `Last-Event-ID`).
+    behind: bool,
 }
 
 impl Listen {
@@ -359,13 +443,51 @@ impl Listen {
     #[must_use]
     pub(crate) fn new(id: Value, filter: Filter) -> Self {
         Listen {
-            id,
+            mode: Mode::Listen {
+                id,
+                result_meta: Map::new(),
+            },
             filter,
             support: Support::all(),
-            result_meta: Map::new(),
             lifetime: ListenLimits::default().max_lifetime,
             recheck: None,
+            behind: false,
         }
+    }
+
+    /// The 2025 GET stream of the session `nonce` names: every list the
+    /// server supports, and the URIs the session subscribes to while it is
+    /// open (none at first), within `limits`, each update told only when
+    /// `permits` its URI.
+    #[must_use]
+    pub(crate) fn session(nonce: &str, limits: &ListenLimits, permits: Permits) -> Self {
+        Listen {
+            mode: Mode::Session {
+                nonce: Box::from(nonce),
+                max_watched: limits.max_watched_uris,
+                max_uri_bytes: limits.max_uri_bytes,
+                permits,
+            },
+            filter: Filter {
+                tools_list_changed: true,
+                prompts_list_changed: true,
+                resources_list_changed: true,
+                resource_subscriptions: Some(Watched::default()),
+            },
+            support: Support::all(),
+            lifetime: limits.max_lifetime,
+            recheck: None,
+            behind: false,
+        }
+    }
+
+    /// Tells the stream conservatively as soon as it opens, as a stream
+    /// that fell behind is: what a client resuming after a break
+    /// (`Last-Event-ID`) is told, since nothing of what it missed is kept.
+    #[must_use]
+    pub(crate) fn behind(mut self, behind: bool) -> Self {
+        self.behind = behind;
+        self
     }
 
     /// Bounds the stream by the credentials it was opened with: it ends
@@ -401,7 +523,9 @@ impl Listen {
     /// `io.modelcontextprotocol/serverInfo`).
     #[must_use]
     pub(crate) fn result_meta(mut self, key: impl Into<String>, value: Value) -> Self {
-        self.result_meta.insert(key.into(), value);
+        if let Mode::Listen { result_meta, .. } = &mut self.mode {
+            result_meta.insert(key.into(), value);
+        }
         self
     }
 
@@ -417,34 +541,52 @@ impl Listen {
         let closes = bus.subscribe_closes();
         let resyncs = bus.subscribe_resyncs();
         let filter = self.filter.honoured(self.support);
-        let ack = json!({
-            "jsonrpc": "2.0",
-            "method": "notifications/subscriptions/acknowledged",
-            "params": {
-                "notifications": filter.to_json(),
-                "_meta": { SUBSCRIPTION_ID: self.id },
-            },
-        });
-        let mut result_meta = self.result_meta;
-        result_meta.insert(SUBSCRIPTION_ID.into(), self.id.clone());
-        let envelopes = Envelopes::new(&self.id, &filter);
-        ListenStream {
-            pending: VecDeque::from([event(&ack)]),
+        let mut pending = VecDeque::new();
+        let mut mode = self.mode;
+        let envelopes = match &mut mode {
+            Mode::Listen { id, result_meta } => {
+                let ack = json!({
+                    "jsonrpc": "2.0",
+                    "method": "notifications/subscriptions/acknowledged",
+                    "params": {
+                        "notifications": filter.to_json(),
+                        "_meta": { SUBSCRIPTION_ID: id },
+                    },
+                });
+                pending.push_back(event(&ack));
+                result_meta.insert(SUBSCRIPTION_ID.into(), id.clone());
+                let meta = filter
+                    .resource_subscriptions
+                    .is_some()
+                    .then(|| json!({ SUBSCRIPTION_ID: id }));
+                Envelopes::new(
+                    Some(&json!({ SUBSCRIPTION_ID: id })),
+                    meta.as_ref(),
+                    &filter,
+                )
+            }
+            Mode::Session { .. } => Envelopes::new(None, None, &filter),
+        };
+        let mut stream = ListenStream {
+            pending,
             next_change: Some(next(changes)),
             next_close: Some(next(closes)),
             next_resync: Some(next(resyncs)),
             end_of_life: Box::pin(tokio::time::sleep(self.lifetime)),
-            id: self.id,
+            mode,
             filter,
             envelopes,
             catching_up: None,
-            result_meta,
             done: false,
             next_eviction: Some(Box::pin(place.on_evicted())),
             evicted,
             place: Some(place),
             next_refusal: self.recheck.map(refused),
+        };
+        if self.behind {
+            stream.fell_behind();
         }
+        stream
     }
 }
 
@@ -490,18 +632,20 @@ struct Envelopes {
 }
 
 impl Envelopes {
-    fn new(id: &Value, filter: &Filter) -> Self {
-        let meta = json!({ SUBSCRIPTION_ID: id });
-        let changed = |on: bool, method: &str| {
-            if on {
+    /// The envelopes of a stream whose list_changed carry `meta` and whose
+    /// `updated` carry `updated_meta` as `params._meta` (none: untagged).
+    fn new(meta: Option<&Value>, updated_meta: Option<&Value>, filter: &Filter) -> Self {
+        let changed = |on: bool, method: &str| match (on, meta) {
+            (false, _) => Bytes::new(),
+            (true, Some(meta)) => {
                 event(&json!({"jsonrpc": "2.0", "method": method, "params": {"_meta": meta}}))
-            } else {
-                Bytes::new()
             }
+            (true, None) => event(&json!({"jsonrpc": "2.0", "method": method})),
         };
-        let mut tail = b",\"_meta\":".to_vec();
-        if filter.resource_subscriptions.is_some() {
-            tail.extend(serde_json::to_vec(&meta).unwrap_or_default());
+        let mut tail = Vec::new();
+        if let Some(meta) = updated_meta {
+            tail.extend_from_slice(b",\"_meta\":");
+            tail.extend(serde_json::to_vec(meta).unwrap_or_default());
         }
         tail.extend_from_slice(b"}}");
         tail.extend_from_slice(sse::EVENT_TAIL);
@@ -561,12 +705,11 @@ pub(crate) struct ListenStream {
     /// The relay's word that changes may have been missed.
     next_resync: Option<Next<()>>,
     end_of_life: Pin<Box<tokio::time::Sleep>>,
-    id: Value,
+    mode: Mode,
     filter: Filter,
     envelopes: Envelopes,
     /// After falling behind: the next watched URI to tell about.
     catching_up: Option<usize>,
-    result_meta: Map<String, Value>,
     done: bool,
     /// The stream's place in the ledger, given back when it ends (or is
     /// dropped).
@@ -583,7 +726,7 @@ pub(crate) struct ListenStream {
 impl std::fmt::Debug for ListenStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ListenStream")
-            .field("id", &self.id)
+            .field("mode", &self.mode)
             .field("filter", &self.filter)
             .finish_non_exhaustive()
     }
@@ -591,6 +734,10 @@ impl std::fmt::Debug for ListenStream {
 
 impl ListenStream {
     fn notify(&mut self, change: &Change) {
+        if let Change::Subscription { session, uri, on } = change {
+            self.follow(session, uri, *on);
+            return;
+        }
         if !self.filter.wants(change) {
             return;
         }
@@ -598,10 +745,54 @@ impl ListenStream {
             Change::ToolsListChanged => self.envelopes.tools.clone(),
             Change::PromptsListChanged => self.envelopes.prompts.clone(),
             Change::ResourcesListChanged => self.envelopes.resources.clone(),
-            Change::ResourceUpdated(uri) => self.envelopes.updated(uri),
-            Change::Application { .. } => return,
+            Change::ResourceUpdated(uri) => {
+                if let Mode::Session { permits, .. } = &self.mode
+                    && !(permits.0)(uri)
+                {
+                    return;
+                }
+                self.envelopes.updated(uri)
+            }
+            Change::Application { .. } | Change::Subscription { .. } => return,
         };
         self.pending.push_back(note);
+    }
+
+    /// A session's subscription, heard on the bus: a 2025 GET stream of
+    /// that session watches `uri` (within its bounds; a URI past them is
+    /// not watched), or stops; any other stream ignores it.
+    fn follow(&mut self, session: &str, uri: &str, on: bool) {
+        let Mode::Session {
+            nonce,
+            max_watched,
+            max_uri_bytes,
+            ..
+        } = &self.mode
+        else {
+            return;
+        };
+        let Some(watched) = self.filter.resource_subscriptions.as_mut() else {
+            return;
+        };
+        if **nonce != *session {
+            return;
+        }
+        if !on {
+            watched.remove(uri);
+            // A catch-up under way starts over on the changed list.
+            self.catching_up = self.catching_up.map(|_| 0);
+        } else if uri.len() > *max_uri_bytes || !watched.insert(uri, *max_watched) {
+            tracing::debug!(target: "wymcp::listen", "a subscription over a GET stream's bounds is not watched");
+        }
+    }
+
+    /// The id the stream's own messages carry: the listen request's, none
+    /// (`null`) on a 2025 GET stream.
+    fn id(&self) -> &Value {
+        match &self.mode {
+            Mode::Listen { id, .. } => id,
+            Mode::Session { .. } => &Value::Null,
+        }
     }
 
     /// After missing changes: every list it watches now, and every URI it
@@ -631,14 +822,23 @@ impl ListenStream {
         Some(self.envelopes.updated(&watched.0[at]))
     }
 
+    /// Ends the stream cleanly: a listen stream with its `complete` result,
+    /// a 2025 GET stream with nothing (it just ends).
     fn close(&mut self) {
-        let result = json!({
-            "jsonrpc": "2.0",
-            "id": self.id,
-            "result": {"resultType": "complete", "_meta": self.result_meta},
-        });
+        if let Mode::Listen { id, result_meta } = &self.mode {
+            let result = json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "result": {"resultType": "complete", "_meta": result_meta},
+            });
+            self.pending.push_back(event(&result));
+        }
+        self.end();
+    }
+
+    /// Stops hearing anything and gives the place back.
+    fn end(&mut self) {
         self.catching_up = None;
-        self.pending.push_back(event(&result));
         self.next_change = None;
         self.next_close = None;
         self.next_resync = None;
@@ -652,13 +852,12 @@ impl ListenStream {
     fn give_way(&mut self) {
         tracing::debug!(target: "wymcp::listen", "a listen stream gave way to a caller under its fair share");
         let error = jsonrpc::error_envelope(
-            &self.id,
+            self.id(),
             self.evicted.code,
             &self.evicted.message,
             self.evicted.data.as_ref(),
         );
-        self.close();
-        self.pending.pop_back();
+        self.end();
         self.pending.push_back(sse::event(&error));
     }
 }
@@ -1203,5 +1402,93 @@ mod tests {
             json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
                    "params": {"uri": "q://\"x\"/a\nb", "_meta": {SUBSCRIPTION_ID: "s\"1"}}})
         );
+    }
+
+    fn subscription(session: &str, uri: &str, on: bool) -> Change {
+        Change::Subscription {
+            session: session.into(),
+            uri: uri.into(),
+            on,
+        }
+    }
+
+    /// Rule (issue 27 §1): a 2025 GET stream is untagged, starts with no
+    /// acknowledgement and no subscriptions, watches what its own session
+    /// subscribes to (and beneath it) within its bounds, ignores another
+    /// session's, and stops on unsubscribe.
+    #[tokio::test]
+    async fn a_session_stream_follows_its_sessions_subscriptions_within_bounds() {
+        let bus = ChangeBus::new();
+        let limits = ListenLimits::default()
+            .max_watched_uris(2)
+            .max_uri_bytes(16);
+        let mut body =
+            Listen::session("n1", &limits, Permits::new(|_| true)).open(&bus, place(), evicted());
+        bus.publish(Change::ToolsListChanged);
+        assert_eq!(
+            next_event(&mut body).await,
+            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        );
+        bus.publish(Change::ResourceUpdated("a://1".into()));
+        bus.publish(subscription("n2", "a://1", true));
+        bus.publish(Change::ResourceUpdated("a://1".into()));
+        assert!(nothing_within(&mut body, Duration::from_millis(50)).await);
+        bus.publish(subscription("n1", "a://1", true));
+        bus.publish(subscription("n1", "a://2", true));
+        // Over the bounds: a third URI, and one too long, are not watched.
+        bus.publish(subscription("n1", "a://3", true));
+        bus.publish(subscription("n1", "a://long-long-long", true));
+        for uri in ["a://1/x", "a://2", "a://3", "a://long-long-long"] {
+            bus.publish(Change::ResourceUpdated(uri.into()));
+        }
+        assert_eq!(
+            next_event(&mut body).await,
+            json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                   "params": {"uri": "a://1/x"}})
+        );
+        assert_eq!(next_event(&mut body).await["params"]["uri"], "a://2");
+        assert!(nothing_within(&mut body, Duration::from_millis(50)).await);
+        bus.publish(subscription("n1", "a://1", false));
+        bus.publish(Change::ResourceUpdated("a://1".into()));
+        assert!(nothing_within(&mut body, Duration::from_millis(50)).await);
+    }
+
+    /// Rule (issue 27 §1): a 2025 GET stream ends with no closing result
+    /// (it just ends) and gives its place back; when its place gives way it
+    /// ends with the caller-share error, id null.
+    #[tokio::test]
+    async fn a_session_stream_just_ends_or_ends_with_the_caller_share_error() {
+        let bus = ChangeBus::new();
+        let ledger = Ledger::default();
+        let mut body = Listen::session("n", &ListenLimits::default(), Permits::new(|_| true)).open(
+            &bus,
+            place_in(&ledger),
+            evicted(),
+        );
+        assert_eq!(bus.close_all(), 1);
+        assert!(
+            frame(&mut body).await.is_none(),
+            "no result: the stream ends"
+        );
+        assert_eq!(ledger.held(Kind::ListenStreams), 0);
+
+        let ledger = Ledger::new(|_| Share {
+            per_caller: 2,
+            global: 2,
+            retry_after: Duration::from_secs(10),
+        });
+        let hog = Caller::principal("hog");
+        let first = ledger.take_evictable(Kind::LegacyStreams, &hog, 1).unwrap();
+        let _second = ledger.take_evictable(Kind::LegacyStreams, &hog, 1).unwrap();
+        let error = ledger.error(Refusal::Share(Kind::LegacyStreams));
+        let mut body = Listen::session("n", &ListenLimits::default(), Permits::new(|_| true))
+            .open(&bus, first, error);
+        let _newcomer = ledger
+            .take_evictable(Kind::LegacyStreams, &Caller::principal("new"), 1)
+            .unwrap();
+        let last = next_event(&mut body).await;
+        assert_eq!(last["id"], Value::Null);
+        assert_eq!(last["error"]["code"], -32600);
+        assert!(frame(&mut body).await.is_none());
     }
 }

@@ -12,7 +12,8 @@
 //! `logging/setLevel`, `resources/subscribe`, …), an unknown one, or one
 //! gated behind a capability the server does not advertise is -32601. On
 //! the 2025 legacy path `initialize`, `ping`, `logging/setLevel`,
-//! `resources/subscribe`/`unsubscribe` (acknowledged), and the same tools,
+//! `resources/subscribe`/`unsubscribe` (carried to the session's GET
+//! streams, see [`listen`](super::listen)), and the same tools,
 //! resources, prompts and completion, answered as 2025 results (no
 //! `resultType`, no caching hint; resource not found is -32002). A
 //! notification is accepted and answers nothing.
@@ -22,14 +23,14 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::bus::ChangeBus;
+use super::bus::{Change, ChangeBus};
 use super::call::{Answer, Call, Env, Outcome, Session};
 use super::catalog::Catalog;
 use super::completion::{self, CompletionFn};
 use super::context::HandlerError;
 use super::error::SurfaceError;
 use super::finish::{CachePolicy, Finishing, ServerInfo};
-use super::listen::{Filter, Listen, ListenLimits, Support};
+use super::listen::{Filter, Listen, ListenLimits, Permits, Support};
 use super::mid_call::{self, AnswerRelay, Delivery, LegacyRequests, Peer, Refused};
 use super::prompt::{self, Prompt};
 use super::resource::{self, RegisteredTemplate, Resource, ResourceTemplate, Target};
@@ -125,12 +126,9 @@ impl Surface {
     pub(crate) fn capabilities(&self, era: Era) -> Value {
         let a = self.advertised;
         let mut caps = Map::new();
-        // A stateless 2025 exchange has no stream to deliver a notification
-        // on: a 2025 client is offered neither.
-        let (list_changed, subscribe) = match era {
-            Era::Modern => (a.list_changed, a.subscribe),
-            Era::Legacy => (false, false),
-        };
+        // Both eras have a stream to deliver them on: 2026's
+        // `subscriptions/listen`, 2025's standalone GET stream.
+        let (list_changed, subscribe) = (a.list_changed, a.subscribe);
         let list_changed_of = |on: bool| {
             if on {
                 json!({"listChanged": true})
@@ -282,7 +280,7 @@ impl SurfaceBuilder {
             self.task_limits.stored_share(),
         );
         move |kind| match kind {
-            Kind::ListenStreams => listen,
+            Kind::ListenStreams | Kind::LegacyStreams => listen,
             Kind::Waits => waits,
             Kind::RunningTasks => running,
             Kind::StoredTasks => stored,
@@ -438,10 +436,9 @@ const ROUTES: &[Route] = &[
     row("initialize", Eras::Legacy, always, initialize),
     row("ping", Eras::Legacy, always, empty),
     row("logging/setLevel", Eras::Legacy, always, set_level),
-    // Acknowledged (2025 servers answer `{}`), though never advertised:
-    // nothing can be delivered to a 2025 client.
-    row("resources/subscribe", Eras::Legacy, resources, empty),
-    row("resources/unsubscribe", Eras::Legacy, resources, empty),
+    // Carried to the session's GET streams (see `subscription`).
+    row("resources/subscribe", Eras::Legacy, resources, subscribe),
+    row("resources/unsubscribe", Eras::Legacy, resources, unsubscribe),
     row("tools/list", Eras::Both, tools, list::<Registered>),
     row("tools/call", Eras::Both, tools, tools_call),
     row("resources/list", Eras::Both, resources, list::<Resource>),
@@ -570,15 +567,84 @@ fn initialize(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
         Err(error) => return immediate(s, &call, Err(error)),
     };
     let outcome = Outcome::Result(call.reply(&s.finishing).result(&result));
-    let session = match mid_call::askable(params.and_then(|p| p.get("capabilities"))) {
+    let askable = mid_call::askable(params.and_then(|p| p.get("capabilities")));
+    let session = match askable {
         Some(askable) => Session::Issued(s.peer.mint_session(call.subject(), revision, &askable)),
+        // A client that may open the GET stream needs a token to name it.
+        None if listens(s.advertised) => {
+            Session::Issued(s.peer.mint_session(call.subject(), revision, &json!({})))
+        }
         None => Session::Unchanged,
     };
     Answer::Done(outcome, session)
 }
 
-/// `ping`, `resources/subscribe` and `resources/unsubscribe` of a 2025
-/// client: `{}`.
+/// A 2025 `resources/subscribe` (`on`) or `resources/unsubscribe`: the URI
+/// bounded as a listen stream's, the resource (or template) it names
+/// permitted to the caller as `resources/read` is, then published on the
+/// bus for the session's GET streams on every replica, and `{}`. Nothing
+/// is stored: a subscription reaches the streams open now, and a stream
+/// opened later starts with none (see [`listen`](super::listen)). A
+/// request without a session token naming a stream is acknowledged and
+/// reaches nothing.
+fn subscription(s: &Surface, call: &Call<'_>, on: bool) -> Answer {
+    let uri = text(call.params.as_ref(), "uri");
+    let max = s.listen_limits.max_uri_bytes;
+    if uri.len() > max {
+        return RpcError::invalid_params(format!(
+            "the URI is {} bytes long; the limit is {max}",
+            uri.len()
+        ))
+        .data(json!({"limit": "max_uri_bytes", "max": max}))
+        .into();
+    }
+    if on {
+        let target = match s.catalog.resource(uri) {
+            Some(found) => Some(Target::Resource(found)),
+            None => s
+                .catalog
+                .template_for(uri)
+                .map(|(template, vars)| Target::Template(template, vars)),
+        };
+        let what = || format!("resource `{}`", truncated(uri));
+        if let Err(refused) = reach(call, what, target, target_scopes) {
+            return refused;
+        }
+    }
+    let nonce = call
+        .session
+        .and_then(|token| s.peer.open_stream(call.subject(), token).ok());
+    if let Some(session) = nonce {
+        s.changes.publish(Change::Subscription {
+            session,
+            uri: uri.to_owned(),
+            on,
+        });
+    }
+    immediate(s, call, Ok(json!({})))
+}
+
+/// `resources/subscribe` of a 2025 client.
+#[allow(clippy::needless_pass_by_value)] // every row's answer takes the call by value
+fn subscribe(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
+    subscription(s, &call, true)
+}
+
+/// `resources/unsubscribe` of a 2025 client.
+#[allow(clippy::needless_pass_by_value)] // every row's answer takes the call by value
+fn unsubscribe(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
+    subscription(s, &call, false)
+}
+
+/// What a resource target requires of a caller.
+fn target_scopes(target: &Target) -> &Scopes {
+    match target {
+        Target::Resource(resource) => &resource.about.scopes,
+        Target::Template(template, _) => &template.template.about.scopes,
+    }
+}
+
+/// `ping` of a 2025 client: `{}`.
 #[allow(clippy::needless_pass_by_value)] // every row's answer takes the call by value
 fn empty(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
     immediate(s, &call, Ok(json!({})))
@@ -736,11 +802,7 @@ fn resources_read(s: &Surface, call: Call<'_>, env: Env<'_>) -> Answer {
             .map(|(template, vars)| Target::Template(template, vars)),
     };
     let what = || format!("resource `{}`", truncated(&uri));
-    let scopes: fn(&Target) -> &Scopes = |target| match target {
-        Target::Resource(resource) => &resource.about.scopes,
-        Target::Template(template, _) => &template.template.about.scopes,
-    };
-    match reach(&call, what, target, scopes) {
+    match reach(&call, what, target, target_scopes) {
         Err(refused) => refused,
         Ok(target) => resource::read(target, uri, call, env),
     }
@@ -925,6 +987,63 @@ impl Surface {
             refusal,
             retry_after: self.ledger.share(refusal.kind()).retry_after,
         }
+    }
+
+    /// Whether a 2025 client's GET on the endpoint opens a stream: the
+    /// server serves a 2025 revision and advertises something a stream
+    /// delivers (`listChanged` or `subscribe`).
+    pub(crate) fn serves_legacy_stream(&self) -> bool {
+        listens(self.advertised) && self.revisions.iter().any(|r| r.era() == Era::Legacy)
+    }
+
+    /// The 2025 GET stream of the session token `token`, for `principal`
+    /// counted as `caller` (see [`listen`](super::listen)): every list
+    /// change the server announces, and `resources/updated` for what the
+    /// session subscribes to while it is open. `behind`: the client resumes
+    /// (`Last-Event-ID`) and is told conservatively at once. A token that
+    /// does not open, or names no stream, is refused as a POST's is; a
+    /// caller over its share, or a server at its cap, is busy.
+    pub(crate) fn legacy_stream(
+        &self,
+        principal: Option<&crate::auth::Principal>,
+        caller: &Caller,
+        token: &str,
+        behind: bool,
+    ) -> Answer {
+        let subject = principal.map_or("", |p| p.subject.as_str());
+        let nonce = match self.peer.open_stream(subject, token) {
+            Ok(nonce) => nonce,
+            Err(refused) => {
+                return Answer::Done(Outcome::Error(refused.rpc_error()), Session::Refused);
+            }
+        };
+        let place = match self.ledger.take_evictable(Kind::LegacyStreams, caller, 1) {
+            Ok(place) => place,
+            Err(refusal) => return self.busy(refusal),
+        };
+        let limits = &self.listen_limits;
+        // Updates are filtered by the caller's scopes as lists are: a
+        // watched URI covers what lies beneath it, which no subscribe named.
+        let (catalog, holder, list_all) = (self.catalog.clone(), principal.cloned(), self.list_all);
+        let permits = Permits::new(move |uri| {
+            list_all
+                || match catalog.resource(uri) {
+                    Some(resource) => resource.about.scopes.permit(holder.as_ref()),
+                    None => catalog.template_for(uri).is_none_or(|(template, _)| {
+                        template.template.about.scopes.permit(holder.as_ref())
+                    }),
+                }
+        });
+        let stream = Listen::session(&nonce, limits, permits)
+            .support(self.advertised.listen())
+            .held_by(principal)
+            .behind(behind)
+            .open(
+                &self.changes,
+                place,
+                self.ledger.error(Refusal::Share(Kind::LegacyStreams)),
+            );
+        Answer::Listen(Box::new(stream))
     }
 
     /// `subscriptions/listen`: the stream of the catalog's changes the

@@ -19,7 +19,12 @@
 //! capabilities (those only, reduced to their names), the negotiated
 //! version, sealed with the MRTR key family for the caller's subject, for
 //! [`LegacyRequests::session_ttl`]. Nothing is stored; every replica holding
-//! the key opens it. A request carrying it has its capabilities back; a
+//! the key opens it. When the server announces changes, every 2025 client
+//! gets a token at `initialize` (declaring something askable or not), and
+//! every token carries a random nonce naming the session's standalone GET
+//! streams (see [`listen`](super::listen)); a token without one (minted
+//! before streams were) still opens for everything here, and is `404` on
+//! the GET. A request carrying it has its capabilities back; a
 //! token that does not open (forged, expired, another caller's) is `404`,
 //! as 2025-11-25 asks of a session id the server does not know, and the
 //! client initializes again. A request with none is served as before, and
@@ -378,14 +383,20 @@ impl Peer {
     }
 
     /// The `Mcp-Session-Id` for a client of `subject` that negotiated
-    /// `revision` and declared `askable` capabilities.
+    /// `revision` and declared `askable` capabilities (`{}`: none), with a
+    /// random nonce naming the session's GET streams (see
+    /// [`listen`](super::listen)); a token minted when the OS gives no
+    /// random bytes names none.
     pub(crate) fn mint_session(
         &self,
         subject: &str,
         revision: Revision,
         askable: &Value,
     ) -> String {
-        let state = json!({"c": askable, "v": revision.as_str()});
+        let mut state = json!({"c": askable, "v": revision.as_str()});
+        if let Some(nonce) = random_hex() {
+            state["n"] = Value::String(nonce);
+        }
         let bytes = serde_json::to_vec(&state).unwrap_or_default();
         self.sealer.seal_for(
             &Binding::new(subject, SESSION, None),
@@ -397,6 +408,26 @@ impl Peer {
     /// The capabilities a session token of `subject` carries, or the
     /// refusal of one that does not open.
     pub(crate) fn open_session(&self, subject: &str, token: &str) -> Result<Value, Refused> {
+        let state = self.open_state(subject, token)?;
+        match state.get("c") {
+            Some(capabilities @ Value::Object(_)) => Ok(capabilities.clone()),
+            _ => Err(Refused::Session),
+        }
+    }
+
+    /// The nonce naming the GET streams of a session token of `subject`,
+    /// or the refusal of one that does not open; a token that opens but
+    /// names no stream (minted before streams were, or without random
+    /// bytes) is refused too, so that its client initializes again.
+    pub(crate) fn open_stream(&self, subject: &str, token: &str) -> Result<String, Refused> {
+        let state = self.open_state(subject, token)?;
+        match (state.get("c"), state.get("n")) {
+            (Some(Value::Object(_)), Some(Value::String(nonce))) => Ok(nonce.clone()),
+            _ => Err(Refused::Session),
+        }
+    }
+
+    fn open_state(&self, subject: &str, token: &str) -> Result<Value, Refused> {
         let bytes = self
             .sealer
             .unseal(&Binding::new(subject, SESSION, None), token)
@@ -404,11 +435,7 @@ impl Peer {
                 tracing::debug!(target: "wymcp::legacy", %error, "Mcp-Session-Id refused");
                 Refused::Session
             })?;
-        let state: Value = serde_json::from_slice(&bytes).map_err(|_| Refused::Session)?;
-        match state.get("c") {
-            Some(capabilities @ Value::Object(_)) => Ok(capabilities.clone()),
-            _ => Err(Refused::Session),
-        }
+        serde_json::from_slice(&bytes).map_err(|_| Refused::Session)
     }
 
     /// The id of the request `nonce` names, sent to `caller`, answerable
