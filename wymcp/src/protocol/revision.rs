@@ -74,7 +74,7 @@ pub enum Era {
 /// legacy (2025) iff the header names a 2025 revision, or there is no such
 /// header and the body has no
 /// `params._meta["io.modelcontextprotocol/protocolVersion"]`, or the message
-/// is a 2025 handshake (see [`is_handshake`]) whatever revision its header
+/// is a 2025 handshake (an `initialize` with no such `_meta`) whatever revision its header
 /// names; modern otherwise (see [`Classify`](crate::stages::Classify)).
 #[must_use]
 #[cfg_attr(not(feature = "fuzzing"), allow(unreachable_pub))]
