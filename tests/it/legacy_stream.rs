@@ -14,7 +14,7 @@ use wymcp::auth::{AuthConfig, Principal, StaticTokens};
 use wymcp::testing::{Client, Failure, Listen};
 use wymcp::{ListenLimits, NoArgs, Prompt, PromptResult, Resource, Server, Tool, ToolResult};
 
-use crate::support::{Req, chain, send};
+use crate::support::{Req, chain, heard, send};
 
 fn tool(name: &str) -> Tool {
     Tool::new(name).handler(|_: NoArgs, _| async { Ok(ToolResult::text("ok")) })
@@ -102,22 +102,6 @@ async fn open(client: &Client, token: &str) -> Listen {
     assert_eq!(stream.status, StatusCode::OK);
     assert_eq!(stream.headers["content-type"], "text/event-stream");
     stream
-}
-
-/// The methods (and URIs) of every event that arrives within `wait`.
-async fn heard(stream: &mut Listen, wait: Duration) -> Vec<String> {
-    let mut out = Vec::new();
-    while out.len() < 100
-        && let Some(event) = stream.next_within(wait).await
-    {
-        let method = event["method"].as_str().unwrap_or_default().to_owned();
-        let uri = event["params"]["uri"]
-            .as_str()
-            .map(|u| format!(" {u}"))
-            .unwrap_or_default();
-        out.push(format!("{method}{uri}"));
-    }
-    out
 }
 
 /// Subscribes (or unsubscribes) `uri` with the session `token`.

@@ -16,7 +16,7 @@ use tracing_subscriber::layer::{Context as LayerContext, Layer, SubscriberExt as
 use wymcp::redis::{RedisAnswers, RedisBus, RedisConfig, RedisTaskStore};
 use wymcp::{Change, Server, TaskLimits};
 
-use crate::support::{RedisServer, chain, send};
+use crate::support::{RedisServer, chain, heard, send};
 use crate::tasks::{anonymous_wait, call, poll, served_across, task_method, task_tools};
 use wymcp::testing::{Client, Listen};
 
@@ -57,22 +57,6 @@ async fn listen(server: &Arc<Server>) -> Listen {
     let ack = stream.next().await.expect("the acknowledgement");
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     stream
-}
-
-/// The methods of every event that arrives within `wait`.
-async fn heard(stream: &mut Listen, wait: Duration) -> Vec<String> {
-    let mut out = Vec::new();
-    while out.len() < 1000
-        && let Some(event) = stream.next_within(wait).await
-    {
-        let method = event["method"].as_str().unwrap_or_default().to_owned();
-        let uri = event["params"]["uri"]
-            .as_str()
-            .map(|u| format!(" {u}"))
-            .unwrap_or_default();
-        out.push(format!("{method}{uri}"));
-    }
-    out
 }
 
 /// Rule (issue 18, the bus): every replica's listen streams hear every

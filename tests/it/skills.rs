@@ -199,25 +199,36 @@ async fn lists_and_gets_skills() {
     assert_rejected(&bad.result().unwrap_err(), StatusCode::BAD_REQUEST, -32602);
 }
 
+/// Asserts `method` refuses each of `uris` with 400/-32602, the URI in
+/// `data`.
+async fn assert_each_uri_invalid(client: &Client, method: &str, uris: &[&str]) {
+    for uri in uris {
+        let answer = client.send(method, json!({"uri": uri})).await;
+        let data = assert_rejected(
+            &answer.result().unwrap_err(),
+            StatusCode::BAD_REQUEST,
+            -32602,
+        );
+        assert_eq!(data, json!({"uri": uri}), "{method} {uri}");
+    }
+}
+
 /// A URI that names no skill served, or no URI at all, is -32602 (the
 /// SEP's code for an unknown skill), the URI in `data`.
 #[tokio::test]
 async fn an_unknown_skill_is_invalid_params() {
     let dir = two_skills();
     let client = Client::new(server_of(&dir));
-    for uri in [
-        "skill://nope/SKILL.md",
-        "skill://alpha/refs/hello.txt",
-        "skill://alpha",
-    ] {
-        let answer = client.send("skills/get", json!({"uri": uri})).await;
-        let data = assert_rejected(
-            &answer.result().unwrap_err(),
-            StatusCode::BAD_REQUEST,
-            -32602,
-        );
-        assert_eq!(data, json!({"uri": uri}));
-    }
+    assert_each_uri_invalid(
+        &client,
+        "skills/get",
+        &[
+            "skill://nope/SKILL.md",
+            "skill://alpha/refs/hello.txt",
+            "skill://alpha",
+        ],
+    )
+    .await;
     let answer = client.send("skills/get", json!({"uri": 7})).await;
     assert_rejected(
         &answer.result().unwrap_err(),
@@ -253,19 +264,16 @@ async fn skill_files_are_resources() {
         json!([{"uri": "skill://alpha/SKILL.md", "mimeType": "text/markdown", "text": ALPHA_MD}])
     );
     // A URI is looked up among the files held, never made a path.
-    for uri in [
-        "skill://alpha/refs/../SKILL.md",
-        "skill://alpha/refs%2Fhello.txt",
-        "skill://alpha/refs",
-    ] {
-        let answer = client.send("resources/read", json!({"uri": uri})).await;
-        let data = assert_rejected(
-            &answer.result().unwrap_err(),
-            StatusCode::BAD_REQUEST,
-            -32602,
-        );
-        assert_eq!(data, json!({"uri": uri}));
-    }
+    assert_each_uri_invalid(
+        &client,
+        "resources/read",
+        &[
+            "skill://alpha/refs/../SKILL.md",
+            "skill://alpha/refs%2Fhello.txt",
+            "skill://alpha/refs",
+        ],
+    )
+    .await;
     let blob = client
         .read_resource("skill://alpha/refs/blob.bin")
         .await
@@ -326,21 +334,16 @@ async fn reads_directories() {
         .map(|r| &r["name"])
         .collect();
     assert_eq!(names, [&json!("blob.bin"), &json!("hello.txt")]);
-    for uri in [
-        "skill://alpha/SKILL.md",
-        "skill://nope",
-        "skill://alpha/refs/",
-    ] {
-        let answer = client
-            .send("resources/directory/read", json!({"uri": uri}))
-            .await;
-        let data = assert_rejected(
-            &answer.result().unwrap_err(),
-            StatusCode::BAD_REQUEST,
-            -32602,
-        );
-        assert_eq!(data, json!({"uri": uri}));
-    }
+    assert_each_uri_invalid(
+        &client,
+        "resources/directory/read",
+        &[
+            "skill://alpha/SKILL.md",
+            "skill://nope",
+            "skill://alpha/refs/",
+        ],
+    )
+    .await;
     // No URI, or not a string; a cursor not minted for this directory.
     for params in [
         json!({}),

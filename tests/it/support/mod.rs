@@ -15,6 +15,6 @@ mod schema;
 pub use alone::alone;
 pub use chains::{assert_failure, chain, dispatch, probe, surface, validated, validated_router};
 pub use redis::RedisServer;
-pub use reply::{Answered, Reply, answered, send};
+pub use reply::{Answered, Reply, answered, heard, send};
 pub use req::{C, LEGACY, MODERN, Req, V, meta};
 pub use schema::assert_schema;

@@ -229,3 +229,20 @@ fn one_json(exchange: &wymcp::testing::Transcript, status: StatusCode) -> &Value
     assert_eq!(body["id"], exchange.request["id"], "id of {body}");
     body
 }
+
+/// Each event that arrives on `stream` within `wait` of the one before
+/// (at most 1,000), as its method and, for `resources/updated`, its URI.
+pub async fn heard(stream: &mut wymcp::testing::Listen, wait: Duration) -> Vec<String> {
+    let mut out = Vec::new();
+    while out.len() < 1000
+        && let Some(event) = stream.next_within(wait).await
+    {
+        let method = event["method"].as_str().unwrap_or_default().to_owned();
+        let uri = event["params"]["uri"]
+            .as_str()
+            .map(|u| format!(" {u}"))
+            .unwrap_or_default();
+        out.push(format!("{method}{uri}"));
+    }
+    out
+}
