@@ -83,6 +83,9 @@ pub enum Attack {
     Http2Pingers,
     /// Listen streams, one per connection, held.
     ListenFlood,
+    /// 2025 standalone GET streams, one per connection (each after its own
+    /// `initialize` for a token), held.
+    GetFlood,
     /// Listen streams watching 256 URIs that never read.
     LaggingListeners,
     /// `test_trigger_tool_change` as fast as it is answered.
@@ -109,6 +112,7 @@ impl Attack {
             Attack::OversizeBodies => "oversize bodies",
             Attack::Http2Pingers => "idle HTTP/2 pingers",
             Attack::ListenFlood => "listen flood",
+            Attack::GetFlood => "GET stream flood (2025)",
             Attack::LaggingListeners => "lagging listeners",
             Attack::Publisher => "publisher",
             Attack::UnansweredElicitations => "unanswered elicitations (2025)",
@@ -133,7 +137,10 @@ impl Attack {
     fn workers(self) -> usize {
         match self {
             Attack::UnknownTokens => 16,
-            Attack::QuickTasks | Attack::UnansweredElicitations | Attack::ListenFlood => 4,
+            Attack::QuickTasks
+            | Attack::UnansweredElicitations
+            | Attack::ListenFlood
+            | Attack::GetFlood => 4,
             Attack::Publisher => 1,
             _ => 2,
         }
@@ -178,6 +185,12 @@ pub const SCENARIOS: &[Scenario] = &[
             Attack::LaggingListeners,
             Attack::Publisher,
         ],
+    },
+    Scenario {
+        name: "GET streams",
+        kinds: &["legacy_streams"],
+        auth: Auth::None,
+        attacks: &[Attack::GetFlood, Attack::Publisher],
     },
     Scenario {
         name: "waits",
@@ -1173,6 +1186,13 @@ async fn run_attack(attack: Attack, target: Arc<Target>, counts: Arc<Counts>) {
                     counts.status(status_of(&mut stream).await);
                 }
             }
+            Attack::GetFlood => {
+                if let Some(stream) = get_stream(stream, id, &auth, &counts).await {
+                    held.push(stream);
+                } else {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
             Attack::UnansweredElicitations => {
                 if let Some(stream) = elicit(stream, id, &auth, &counts).await {
                     held.push(stream);
@@ -1285,6 +1305,59 @@ async fn response_body(stream: &mut TcpStream, head: &Head, mut buf: Vec<u8>) ->
 /// A 2025 client that declared elicitation calls a tool that asks it one,
 /// on `stream`: returns the stream when the question came (never answered:
 /// its place waits), else counts what came instead.
+/// A 2025 client's `initialize` on `stream`, then a GET with its token
+/// on the same connection: the connection, if the GET stream opened.
+async fn get_stream(
+    mut stream: TcpStream,
+    id: u64,
+    auth: &str,
+    counts: &Counts,
+) -> Option<TcpStream> {
+    let initialize = legacy_request(
+        id,
+        "initialize",
+        &serde_json::json!({"protocolVersion": LEGACY, "capabilities": {},
+            "clientInfo": {"name": "hostile", "version": "1"}}),
+        auth,
+    );
+    let mut buf = Vec::new();
+    if stream.write_all(&initialize).await.is_err() {
+        counts.add("closed");
+        return None;
+    }
+    let Some((h, body)) = response(&mut stream, &mut buf).await else {
+        counts.add("closed");
+        return None;
+    };
+    let Some(session) = h.header("mcp-session-id").map(str::to_owned) else {
+        counts.add(format!("initialize {}", outcome(&h, &body)));
+        return None;
+    };
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\
+         MCP-Protocol-Version: {LEGACY}\r\n{auth}Mcp-Session-Id: {session}\r\n\r\n"
+    );
+    if stream.write_all(get.as_bytes()).await.is_err() {
+        counts.add("closed");
+        return None;
+    }
+    match head(&mut stream, &mut buf).await {
+        Some(h) if h.status == 200 => {
+            counts.add("200 held");
+            Some(stream)
+        }
+        Some(h) => {
+            let body = response_body(&mut stream, &h, buf).await;
+            counts.add(outcome(&h, &body));
+            None
+        }
+        None => {
+            counts.add("closed");
+            None
+        }
+    }
+}
+
 async fn elicit(mut stream: TcpStream, id: u64, auth: &str, counts: &Counts) -> Option<TcpStream> {
     let initialize = legacy_request(
         id,
