@@ -835,3 +835,156 @@ async fn initialize_answers_an_older_version_with_the_latest_served() {
         client.close().await.1.expect("a clean end");
     }
 }
+
+const LEGACY_STREAMS: wymcp::ledger::Kind = wymcp::ledger::Kind::LegacyStreams;
+
+/// A server serving every revision, with a tool and a resource, as the
+/// session-stream tests over stdio want it.
+fn session_server(limits: wymcp::ListenLimits) -> Arc<Server> {
+    Arc::new(
+        Server::builder()
+            .revisions(Revision::ALL)
+            .listen_limits(limits)
+            .tool(Tool::new("t").handler(|_: NoArgs, _| async { Ok(ToolResult::text("t")) }))
+            .resource(wymcp::Resource::new("test://r", "r").text("r"))
+            .build()
+            .expect("the server builds"),
+    )
+}
+
+impl Client {
+    /// A 2025-11-25 `initialize` (id `id`) and its `initialized`.
+    async fn initialize_2025(&mut self, id: u64) {
+        self.send(&handshake(id, "2025-11-25")).await;
+        let answer = self.next().await;
+        assert_eq!(answer["id"], id, "{answer}");
+        assert!(
+            answer["result"]["capabilities"]["tools"]["listChanged"] == true,
+            "{answer}"
+        );
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+    }
+
+    /// A 2025 `resources/subscribe` or `unsubscribe` of `uri`, answered `{}`.
+    async fn subscription(&mut self, id: u64, method: &str, uri: &str) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"uri": uri}}))
+            .await;
+        let answer = self.next().await;
+        assert_eq!(answer, json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+    }
+}
+
+/// Rule (issue 27 §1): over stdio the connection is a 2025 client's session
+/// stream: once `initialize` succeeded, a list change the server announces
+/// is written on the connection as the GET stream would carry it (no id, no
+/// subscription id), and the end of input ends it with nothing more (no
+/// `notifications/cancelled`: there is no request to name).
+#[tokio::test]
+async fn a_2025_client_over_stdio_hears_list_changes_on_its_connection() {
+    let server = session_server(wymcp::ListenLimits::default());
+    let mut client = Client::new_shared(server.clone());
+    client.initialize_2025(1).await;
+    // The stream's place, as a GET stream's.
+    assert_eq!(server.ledger().held(LEGACY_STREAMS), 1);
+    server.notify_tools_changed();
+    assert_eq!(
+        client.next().await,
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    );
+    // The stream holds nothing up.
+    client.send(&ping(2)).await;
+    assert_eq!(client.next().await["id"], 2);
+    let (rest, ended) = client.close().await;
+    assert_eq!(rest, Vec::<Value>::new());
+    ended.expect("a clean end");
+    assert_eq!(server.ledger().held(LEGACY_STREAMS), 0);
+}
+
+/// Rule (issue 27 §1): `resources/subscribe` on the connection reaches its
+/// session stream (an update is written as `notifications/resources/updated`),
+/// `resources/unsubscribe` stops it (nothing more is written).
+#[tokio::test]
+async fn subscribe_over_stdio_reaches_the_connection_and_unsubscribe_stops_it() {
+    let server = session_server(wymcp::ListenLimits::default());
+    let mut client = Client::new_shared(server.clone());
+    client.initialize_2025(1).await;
+    client
+        .subscription(2, "resources/subscribe", "test://r")
+        .await;
+    server.notify_resource_updated("test://r");
+    assert_eq!(
+        client.next().await,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+               "params": {"uri": "test://r"}})
+    );
+    client
+        .subscription(3, "resources/unsubscribe", "test://r")
+        .await;
+    server.notify_resource_updated("test://r");
+    assert!(client.silent_for(Duration::from_millis(300)).await);
+    client.close().await.1.expect("a clean end");
+}
+
+/// Rule (issue 27 §1): a session stream over stdio that reaches its lifetime
+/// is reopened at once, still watching what the connection subscribed to;
+/// a second `initialize` replaces it (one stream a connection: a change is
+/// written once).
+#[tokio::test]
+async fn the_session_stream_outlives_its_lifetime_and_a_second_initialize_replaces_it() {
+    let limits = wymcp::ListenLimits::default().max_lifetime(Duration::from_millis(200));
+    let server = session_server(limits);
+    let mut client = Client::new_shared(server.clone());
+    client.initialize_2025(1).await;
+    client
+        .subscription(2, "resources/subscribe", "test://r")
+        .await;
+    // Past two lifetimes.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.notify_resource_updated("test://r");
+    assert_eq!(
+        client.next().await["method"],
+        "notifications/resources/updated"
+    );
+    server.notify_tools_changed();
+    assert_eq!(
+        client.next().await["method"],
+        "notifications/tools/list_changed"
+    );
+
+    client.initialize_2025(3).await;
+    // The replaced stream gives its place back as its task ends.
+    let deadline = Instant::now() + WAIT;
+    while server.ledger().held(LEGACY_STREAMS) != 1 {
+        assert!(Instant::now() < deadline, "one stream's place held");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    server.notify_tools_changed();
+    assert_eq!(
+        client.next().await["method"],
+        "notifications/tools/list_changed"
+    );
+    assert!(client.silent_for(Duration::from_millis(300)).await);
+    client.close().await.1.expect("a clean end");
+}
+
+/// Rule (issue 27 §1): a 2026-07-28 client over stdio is told nothing it did
+/// not ask for (it opens `subscriptions/listen`).
+#[tokio::test]
+async fn a_2026_client_over_stdio_hears_nothing_unasked() {
+    let server = session_server(wymcp::ListenLimits::default());
+    let mut client = Client::new_shared(server.clone());
+    client
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                      "params": {"_meta": meta()}}),
+        )
+        .await;
+    assert!(client.next().await["result"].is_object());
+    client.send(&call(2, "t")).await;
+    assert_eq!(text(&client.next().await), "t");
+    server.notify_tools_changed();
+    server.notify_resource_updated("test://r");
+    assert!(client.silent_for(Duration::from_millis(300)).await);
+    client.close().await.1.expect("a clean end");
+}
