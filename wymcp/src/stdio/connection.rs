@@ -31,6 +31,13 @@
 //! then runs as a task of its own, and writes its notifications and its
 //! answer as they come: a slow call never holds a fast one up. One writer
 //! task owns the output and writes each message whole, with its `\n`.
+//!
+//! A 2025 client's `initialize` that succeeds leaves the connection its
+//! session token, and opens the session stream the token names (one a
+//! connection: a second `initialize` replaces it), which then writes as a
+//! task of its own ([`run_session`]). The token goes back to the surface
+//! with `resources/subscribe` and `unsubscribe` only, which reach that
+//! stream through the change bus.
 
 use std::collections::HashMap;
 use std::future::poll_fn;
@@ -593,19 +600,17 @@ fn session_stream(
     caller: &Caller,
     token: &str,
 ) -> Option<Box<ListenStream>> {
-    match server
+    let answer = server
         .surface
-        .legacy_stream(principal, caller, token, false)
-    {
-        Answer::Listen(stream) => Some(stream),
-        _ => {
-            tracing::debug!(
-                target: "wymcp::stdio",
-                "the session stream does not open; the connection is told nothing unasked"
-            );
-            None
-        }
+        .legacy_stream(principal, caller, token, false);
+    if let Answer::Listen(stream) = answer {
+        return Some(stream);
     }
+    tracing::debug!(
+        target: "wymcp::stdio",
+        "the session stream does not open; the connection is told nothing unasked"
+    );
+    None
 }
 
 /// A 2025 client's session stream over stdio: the connection is the
