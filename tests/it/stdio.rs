@@ -7,7 +7,8 @@
 //! ceiling and the next line is served; a slow call never delays a fast one;
 //! end of input lets a call in flight answer, within the drain timeout;
 //! cancellation, the in-flight ceiling, the protocol fields, the 2025
-//! lifecycle and listen streams behave as the module docs say.
+//! lifecycle, listen streams and a 2025 client's session stream (the
+//! connection is the stream) behave as the module docs say.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -986,5 +987,51 @@ async fn a_2026_client_over_stdio_hears_nothing_unasked() {
     server.notify_tools_changed();
     server.notify_resource_updated("test://r");
     assert!(client.silent_for(Duration::from_millis(300)).await);
+    client.close().await.1.expect("a clean end");
+}
+
+/// Rule (issue 27 §1): over stdio, a subscribe whose session token no
+/// longer opens (past `LegacyRequests::session_ttl`) is answered as over
+/// HTTP, with its id (-32600, `data.reason: "session"`: initialize again);
+/// the connection then forgets the token, so a later subscribe is
+/// acknowledged and reaches nothing, until a new `initialize` gives it one.
+#[tokio::test]
+async fn an_expired_session_token_over_stdio_is_refused_once_then_forgotten() {
+    let server = Arc::new(
+        Server::builder()
+            .revisions(Revision::ALL)
+            .legacy_requests(wymcp::LegacyRequests::default().session_ttl(Duration::from_secs(1)))
+            .resource(wymcp::Resource::new("test://r", "r").text("r"))
+            .build()
+            .expect("the server builds"),
+    );
+    let mut client = Client::new_shared(server.clone());
+    client.send(&handshake(1, "2025-11-25")).await;
+    assert_eq!(client.next().await["id"], 1);
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    client
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+                      "params": {"uri": "test://r"}}),
+        )
+        .await;
+    let refused = client.next().await;
+    assert_eq!(refused["id"], 2, "{refused}");
+    assert_eq!(refused["error"]["code"], code::INVALID_REQUEST, "{refused}");
+    assert_eq!(refused["error"]["data"]["reason"], "session", "{refused}");
+    client
+        .subscription(3, "resources/subscribe", "test://r")
+        .await;
+
+    client.send(&handshake(4, "2025-11-25")).await;
+    assert_eq!(client.next().await["id"], 4);
+    client
+        .subscription(5, "resources/subscribe", "test://r")
+        .await;
+    server.notify_resource_updated("test://r");
+    assert_eq!(
+        client.next().await["method"],
+        "notifications/resources/updated"
+    );
     client.close().await.1.expect("a clean end");
 }
