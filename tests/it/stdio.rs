@@ -1035,3 +1035,76 @@ async fn an_expired_session_token_over_stdio_is_refused_once_then_forgotten() {
     );
     client.close().await.1.expect("a clean end");
 }
+
+impl Client {
+    fn new_shared_as(server: Arc<Server>, subject: &str) -> Self {
+        let (client, transport) = tokio::io::duplex(256 * 1024);
+        let (reader, writer) = tokio::io::split(transport);
+        let config = StdioConfig::default().principal(wymcp::auth::Principal::new(subject, ["a"]));
+        let serving = tokio::spawn(wymcp::stdio::serve_io(server, reader, writer, config));
+        let (output, input) = tokio::io::split(client);
+        Client {
+            lines: BufReader::new(output).lines(),
+            input,
+            serving,
+        }
+    }
+}
+
+/// Rule (issue 27 §1): a stdio session stream is a `LegacyStreams` place
+/// that gives way as a GET stream's does: at the cap, a caller under its
+/// fair share takes the largest holder's oldest place; that connection is
+/// written the caller-share error (id null, -32600,
+/// `data.limit: "max_streams_per_caller"`) and its stream is not reopened
+/// (it would take the place back), while the others still hear changes.
+#[tokio::test]
+async fn a_stdio_session_stream_gives_way_to_a_caller_under_its_fair_share() {
+    let limits = wymcp::ListenLimits::default()
+        .max_streams(2)
+        .max_streams_per_caller(2);
+    let server = session_server(limits);
+    let mut first = Client::new_shared_as(server.clone(), "alice");
+    let mut second = Client::new_shared_as(server.clone(), "alice");
+    let mut newcomer = Client::new_shared_as(server.clone(), "bob");
+    first.initialize_2025(1).await;
+    second.initialize_2025(1).await;
+    assert_eq!(server.ledger().held(LEGACY_STREAMS), 2);
+    newcomer.initialize_2025(1).await;
+    let evicted = first.next().await;
+    assert_eq!(evicted["id"], Value::Null, "{evicted}");
+    assert_eq!(evicted["error"]["code"], code::INVALID_REQUEST, "{evicted}");
+    assert_eq!(
+        evicted["error"]["data"]["limit"], "max_streams_per_caller",
+        "{evicted}"
+    );
+    server.notify_tools_changed();
+    for client in [&mut second, &mut newcomer] {
+        assert_eq!(
+            client.next().await["method"],
+            "notifications/tools/list_changed"
+        );
+    }
+    assert!(first.silent_for(Duration::from_millis(300)).await);
+    assert_eq!(server.ledger().held(LEGACY_STREAMS), 2);
+    for client in [first, second, newcomer] {
+        client.close().await.1.expect("a clean end");
+    }
+}
+
+/// Rule (issue 27 §1): `Server::close_subscriptions` ends a stdio session
+/// stream for good, writing nothing (a GET stream just ends): it is not
+/// reopened, and its place is given back; the connection still answers.
+#[tokio::test]
+async fn close_subscriptions_ends_a_stdio_session_stream_for_good() {
+    let server = session_server(wymcp::ListenLimits::default());
+    let mut client = Client::new_shared(server.clone());
+    client.initialize_2025(1).await;
+    assert_eq!(server.close_subscriptions(), 1);
+    assert!(client.silent_for(Duration::from_millis(200)).await);
+    server.notify_tools_changed();
+    assert!(client.silent_for(Duration::from_millis(300)).await);
+    assert_eq!(server.ledger().held(LEGACY_STREAMS), 0);
+    client.send(&ping(2)).await;
+    assert_eq!(client.next().await["id"], 2);
+    client.close().await.1.expect("a clean end");
+}

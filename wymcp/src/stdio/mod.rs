@@ -67,7 +67,9 @@
 //!   owed a cancellation), is reopened at its lifetime still watching what
 //!   it watched, and is replaced by a second `initialize`. When its place
 //!   gives way to a caller under its fair share it writes that error (id
-//!   null) and is not reopened. A 2026-07-28 client hears nothing unasked:
+//!   null) and is not reopened, nor once
+//!   [`Server::close_subscriptions`](crate::Server::close_subscriptions)
+//!   ended it. A 2026-07-28 client hears nothing unasked:
 //!   it opens `subscriptions/listen`.
 //! * **Nothing but protocol messages on stdout.** wymcp writes its own
 //!   events with `tracing`; a subscriber that writes to stdout would
