@@ -219,18 +219,26 @@ async def main(target: str, mode: str) -> int:
 
                 await run.check("mid-call sampling/createMessage (2025) tools/call test_sampling", mid_call_sampling)
 
-                # The 2025 standalone stream: the SDK opened its GET stream
-                # after `initialized`; a change made through another
+            if not modern:
+                # The 2025 standalone stream. Over HTTP the SDK opened its GET
+                # stream after `initialized`, and a change made through another
                 # connection (another client, maybe another replica) reaches it.
+                # Over stdio the connection is the stream; a second connection
+                # would be a second process, sharing no bus, so the change is
+                # made through this one.
                 async def get_stream(tool: str, method: str) -> str | None:
                     nonlocal heard_one
                     heard.clear()
                     heard_one = anyio.Event()
-                    async with Client(server, mode=mode, read_timeout_seconds=20) as other:
-                        started = anyio.current_time()
-                        result = await other.call_tool(tool, {})
-                        if result.is_error:
-                            return f"{tool} through another connection: isError: {first_text(result.content)}"
+                    started = anyio.current_time()
+                    if binary is None:
+                        async with Client(server, mode=mode, read_timeout_seconds=20) as other:
+                            started = anyio.current_time()
+                            result = await other.call_tool(tool, {})
+                    else:
+                        result = await client.call_tool(tool, {})
+                    if result.is_error:
+                        return f"{tool}: isError: {first_text(result.content)}"
                     with anyio.move_on_after(10):
                         while method not in heard:
                             await heard_one.wait()
@@ -238,16 +246,18 @@ async def main(target: str, mode: str) -> int:
                         took = anyio.current_time() - started
                         print(f"NOTE {run.tag} {method} heard {took * 1000:.0f} ms after {tool} was called", flush=True)
                         return None
-                    return f"no {method} on the GET stream within 10 s (heard {heard})"
+                    return f"no {method} on the {'GET stream' if binary is None else 'connection'} within 10 s (heard {heard})"
 
                 for tool, method in (
                     ("test_trigger_tool_change", "notifications/tools/list_changed"),
                     ("test_trigger_prompt_change", "notifications/prompts/list_changed"),
                 ):
-                    await run.check(
-                        f"GET stream (2025) {method} after {tool} through another connection",
-                        lambda tool=tool, method=method: get_stream(tool, method),
+                    label = (
+                        f"GET stream (2025) {method} after {tool} through another connection"
+                        if binary is None
+                        else f"stdio (2025) {method} after {tool} on the same connection"
                     )
+                    await run.check(label, lambda tool=tool, method=method: get_stream(tool, method))
     except Exception as err:  # noqa: BLE001 - a failed connect or close is one more FAIL line
         run.failed += 1
         print(f"FAIL {run.tag} session: {describe(err)}", flush=True)

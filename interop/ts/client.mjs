@@ -237,26 +237,40 @@ if (connected) {
             if (result.isError) return `isError: ${text}`;
             return text.includes('ts-sampled') ? undefined : `unexpected answer: ${text}`;
         });
-        // The 2025 standalone stream: the SDK opened its GET stream after
-        // `initialized`; a change made through another connection (another
-        // client, maybe another replica) reaches it.
+    }
+    if (!modern) {
+        // The 2025 standalone stream. Over HTTP the SDK opened its GET stream
+        // after `initialized`, and a change made through another connection
+        // (another client, maybe another replica) reaches it. Over stdio the
+        // connection is the stream; a second connection would be a second
+        // process, sharing no bus, so the change is made through this one.
+        const overStdio = stdioBinary !== undefined;
         for (const [tool, method] of [
             ['test_trigger_tool_change', 'notifications/tools/list_changed'],
             ['test_trigger_prompt_change', 'notifications/prompts/list_changed'],
         ]) {
-            await check(`GET stream (2025) ${method} after ${tool} through another connection`, async () => {
+            const label = overStdio
+                ? `stdio (2025) ${method} after ${tool} on the same connection`
+                : `GET stream (2025) ${method} after ${tool} through another connection`;
+            await check(label, async () => {
                 heard.length = 0;
                 const arrived = new Promise((resolve) => {
                     onHeard = () => heard.includes(method) && resolve(true);
                 });
-                const other = new Client({ name: 'wymcp-interop-ts-other', version: '1.0.0' }, { versionNegotiation });
-                await other.connect(transport());
-                const started = Date.now();
-                try {
-                    const result = await other.callTool({ name: tool, arguments: {} });
-                    if (result.isError) return `${tool} through another connection: isError: ${firstText(result.content)}`;
-                } finally {
-                    await other.close().catch(() => {});
+                let started = Date.now();
+                if (overStdio) {
+                    const result = await client.callTool({ name: tool, arguments: {} });
+                    if (result.isError) return `${tool}: isError: ${firstText(result.content)}`;
+                } else {
+                    const other = new Client({ name: 'wymcp-interop-ts-other', version: '1.0.0' }, { versionNegotiation });
+                    await other.connect(transport());
+                    started = Date.now();
+                    try {
+                        const result = await other.callTool({ name: tool, arguments: {} });
+                        if (result.isError) return `${tool} through another connection: isError: ${firstText(result.content)}`;
+                    } finally {
+                        await other.close().catch(() => {});
+                    }
                 }
                 let timer;
                 const late = new Promise((resolve) => {
@@ -265,7 +279,8 @@ if (connected) {
                 const ok = await Promise.race([arrived, late]);
                 clearTimeout(timer);
                 onHeard = () => {};
-                if (!ok) return `no ${method} on the GET stream within 10 s (heard [${heard.join(', ')}])`;
+                const where = overStdio ? 'connection' : 'GET stream';
+                if (!ok) return `no ${method} on the ${where} within 10 s (heard [${heard.join(', ')}])`;
                 console.log(`NOTE ${tag} ${method} heard ${Date.now() - started} ms after ${tool} was called`);
                 return undefined;
             });

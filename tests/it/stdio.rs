@@ -7,7 +7,8 @@
 //! ceiling and the next line is served; a slow call never delays a fast one;
 //! end of input lets a call in flight answer, within the drain timeout;
 //! cancellation, the in-flight ceiling, the protocol fields, the 2025
-//! lifecycle and listen streams behave as the module docs say.
+//! lifecycle, listen streams and a 2025 client's session stream (the
+//! connection is the stream) behave as the module docs say.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -834,4 +835,276 @@ async fn initialize_answers_an_older_version_with_the_latest_served() {
         );
         client.close().await.1.expect("a clean end");
     }
+}
+
+const LEGACY_STREAMS: wymcp::ledger::Kind = wymcp::ledger::Kind::LegacyStreams;
+
+/// A server serving every revision, with a tool and a resource, as the
+/// session-stream tests over stdio want it.
+fn session_server(limits: wymcp::ListenLimits) -> Arc<Server> {
+    Arc::new(
+        Server::builder()
+            .revisions(Revision::ALL)
+            .listen_limits(limits)
+            .tool(Tool::new("t").handler(|_: NoArgs, _| async { Ok(ToolResult::text("t")) }))
+            .resource(wymcp::Resource::new("test://r", "r").text("r"))
+            .build()
+            .expect("the server builds"),
+    )
+}
+
+impl Client {
+    /// A 2025-11-25 `initialize` (id `id`) and its `initialized`.
+    async fn initialize_2025(&mut self, id: u64) {
+        self.send(&handshake(id, "2025-11-25")).await;
+        let answer = self.next().await;
+        assert_eq!(answer["id"], id, "{answer}");
+        assert!(
+            answer["result"]["capabilities"]["tools"]["listChanged"] == true,
+            "{answer}"
+        );
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+    }
+
+    /// A 2025 `resources/subscribe` or `unsubscribe` of `uri`, answered `{}`.
+    async fn subscription(&mut self, id: u64, method: &str, uri: &str) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"uri": uri}}))
+            .await;
+        let answer = self.next().await;
+        assert_eq!(answer, json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+    }
+}
+
+/// Rule (issue 27 §1): over stdio the connection is a 2025 client's session
+/// stream: once `initialize` succeeded, a list change the server announces
+/// is written on the connection as the GET stream would carry it (no id, no
+/// subscription id), and the end of input ends it with nothing more (no
+/// `notifications/cancelled`: there is no request to name).
+#[tokio::test]
+async fn a_2025_client_over_stdio_hears_list_changes_on_its_connection() {
+    let server = session_server(wymcp::ListenLimits::default());
+    let mut client = Client::new_shared(server.clone());
+    client.initialize_2025(1).await;
+    // The stream's place, as a GET stream's.
+    assert_eq!(server.ledger().held(LEGACY_STREAMS), 1);
+    server.notify_tools_changed();
+    assert_eq!(
+        client.next().await,
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    );
+    // The stream holds nothing up.
+    client.send(&ping(2)).await;
+    assert_eq!(client.next().await["id"], 2);
+    let (rest, ended) = client.close().await;
+    assert_eq!(rest, Vec::<Value>::new());
+    ended.expect("a clean end");
+    assert_eq!(server.ledger().held(LEGACY_STREAMS), 0);
+}
+
+/// Rule (issue 27 §1): `resources/subscribe` on the connection reaches its
+/// session stream (an update is written as `notifications/resources/updated`),
+/// `resources/unsubscribe` stops it (nothing more is written).
+#[tokio::test]
+async fn subscribe_over_stdio_reaches_the_connection_and_unsubscribe_stops_it() {
+    let server = session_server(wymcp::ListenLimits::default());
+    let mut client = Client::new_shared(server.clone());
+    client.initialize_2025(1).await;
+    client
+        .subscription(2, "resources/subscribe", "test://r")
+        .await;
+    server.notify_resource_updated("test://r");
+    assert_eq!(
+        client.next().await,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+               "params": {"uri": "test://r"}})
+    );
+    client
+        .subscription(3, "resources/unsubscribe", "test://r")
+        .await;
+    server.notify_resource_updated("test://r");
+    assert!(client.silent_for(Duration::from_millis(300)).await);
+    client.close().await.1.expect("a clean end");
+}
+
+/// Rule (issue 27 §1): a session stream over stdio that reaches its lifetime
+/// is reopened at once, still watching what the connection subscribed to;
+/// a second `initialize` replaces it (one stream a connection: a change is
+/// written once).
+#[tokio::test]
+async fn the_session_stream_outlives_its_lifetime_and_a_second_initialize_replaces_it() {
+    let limits = wymcp::ListenLimits::default().max_lifetime(Duration::from_millis(200));
+    let server = session_server(limits);
+    let mut client = Client::new_shared(server.clone());
+    client.initialize_2025(1).await;
+    client
+        .subscription(2, "resources/subscribe", "test://r")
+        .await;
+    // Past two lifetimes.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.notify_resource_updated("test://r");
+    assert_eq!(
+        client.next().await["method"],
+        "notifications/resources/updated"
+    );
+    server.notify_tools_changed();
+    assert_eq!(
+        client.next().await["method"],
+        "notifications/tools/list_changed"
+    );
+
+    client.initialize_2025(3).await;
+    // The replaced stream gives its place back as its task ends.
+    let deadline = Instant::now() + WAIT;
+    while server.ledger().held(LEGACY_STREAMS) != 1 {
+        assert!(Instant::now() < deadline, "one stream's place held");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    server.notify_tools_changed();
+    assert_eq!(
+        client.next().await["method"],
+        "notifications/tools/list_changed"
+    );
+    assert!(client.silent_for(Duration::from_millis(300)).await);
+    client.close().await.1.expect("a clean end");
+}
+
+/// Rule (issue 27 §1): a 2026-07-28 client over stdio is told nothing it did
+/// not ask for (it opens `subscriptions/listen`).
+#[tokio::test]
+async fn a_2026_client_over_stdio_hears_nothing_unasked() {
+    let server = session_server(wymcp::ListenLimits::default());
+    let mut client = Client::new_shared(server.clone());
+    client
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                      "params": {"_meta": meta()}}),
+        )
+        .await;
+    assert!(client.next().await["result"].is_object());
+    client.send(&call(2, "t")).await;
+    assert_eq!(text(&client.next().await), "t");
+    server.notify_tools_changed();
+    server.notify_resource_updated("test://r");
+    assert!(client.silent_for(Duration::from_millis(300)).await);
+    client.close().await.1.expect("a clean end");
+}
+
+/// Rule (issue 27 §1): over stdio, a subscribe whose session token no
+/// longer opens (past `LegacyRequests::session_ttl`) is answered as over
+/// HTTP, with its id (-32600, `data.reason: "session"`: initialize again);
+/// the connection then forgets the token, so a later subscribe is
+/// acknowledged and reaches nothing, until a new `initialize` gives it one.
+#[tokio::test]
+async fn an_expired_session_token_over_stdio_is_refused_once_then_forgotten() {
+    let server = Arc::new(
+        Server::builder()
+            .revisions(Revision::ALL)
+            .legacy_requests(wymcp::LegacyRequests::default().session_ttl(Duration::from_secs(1)))
+            .resource(wymcp::Resource::new("test://r", "r").text("r"))
+            .build()
+            .expect("the server builds"),
+    );
+    let mut client = Client::new_shared(server.clone());
+    client.send(&handshake(1, "2025-11-25")).await;
+    assert_eq!(client.next().await["id"], 1);
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    client
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+                      "params": {"uri": "test://r"}}),
+        )
+        .await;
+    let refused = client.next().await;
+    assert_eq!(refused["id"], 2, "{refused}");
+    assert_eq!(refused["error"]["code"], code::INVALID_REQUEST, "{refused}");
+    assert_eq!(refused["error"]["data"]["reason"], "session", "{refused}");
+    client
+        .subscription(3, "resources/subscribe", "test://r")
+        .await;
+
+    client.send(&handshake(4, "2025-11-25")).await;
+    assert_eq!(client.next().await["id"], 4);
+    client
+        .subscription(5, "resources/subscribe", "test://r")
+        .await;
+    server.notify_resource_updated("test://r");
+    assert_eq!(
+        client.next().await["method"],
+        "notifications/resources/updated"
+    );
+    client.close().await.1.expect("a clean end");
+}
+
+impl Client {
+    fn new_shared_as(server: Arc<Server>, subject: &str) -> Self {
+        let (client, transport) = tokio::io::duplex(256 * 1024);
+        let (reader, writer) = tokio::io::split(transport);
+        let config = StdioConfig::default().principal(wymcp::auth::Principal::new(subject, ["a"]));
+        let serving = tokio::spawn(wymcp::stdio::serve_io(server, reader, writer, config));
+        let (output, input) = tokio::io::split(client);
+        Client {
+            lines: BufReader::new(output).lines(),
+            input,
+            serving,
+        }
+    }
+}
+
+/// Rule (issue 27 §1): a stdio session stream is a `LegacyStreams` place
+/// that gives way as a GET stream's does: at the cap, a caller under its
+/// fair share takes the largest holder's oldest place; that connection is
+/// written the caller-share error (id null, -32600,
+/// `data.limit: "max_streams_per_caller"`) and its stream is not reopened
+/// (it would take the place back), while the others still hear changes.
+#[tokio::test]
+async fn a_stdio_session_stream_gives_way_to_a_caller_under_its_fair_share() {
+    let limits = wymcp::ListenLimits::default()
+        .max_streams(2)
+        .max_streams_per_caller(2);
+    let server = session_server(limits);
+    let mut first = Client::new_shared_as(server.clone(), "alice");
+    let mut second = Client::new_shared_as(server.clone(), "alice");
+    let mut newcomer = Client::new_shared_as(server.clone(), "bob");
+    first.initialize_2025(1).await;
+    second.initialize_2025(1).await;
+    assert_eq!(server.ledger().held(LEGACY_STREAMS), 2);
+    newcomer.initialize_2025(1).await;
+    let evicted = first.next().await;
+    assert_eq!(evicted["id"], Value::Null, "{evicted}");
+    assert_eq!(evicted["error"]["code"], code::INVALID_REQUEST, "{evicted}");
+    assert_eq!(
+        evicted["error"]["data"]["limit"], "max_streams_per_caller",
+        "{evicted}"
+    );
+    server.notify_tools_changed();
+    for client in [&mut second, &mut newcomer] {
+        assert_eq!(
+            client.next().await["method"],
+            "notifications/tools/list_changed"
+        );
+    }
+    assert!(first.silent_for(Duration::from_millis(300)).await);
+    assert_eq!(server.ledger().held(LEGACY_STREAMS), 2);
+    for client in [first, second, newcomer] {
+        client.close().await.1.expect("a clean end");
+    }
+}
+
+/// Rule (issue 27 §1): `Server::close_subscriptions` ends a stdio session
+/// stream for good, writing nothing (a GET stream just ends): it is not
+/// reopened, and its place is given back; the connection still answers.
+#[tokio::test]
+async fn close_subscriptions_ends_a_stdio_session_stream_for_good() {
+    let server = session_server(wymcp::ListenLimits::default());
+    let mut client = Client::new_shared(server.clone());
+    client.initialize_2025(1).await;
+    assert_eq!(server.close_subscriptions(), 1);
+    assert!(client.silent_for(Duration::from_millis(200)).await);
+    server.notify_tools_changed();
+    assert!(client.silent_for(Duration::from_millis(300)).await);
+    assert_eq!(server.ledger().held(LEGACY_STREAMS), 0);
+    client.send(&ping(2)).await;
+    assert_eq!(client.next().await["id"], 2);
+    client.close().await.1.expect("a clean end");
 }

@@ -55,7 +55,8 @@ pub enum Kind {
     /// Bytes of progress and log notifications a handler queued for its
     /// client and the client has not read yet.
     Notifications,
-    /// Open 2025 standalone GET streams (`surface/legacy_stream.rs`).
+    /// Open 2025 standalone GET streams, and 2025 clients' stdio session
+    /// streams (`Surface::legacy_stream`, `surface/listen.rs`).
     LegacyStreams,
 }
 

@@ -31,6 +31,13 @@
 //! then runs as a task of its own, and writes its notifications and its
 //! answer as they come: a slow call never holds a fast one up. One writer
 //! task owns the output and writes each message whole, with its `\n`.
+//!
+//! A 2025 client's `initialize` that succeeds leaves the connection its
+//! session token, and opens the session stream the token names (one a
+//! connection: a second `initialize` replaces it), which then writes as a
+//! task of its own ([`run_session`]). The token goes back to the surface
+//! with `resources/subscribe` and `unsubscribe` only, which reach that
+//! stream through the change bus.
 
 use std::collections::HashMap;
 use std::future::poll_fn;
@@ -45,6 +52,8 @@ use tokio::task::{AbortHandle, JoinError, JoinSet};
 
 use super::config::StdioConfig;
 use super::lines::{Line, Lines};
+use crate::auth::Principal;
+use crate::ledger::Caller;
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::fields::{judge, read_fields};
 use crate::protocol::json::{JsonError, parse_bounded};
@@ -56,7 +65,8 @@ use crate::protocol::revision::{Era, Revision, era_of_message};
 use crate::protocol::text::Bounded;
 use crate::protocol::validation::{check, revision_for};
 use crate::server::Server;
-use crate::surface::call::{Answer, Call, Emitted, Outcome, Running, take};
+use crate::surface::ListenStream;
+use crate::surface::call::{Answer, Call, Emitted, Outcome, Running, Session, take};
 use crate::surface::negotiate;
 
 /// How many messages may wait for the writer; a task with more to say
@@ -132,6 +142,21 @@ struct Connection {
     stopping: watch::Sender<bool>,
     /// The revision `initialize` negotiated, once a 2025 client sent it.
     negotiated: Option<Revision>,
+    /// The session token a 2025 `initialize` minted: what names this
+    /// connection's session stream to `resources/subscribe`.
+    token: Option<Arc<str>>,
+    /// The task writing the session stream (one a connection; see
+    /// [`run_session`]).
+    session_stream: Option<AbortHandle>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // The session stream is owed nothing: it ends with the connection.
+        if let Some(stream) = self.session_stream.take() {
+            stream.abort();
+        }
+    }
 }
 
 /// Which check refused a message, for the rejection event.
@@ -169,6 +194,8 @@ impl Connection {
             ids: HashMap::new(),
             stopping: watch::channel(false).0,
             negotiated: None,
+            token: None,
+            session_stream: None,
         }
     }
 
@@ -260,6 +287,19 @@ impl Connection {
         let negotiated = initialize
             .then(|| negotiate(self.server.revisions(), params.as_ref()))
             .flatten();
+        // The token goes with these two methods only: they carry a
+        // subscription to the session stream (the surface publishes it for
+        // the stream the token names). With a token, any other 2025 call
+        // could ask the client mid-call (sampling, elicitation, roots, as
+        // the token says it declared), and stdio drops the client's
+        // responses (see `check`): such a call would wait for an answer
+        // that never comes.
+        let session = match method {
+            Some("resources/subscribe" | "resources/unsubscribe") if era == Era::Legacy => {
+                self.token.clone()
+            }
+            _ => None,
+        };
         let call = Call {
             kind,
             era,
@@ -273,16 +313,24 @@ impl Connection {
             raw: line,
             // The request span is the HTTP router's; stdio has none yet.
             span: tracing::Span::none(),
-            // No header layer: no session token, so no mid-call requests
-            // (a client's response is dropped by the checks above).
-            session: None,
+            // No header layer: the connection's token, for a subscription
+            // only (see above).
+            session: session.as_deref(),
         };
         match self.server.surface.answer(call) {
             Answer::Accepted => {}
-            // Without a token, what a done answer says of one is nothing.
-            Answer::Done(outcome, _) => {
-                if matches!(outcome, Outcome::Result(_)) && negotiated.is_some() {
+            Answer::Done(outcome, session) => {
+                let answered = matches!(outcome, Outcome::Result(_));
+                if answered && negotiated.is_some() {
                     self.negotiated = negotiated;
+                }
+                match session {
+                    Session::Issued(token) if answered => self.open_session(token.into()),
+                    // The token no longer opens (past its time to live): the
+                    // client is told to initialize again, and its later
+                    // subscriptions are acknowledged, reaching nothing.
+                    Session::Refused => self.token = None,
+                    Session::Issued(_) | Session::Unchanged => {}
                 }
                 self.send(render(&id, outcome)).await;
             }
@@ -313,6 +361,39 @@ impl Connection {
             // Over stdio there is no `Retry-After`: the error says it all.
             Answer::Busy { error, .. } => self.refuse(&id, &error, Check::Surface).await,
         }
+    }
+
+    /// A 2025 `initialize` succeeded with `token`: the connection keeps it
+    /// and opens the session stream it names, in place of any before (one
+    /// stream a connection). The stream is opened here, before the answer
+    /// is written, so that it hears every change made once the client has
+    /// read its answer.
+    fn open_session(&mut self, token: Arc<str>) {
+        if let Some(old) = self.session_stream.take() {
+            old.abort();
+        }
+        self.token = Some(token.clone());
+        if !self.server.surface.serves_legacy_stream() {
+            return;
+        }
+        let principal = self.config.principal.clone();
+        let caller = self.server.caller_of(principal.as_ref(), None);
+        let Some(stream) = session_stream(&self.server, principal.as_ref(), &caller, &token) else {
+            return;
+        };
+        let reopen = Reopen {
+            server: self.server.clone(),
+            principal,
+            caller,
+            token,
+        };
+        let task = tokio::spawn(run_session(
+            stream,
+            reopen,
+            self.out.clone(),
+            self.stopping.subscribe(),
+        ));
+        self.session_stream = Some(task.abort_handle());
     }
 
     /// Steps 4 and 5 of the module docs: the revision the message speaks,
@@ -497,6 +578,83 @@ async fn run_listen<S: MessageSource>(
                 return;
             }
         }
+    }
+}
+
+/// What reopens a session stream: the token, and whom it is held for.
+struct Reopen {
+    server: Arc<Server>,
+    principal: Option<Principal>,
+    caller: Caller,
+    token: Arc<str>,
+}
+
+/// The session stream `token` names, held for `principal` counted as
+/// `caller` (a place of [`Kind::LegacyStreams`](crate::ledger::Kind)), or
+/// none when it does not open (the token past its time to live, the
+/// caller over its share, the server at its cap): then the connection is
+/// told nothing unasked, as an HTTP client whose GET is refused.
+fn session_stream(
+    server: &Server,
+    principal: Option<&Principal>,
+    caller: &Caller,
+    token: &str,
+) -> Option<Box<ListenStream>> {
+    let answer = server
+        .surface
+        .legacy_stream(principal, caller, token, false);
+    if let Answer::Listen(stream) = answer {
+        return Some(stream);
+    }
+    tracing::debug!(
+        target: "wymcp::stdio",
+        "the session stream does not open; the connection is told nothing unasked"
+    );
+    None
+}
+
+/// A 2025 client's session stream over stdio: the connection is the
+/// stream. Its messages (list changes, `resources/updated` for what the
+/// connection subscribes to) are written as notifications, untagged, until
+/// the connection ends (then nothing more: there is no request to cancel)
+/// or the stream does. A stream that reaches its lifetime is reopened at
+/// once, watching what it watched (the client never saw it end, so never
+/// subscribes again); a change published in the instant between the two
+/// is missed. A stream whose place gave way to a caller under its fair
+/// share writes the caller-share error (id null, as on the GET stream) and
+/// is not reopened: reopening would take the place back from the caller it
+/// gave way to. One the server closes is not reopened either.
+async fn run_session(
+    mut stream: Box<ListenStream>,
+    reopen: Reopen,
+    out: mpsc::Sender<Bytes>,
+    mut stopping: watch::Receiver<bool>,
+) {
+    loop {
+        loop {
+            tokio::select! {
+                message = poll_fn(|cx| stream.poll_message(cx)) => {
+                    let Some(message) = message else { break };
+                    if out.send(message).await.is_err() {
+                        return;
+                    }
+                }
+                () = stopped(&mut stopping) => return,
+            }
+        }
+        if !stream.outlived() {
+            return;
+        }
+        let Some(mut next) = session_stream(
+            &reopen.server,
+            reopen.principal.as_ref(),
+            &reopen.caller,
+            &reopen.token,
+        ) else {
+            return;
+        };
+        next.carry_over(&stream);
+        stream = next;
     }
 }
 

@@ -56,6 +56,21 @@
 //!   is accepted, `ping` answered. Server-to-client requests (2025's
 //!   sampling and elicitation) are not made; 2026-07-28 clients get both
 //!   through MRTR.
+//! * **A 2025 client's connection is its session stream.** What a 2025
+//!   client over HTTP hears on its standalone GET stream, one over stdio
+//!   hears on its connection once its `initialize` succeeded:
+//!   `notifications/tools/list_changed` (and prompts', resources') as the
+//!   server announces them, and `notifications/resources/updated` for what
+//!   it subscribed to on this connection, untagged (no id). The stream holds
+//!   a place of the ledger's `LegacyStreams`, as a GET stream does; it
+//!   ends with the connection (nothing more is written: no request is
+//!   owed a cancellation), is reopened at its lifetime still watching what
+//!   it watched, and is replaced by a second `initialize`. When its place
+//!   gives way to a caller under its fair share it writes that error (id
+//!   null) and is not reopened, nor once
+//!   [`Server::close_subscriptions`](crate::Server::close_subscriptions)
+//!   ended it. A 2026-07-28 client hears nothing unasked:
+//!   it opens `subscriptions/listen`.
 //! * **Nothing but protocol messages on stdout.** wymcp writes its own
 //!   events with `tracing`; a subscriber that writes to stdout would
 //!   corrupt the stream, so a stdio server sets its subscriber to write to

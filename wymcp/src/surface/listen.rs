@@ -582,6 +582,7 @@ impl Listen {
             evicted,
             place: Some(place),
             next_refusal: self.recheck.map(refused),
+            outlived: false,
         };
         if self.behind {
             stream.fell_behind();
@@ -721,6 +722,9 @@ pub(crate) struct ListenStream {
     /// Resolves when the credentials the stream was opened with are
     /// refused on asking again.
     next_refusal: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    /// Whether the stream ended because its lifetime did (stdio reopens a
+    /// 2025 session stream that did, and no other).
+    outlived: bool,
 }
 
 impl std::fmt::Debug for ListenStream {
@@ -848,6 +852,23 @@ impl ListenStream {
         self.done = true;
     }
 
+    /// Whether the stream ended at its lifetime (not closed by the server,
+    /// refused, nor given way).
+    pub(crate) fn outlived(&self) -> bool {
+        self.outlived
+    }
+
+    /// A 2025 session stream reopened in place of `old`, which outlived
+    /// its lifetime: it watches what `old` watched (over stdio, where the
+    /// client never sees the stream end and so never subscribes again).
+    pub(crate) fn carry_over(&mut self, old: &ListenStream) {
+        if let (Mode::Session { .. }, Mode::Session { .. }) = (&self.mode, &old.mode)
+            && let Some(watched) = &old.filter.resource_subscriptions
+        {
+            self.filter.resource_subscriptions = Some(watched.clone());
+        }
+    }
+
     /// The place gave way: the caller-share error instead of the result.
     fn give_way(&mut self) {
         tracing::debug!(target: "wymcp::listen", "a listen stream gave way to a caller under its fair share");
@@ -932,6 +953,7 @@ impl sse::EventSource for ListenStream {
             if self.end_of_life.as_mut().poll(cx).is_ready() {
                 tracing::debug!(target: "wymcp::listen", "a listen stream reached its lifetime or its credentials' expiry");
                 self.close();
+                self.outlived = true;
                 continue;
             }
             if let Some(next_refusal) = &mut self.next_refusal

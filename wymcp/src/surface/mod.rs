@@ -68,6 +68,7 @@ pub(crate) use finish::CachePolicy;
 pub use finish::{CacheScope, ServerInfo};
 pub use item::Item;
 pub use listen::ListenLimits;
+pub(crate) use listen::ListenStream;
 pub use methods::DEFAULT_PAGE_SIZE;
 pub(crate) use methods::{Surface, SurfaceBuilder};
 pub use mid_call::{AnswerFeed, AnswerRelay, LegacyRequests};
