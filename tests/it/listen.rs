@@ -258,3 +258,54 @@ async fn a_graceful_shutdown_ends_open_listen_streams_cleanly() {
         .unwrap()
         .unwrap();
 }
+
+/// Rule (issue 27 §1, as the 2025 GET stream): a listen stream tells of an
+/// update only as the caller's scopes permit the resource it names, as
+/// lists filter, whether the URI was asked for itself or lies beneath a
+/// watched prefix; a lagging stream's catch-up passes it over too.
+#[tokio::test]
+async fn updates_are_told_only_as_the_callers_scopes_permit() {
+    use wymcp::auth::{AuthConfig, Principal, StaticTokens};
+    let tokens = StaticTokens::new()
+        .token("narrow", Principal::new("narrow", Vec::<String>::new()))
+        .token("wide", Principal::new("wide", ["secret"]));
+    let server = Arc::new(
+        Server::builder()
+            .resource(Resource::new("test://r", "r").text("r"))
+            .resource(
+                Resource::new("test://secret", "s")
+                    .text("s")
+                    .scopes(["secret"]),
+            )
+            .auth(tokens, AuthConfig::new())
+            .build()
+            .unwrap(),
+    );
+    let watch = json!({"resourceSubscriptions": ["test://secret", "test://"]});
+    let mut narrow = Client::new(server.clone())
+        .bearer("narrow")
+        .listen(watch.clone())
+        .await
+        .unwrap();
+    let mut wide = Client::new(server.clone())
+        .bearer("wide")
+        .listen(watch)
+        .await
+        .unwrap();
+    for stream in [&mut narrow, &mut wide] {
+        let ack = next(stream).await;
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    }
+    server.notify_resource_updated("test://secret");
+    server.notify_resource_updated("test://r");
+    let uri = |m: Value| m["params"]["uri"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(uri(next(&mut narrow).await), "test://r");
+    assert_eq!(uri(next(&mut wide).await), "test://secret");
+    assert_eq!(uri(next(&mut wide).await), "test://r");
+    assert!(
+        narrow
+            .next_within(Duration::from_millis(200))
+            .await
+            .is_none()
+    );
+}

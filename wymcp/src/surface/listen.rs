@@ -13,7 +13,8 @@
 //!    `notifications/prompts/list_changed`,
 //!    `notifications/resources/list_changed`, or
 //!    `notifications/resources/updated` (`params.uri`) for a URI in
-//!    `resourceSubscriptions` (or beneath one, `uri/…`);
+//!    `resourceSubscriptions` (or beneath one, `uri/…`), when the caller's
+//!    scopes permit the resource (or template) it names, as lists filter;
 //! 3. on [`Server::close_subscriptions`](crate::Server::close_subscriptions),
 //!    when the server is dropped, when the stream reaches its
 //!    [lifetime](ListenLimits::max_lifetime), when the credentials it was
@@ -397,10 +398,6 @@ enum Mode {
         nonce: Box<str>,
         max_watched: usize,
         max_uri_bytes: usize,
-        /// Whether the stream's caller may be told of an update to a URI
-        /// (its scopes, as lists filter by them): a watched prefix covers
-        /// URIs beneath it that no subscribe named.
-        permits: Permits,
     },
 }
 
@@ -434,6 +431,9 @@ pub(crate) struct Listen {
     /// Whether the stream is told conservatively at once, as one that fell
     /// behind (a 2025 client resuming with `Last-Event-ID`).
     behind: bool,
+    /// Whether the stream's caller may be told of an update to a URI (its
+    /// scopes, as lists filter by them); `None`: every URI it watches.
+    permits: Option<Permits>,
 }
 
 impl Listen {
@@ -452,21 +452,20 @@ impl Listen {
             lifetime: ListenLimits::default().max_lifetime,
             recheck: None,
             behind: false,
+            permits: None,
         }
     }
 
     /// The 2025 GET stream of the session `nonce` names: every list the
     /// server supports, and the URIs the session subscribes to while it is
-    /// open (none at first), within `limits`, each update told only when
-    /// `permits` its URI.
+    /// open (none at first), within `limits`.
     #[must_use]
-    pub(crate) fn session(nonce: &str, limits: &ListenLimits, permits: Permits) -> Self {
+    pub(crate) fn session(nonce: &str, limits: &ListenLimits) -> Self {
         Listen {
             mode: Mode::Session {
                 nonce: Box::from(nonce),
                 max_watched: limits.max_watched_uris,
                 max_uri_bytes: limits.max_uri_bytes,
-                permits,
             },
             filter: Filter {
                 tools_list_changed: true,
@@ -478,7 +477,17 @@ impl Listen {
             lifetime: limits.max_lifetime,
             recheck: None,
             behind: false,
+            permits: None,
         }
+    }
+
+    /// Tells of an update only when `permits` its URI (the caller's scopes,
+    /// as lists filter by them): a watched URI covers URIs beneath it that
+    /// nothing checked when the stream was asked for.
+    #[must_use]
+    pub(crate) fn permits(mut self, permits: Permits) -> Self {
+        self.permits = Some(permits);
+        self
     }
 
     /// Tells the stream conservatively as soon as it opens, as a stream
@@ -583,6 +592,7 @@ impl Listen {
             place: Some(place),
             next_refusal: self.recheck.map(refused),
             outlived: false,
+            permits: self.permits,
         };
         if self.behind {
             stream.fell_behind();
@@ -725,6 +735,9 @@ pub(crate) struct ListenStream {
     /// Whether the stream ended because its lifetime did (stdio reopens a
     /// 2025 session stream that did, and no other).
     outlived: bool,
+    /// Whether the caller may be told of an update to a URI (see
+    /// [`Listen::permits`]).
+    permits: Option<Permits>,
 }
 
 impl std::fmt::Debug for ListenStream {
@@ -750,9 +763,7 @@ impl ListenStream {
             Change::PromptsListChanged => self.envelopes.prompts.clone(),
             Change::ResourcesListChanged => self.envelopes.resources.clone(),
             Change::ResourceUpdated(uri) => {
-                if let Mode::Session { permits, .. } = &self.mode
-                    && !(permits.0)(uri)
-                {
+                if !self.permitted(uri) {
                     return;
                 }
                 self.envelopes.updated(uri)
@@ -816,14 +827,23 @@ impl ListenStream {
 
     /// The next watched URI of a catch-up, if one is under way.
     fn catch_up(&mut self) -> Option<Bytes> {
-        let at = self.catching_up?;
+        let mut at = self.catching_up?;
         let watched = self.filter.resource_subscriptions.as_ref()?;
+        // A URI the caller may not be told of is passed over.
+        while at < watched.len() && !self.permitted(&watched.0[at]) {
+            at += 1;
+        }
         if at >= watched.len() {
             self.catching_up = None;
             return None;
         }
         self.catching_up = Some(at + 1);
         Some(self.envelopes.updated(&watched.0[at]))
+    }
+
+    /// Whether the stream's caller may be told that `uri` changed.
+    fn permitted(&self, uri: &str) -> bool {
+        self.permits.as_ref().is_none_or(|permits| (permits.0)(uri))
     }
 
     /// Ends the stream cleanly: a listen stream with its `complete` result,
@@ -1444,8 +1464,7 @@ mod tests {
         let limits = ListenLimits::default()
             .max_watched_uris(2)
             .max_uri_bytes(16);
-        let mut body =
-            Listen::session("n1", &limits, Permits::new(|_| true)).open(&bus, place(), evicted());
+        let mut body = Listen::session("n1", &limits).open(&bus, place(), evicted());
         bus.publish(Change::ToolsListChanged);
         assert_eq!(
             next_event(&mut body).await,
@@ -1482,11 +1501,8 @@ mod tests {
     async fn a_session_stream_just_ends_or_ends_with_the_caller_share_error() {
         let bus = ChangeBus::new();
         let ledger = Ledger::default();
-        let mut body = Listen::session("n", &ListenLimits::default(), Permits::new(|_| true)).open(
-            &bus,
-            place_in(&ledger),
-            evicted(),
-        );
+        let mut body =
+            Listen::session("n", &ListenLimits::default()).open(&bus, place_in(&ledger), evicted());
         assert_eq!(bus.close_all(), 1);
         assert!(
             frame(&mut body).await.is_none(),
@@ -1503,8 +1519,7 @@ mod tests {
         let first = ledger.take_evictable(Kind::LegacyStreams, &hog, 1).unwrap();
         let _second = ledger.take_evictable(Kind::LegacyStreams, &hog, 1).unwrap();
         let error = ledger.error(Refusal::Share(Kind::LegacyStreams));
-        let mut body = Listen::session("n", &ListenLimits::default(), Permits::new(|_| true))
-            .open(&bus, first, error);
+        let mut body = Listen::session("n", &ListenLimits::default()).open(&bus, first, error);
         let _newcomer = ledger
             .take_evictable(Kind::LegacyStreams, &Caller::principal("new"), 1)
             .unwrap();

@@ -1021,20 +1021,8 @@ impl Surface {
             Ok(place) => place,
             Err(refusal) => return self.busy(refusal),
         };
-        let limits = &self.listen_limits;
-        // Updates are filtered by the caller's scopes as lists are: a
-        // watched URI covers what lies beneath it, which no subscribe named.
-        let (catalog, holder, list_all) = (self.catalog.clone(), principal.cloned(), self.list_all);
-        let permits = Permits::new(move |uri| {
-            list_all
-                || match catalog.resource(uri) {
-                    Some(resource) => resource.about.scopes.permit(holder.as_ref()),
-                    None => catalog.template_for(uri).is_none_or(|(template, _)| {
-                        template.template.about.scopes.permit(holder.as_ref())
-                    }),
-                }
-        });
-        let stream = Listen::session(&nonce, limits, permits)
+        let stream = Listen::session(&nonce, &self.listen_limits)
+            .permits(self.permits(principal))
             .support(self.advertised.listen())
             .held_by(principal)
             .behind(behind)
@@ -1044,6 +1032,23 @@ impl Surface {
                 self.ledger.error(Refusal::Share(Kind::LegacyStreams)),
             );
         Answer::Listen(Box::new(stream))
+    }
+
+    /// Whether `principal` may be told that a URI changed: updates are
+    /// filtered by the caller's scopes as lists are (a watched URI covers
+    /// what lies beneath it, which nobody checked when it was asked for);
+    /// a URI naming no resource or template is told.
+    fn permits(&self, principal: Option<&crate::auth::Principal>) -> Permits {
+        let (catalog, holder, list_all) = (self.catalog.clone(), principal.cloned(), self.list_all);
+        Permits::new(move |uri| {
+            list_all
+                || match catalog.resource(uri) {
+                    Some(resource) => resource.about.scopes.permit(holder.as_ref()),
+                    None => catalog.template_for(uri).is_none_or(|(template, _)| {
+                        template.template.about.scopes.permit(holder.as_ref())
+                    }),
+                }
+        })
     }
 
     /// `subscriptions/listen`: the stream of the catalog's changes the
@@ -1062,6 +1067,7 @@ impl Surface {
             Err(refusal) => return self.busy(refusal),
         };
         let stream = Listen::new(call.id.clone(), filter)
+            .permits(self.permits(call.principal))
             .support(self.advertised.listen())
             .lifetime(limits.max_lifetime)
             .held_by(call.principal)
