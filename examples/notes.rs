@@ -121,6 +121,30 @@ pub fn server(reader: &str, writer: &str) -> Result<Server, wymcp::BuildError> {
         .build()
 }
 
+/// What `main` prints on start: the URL, the tokens (only the defaults are
+/// shown: a token of your own is a secret), and a curl line listing the tools.
+pub fn how_to_connect(url: &str, defaults: bool) -> String {
+    let (reader, writer) = if defaults {
+        ("R", "W")
+    } else {
+        ("<reader token>", "<writer token>")
+    };
+    let source = if defaults {
+        "development defaults; set your own with"
+    } else {
+        "given by"
+    };
+    format!(
+        "listening on {url}\n\
+         reader token: {reader} (search and read notes)\n\
+         writer token: {writer} (also add, import and delete notes)\n\
+         ({source} --reader-token/--writer-token or NOTES_READER_TOKEN/NOTES_WRITER_TOKEN)\n\
+         list the tools:\n  \
+         curl -s -H 'Authorization: Bearer {writer}' -H 'Content-Type: application/json' \
+         -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}}' {url}"
+    )
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt::init(); // RUST_LOG=info: a line per request
@@ -132,15 +156,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .or_else(|| std::env::var(env).ok())
             .unwrap_or_else(|| default.into())
     };
-    let reader = flag("--reader-token", "NOTES_READER_TOKEN", "R");
-    let writer = flag("--writer-token", "NOTES_WRITER_TOKEN", "W");
+    let (reader, writer) = (
+        flag("--reader-token", "NOTES_READER_TOKEN", "R"),
+        flag("--writer-token", "NOTES_WRITER_TOKEN", "W"),
+    );
     if reader == writer {
         return Err("the reader and writer tokens must differ".into());
     }
     let server = std::sync::Arc::new(server(&reader, &writer)?);
     let port: u16 = flag("--port", "NOTES_PORT", "3000").parse()?; // 0: any free port
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-    println!("listening on http://{}/mcp", listener.local_addr()?);
+    let url = format!("http://{}/mcp", listener.local_addr()?);
+    println!("{}", how_to_connect(&url, [&reader, &writer] == ["R", "W"]));
     wymcp::serve(listener, chain::post::router(server.clone()))
         .with_graceful_shutdown(wymcp::serve::shutdown_signal())
         .closing_streams_of(&server)

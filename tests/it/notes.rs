@@ -172,3 +172,77 @@ async fn a_new_note_reaches_the_listen_stream() {
     );
     server.close_subscriptions();
 }
+
+/// The words of a shell line, each `'…'` one word with its quotes removed
+/// (all the printed curl line uses).
+fn shell_words(line: &str) -> Vec<String> {
+    let (mut words, mut word, mut quoted, mut started) = (Vec::new(), String::new(), false, false);
+    for c in line.chars() {
+        match c {
+            '\'' => (quoted, started) = (!quoted, true),
+            ' ' if !quoted => {
+                if started {
+                    words.push(std::mem::take(&mut word));
+                }
+                started = false;
+            }
+            _ => (word.push(c), started = true).1,
+        }
+    }
+    if started {
+        words.push(word);
+    }
+    words
+}
+
+/// Rule: on start, `examples/notes` says where it listens, which token
+/// reads and which writes (as development defaults, and how to set
+/// others; a token of your own is never printed), and a curl line that
+/// lists the tools: sent as printed, it lists the writer's four tools.
+#[tokio::test]
+async fn the_start_message_says_how_to_connect() {
+    let router = wymcp::chain::post::router(Arc::new(example::server("R", "W").unwrap()));
+    let server = wymcp_tests::wire::TestServer::start(router).await;
+    let url = server.url("/mcp");
+    let printed = example::how_to_connect(&url, true);
+    let lines: Vec<&str> = printed.lines().collect();
+    assert_eq!(lines[0], format!("listening on {url}"));
+    assert!(lines[1].starts_with("reader token: R ("), "{printed}");
+    assert!(lines[2].starts_with("writer token: W ("), "{printed}");
+    assert!(lines[3].contains("development defaults") && lines[3].contains("--writer-token"));
+    let own = example::how_to_connect(&url, false);
+    assert!(
+        !own.contains("Bearer W") && own.contains("Bearer <writer token>"),
+        "{own}"
+    );
+
+    let curl = shell_words(lines[5].trim());
+    assert_eq!(
+        (curl[0].as_str(), curl.last().unwrap()),
+        ("curl", &url),
+        "{curl:?}"
+    );
+    let mut request = wymcp_tests::wire::RawRequest::post("/mcp").host(server.host());
+    let mut words = curl[1..curl.len() - 1].iter();
+    while let Some(word) = words.next() {
+        match word.as_str() {
+            "-s" => {}
+            "-H" => {
+                let (name, value) = words.next().unwrap().split_once(": ").unwrap();
+                request = request.header(name, value);
+            }
+            "-d" => request = request.body(words.next().unwrap().as_bytes()),
+            other => panic!("a curl option the test does not know: {other}"),
+        }
+    }
+    let response = server.connect().await.request(&request).await;
+    assert_eq!(response.status, 200);
+    let tools = response.json()["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        names(&tools),
+        ["add_note", "import_notes", "search_notes", "delete_note"]
+    );
+}
