@@ -141,7 +141,10 @@ pub fn how_to_connect(url: &str, defaults: bool) -> String {
          ({source} --reader-token/--writer-token or NOTES_READER_TOKEN/NOTES_WRITER_TOKEN)\n\
          list the tools:\n  \
          curl -s -H 'Authorization: Bearer {writer}' -H 'Content-Type: application/json' \
-         -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}}' {url}"
+         -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}}' {url}\n\
+         or with the MCP Inspector (Node.js):\n  \
+         npx @modelcontextprotocol/inspector --cli {url} --method tools/list \
+         --header 'Authorization: Bearer {writer}'"
     )
 }
 

@@ -198,7 +198,8 @@ fn shell_words(line: &str) -> Vec<String> {
 /// Rule: on start, `examples/notes` says where it listens, which token
 /// reads and which writes (as development defaults, and how to set
 /// others; a token of your own is never printed), and a curl line that
-/// lists the tools: sent as printed, it lists the writer's four tools.
+/// lists the tools (sent as printed, it lists the writer's four tools),
+/// and the same through the MCP Inspector's CLI.
 #[tokio::test]
 async fn the_start_message_says_how_to_connect() {
     let router = wymcp::chain::post::router(Arc::new(example::server("R", "W").unwrap()));
@@ -216,6 +217,15 @@ async fn the_start_message_says_how_to_connect() {
         "{own}"
     );
 
+    assert!(
+        lines[7]
+            .trim()
+            .starts_with("npx @modelcontextprotocol/inspector --cli")
+    );
+    assert!(
+        lines[7].ends_with("--header 'Authorization: Bearer W'"),
+        "{printed}"
+    );
     let curl = shell_words(lines[5].trim());
     assert_eq!(
         (curl[0].as_str(), curl.last().unwrap()),
