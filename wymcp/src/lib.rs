@@ -1,4 +1,4 @@
-#![doc = include_str!("../../README.md")]
+#![doc = include_str!("../README.md")]
 // `deny`, not `forbid`: `memory` holds the crate's one `unsafe` block (a
 // measured benchmark needs it; see that module), allowed there alone.
 #![deny(unsafe_code)]
