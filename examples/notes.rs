@@ -123,7 +123,8 @@ pub fn server(reader: &str, writer: &str) -> Result<Server, wymcp::BuildError> {
 
 /// What `main` prints on start: the URL, the tokens (only the defaults are
 /// shown: a token of your own is a secret), and a curl line listing the tools.
-pub fn how_to_connect(url: &str, defaults: bool) -> String {
+pub fn how_to_connect(url: &str, reader: &str, writer: &str) -> String {
+    let defaults = (reader, writer) == ("R", "W");
     let (reader, writer) = if defaults {
         ("R", "W")
     } else {
@@ -170,7 +171,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let port: u16 = flag("--port", "NOTES_PORT", "3000").parse()?; // 0: any free port
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let url = format!("http://{}/mcp", listener.local_addr()?);
-    println!("{}", how_to_connect(&url, [&reader, &writer] == ["R", "W"]));
+    println!("{}", how_to_connect(&url, &reader, &writer));
     wymcp::serve(listener, chain::post::router(server.clone()))
         .with_graceful_shutdown(wymcp::serve::shutdown_signal())
         .closing_streams_of(&server)

@@ -205,15 +205,15 @@ async fn the_start_message_says_how_to_connect() {
     let router = wymcp::chain::post::router(Arc::new(example::server("R", "W").unwrap()));
     let server = wymcp_tests::wire::TestServer::start(router).await;
     let url = server.url("/mcp");
-    let printed = example::how_to_connect(&url, true);
+    let printed = example::how_to_connect(&url, "R", "W");
     let lines: Vec<&str> = printed.lines().collect();
     assert_eq!(lines[0], format!("listening on {url}"));
     assert!(lines[1].starts_with("reader token: R ("), "{printed}");
     assert!(lines[2].starts_with("writer token: W ("), "{printed}");
     assert!(lines[3].contains("development defaults") && lines[3].contains("--writer-token"));
-    let own = example::how_to_connect(&url, false);
+    let own = example::how_to_connect(&url, "r-secret", "w-secret");
     assert!(
-        !own.contains("Bearer W") && own.contains("Bearer <writer token>"),
+        !own.contains("secret") && own.contains("Bearer <writer token>"),
         "{own}"
     );
 
