@@ -2,8 +2,9 @@
 //! state they share, `notes://{id}` (its id a `u64`) and `notes://all`, a
 //! prompt, and two bearer tokens of which only the writer's may change notes:
 //! `--reader-token R --writer-token W` (or env `NOTES_READER_TOKEN`, …: a
-//! command line is visible to every user), `--port 3000`. `RUST_LOG=info` logs
-//! each request; Ctrl-C stops it gracefully. Tested in `tests/it/notes.rs`.
+//! command line is visible to every user), `--port 3000`. On start it prints
+//! how to connect (`how_to_connect`). `RUST_LOG=info` logs each request;
+//! Ctrl-C stops it gracefully. Tested in `tests/it/notes.rs`.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError, atomic::AtomicU64, atomic::Ordering};
