@@ -22,7 +22,9 @@
 #   * examples/notes on a port of its own, with a reader and a writer token:
 #     the TypeScript (2026-07-28, legacy) and Python (2026-07-28, legacy,
 #     auto) clients check each token's tools/list, a bad argument's isError
-#     result and a typed tool's structuredContent (interop/*/notes.*).
+#     result and a typed tool's structuredContent (interop/*/notes.*); the
+#     client snippets of docs/guide.md section 16 (curl, Python, TypeScript)
+#     run as printed and list the writer's tools (interop/guide.sh).
 # Every check prints one PASS / FAIL / GAP line with its reason; details and
 # logs are under target/conformance/. The baselines passed to the suite
 # (conformance/2026-07-28.yaml, conformance/2025-11-25.yaml) hold deliberate
@@ -532,6 +534,7 @@ else
         run_client py-notes-2026-07-28 "$py" interop/py/notes.py "$notes_url" 2026-07-28 "$reader" "$writer"
         run_client py-notes-legacy "$py" interop/py/notes.py "$notes_url" legacy "$reader" "$writer"
         run_client py-notes-auto "$py" interop/py/notes.py "$notes_url" auto "$reader" "$writer"
+        run_client guide-clients env PY="$py" interop/guide.sh "$notes_url" "$writer" "$work/guide"
         if ! kill -0 "$notes_pid" 2>/dev/null; then
             record FAIL "examples/notes alive at the end" "it exited; see $work/notes.log"
         fi
