@@ -1305,6 +1305,38 @@ async fn response_body(stream: &mut TcpStream, head: &Head, mut buf: Vec<u8>) ->
 /// A 2025 client that declared elicitation calls a tool that asks it one,
 /// on `stream`: returns the stream when the question came (never answered:
 /// its place waits), else counts what came instead.
+/// A 2025 client's `initialize` on `stream` declaring `capabilities`: the
+/// session token it was given, or `None` (counted) when none was.
+async fn initialized(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    id: u64,
+    auth: &str,
+    capabilities: serde_json::Value,
+    counts: &Counts,
+) -> Option<String> {
+    let initialize = legacy_request(
+        id,
+        "initialize",
+        &serde_json::json!({"protocolVersion": LEGACY, "capabilities": capabilities,
+            "clientInfo": {"name": "hostile", "version": "1"}}),
+        auth,
+    );
+    if stream.write_all(&initialize).await.is_err() {
+        counts.add("closed");
+        return None;
+    }
+    let Some((h, body)) = response(stream, buf).await else {
+        counts.add("closed");
+        return None;
+    };
+    let session = h.header("mcp-session-id").map(str::to_owned);
+    if session.is_none() {
+        counts.add(format!("initialize {}", outcome(&h, &body)));
+    }
+    session
+}
+
 /// A 2025 client's `initialize` on `stream`, then a GET with its token
 /// on the same connection: the connection, if the GET stream opened.
 async fn get_stream(
@@ -1313,26 +1345,16 @@ async fn get_stream(
     auth: &str,
     counts: &Counts,
 ) -> Option<TcpStream> {
-    let initialize = legacy_request(
-        id,
-        "initialize",
-        &serde_json::json!({"protocolVersion": LEGACY, "capabilities": {},
-            "clientInfo": {"name": "hostile", "version": "1"}}),
-        auth,
-    );
     let mut buf = Vec::new();
-    if stream.write_all(&initialize).await.is_err() {
-        counts.add("closed");
-        return None;
-    }
-    let Some((h, body)) = response(&mut stream, &mut buf).await else {
-        counts.add("closed");
-        return None;
-    };
-    let Some(session) = h.header("mcp-session-id").map(str::to_owned) else {
-        counts.add(format!("initialize {}", outcome(&h, &body)));
-        return None;
-    };
+    let session = initialized(
+        &mut stream,
+        &mut buf,
+        id,
+        auth,
+        serde_json::json!({}),
+        counts,
+    )
+    .await?;
     let get = format!(
         "GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\
          MCP-Protocol-Version: {LEGACY}\r\n{auth}Mcp-Session-Id: {session}\r\n\r\n"
@@ -1359,26 +1381,9 @@ async fn get_stream(
 }
 
 async fn elicit(mut stream: TcpStream, id: u64, auth: &str, counts: &Counts) -> Option<TcpStream> {
-    let initialize = legacy_request(
-        id,
-        "initialize",
-        &serde_json::json!({"protocolVersion": LEGACY, "capabilities": {"elicitation": {}},
-            "clientInfo": {"name": "hostile", "version": "1"}}),
-        auth,
-    );
     let mut buf = Vec::new();
-    if stream.write_all(&initialize).await.is_err() {
-        counts.add("closed");
-        return None;
-    }
-    let Some((h, body)) = response(&mut stream, &mut buf).await else {
-        counts.add("closed");
-        return None;
-    };
-    let Some(session) = h.header("mcp-session-id").map(str::to_owned) else {
-        counts.add(format!("initialize {}", outcome(&h, &body)));
-        return None;
-    };
+    let capabilities = serde_json::json!({"elicitation": {}});
+    let session = initialized(&mut stream, &mut buf, id, auth, capabilities, counts).await?;
     let call = legacy_request(
         id + 1,
         "tools/call",
