@@ -11,6 +11,7 @@ pub mod bus;
 pub mod fanout;
 pub mod hostile;
 pub mod hotpath;
+pub mod io;
 pub mod payload;
 pub mod procfs;
 pub mod report;

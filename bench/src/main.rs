@@ -35,6 +35,8 @@ const USAGE: &str = "usage:
   wymcp-bench fanout [--streams N] [--changes N] [--rounds N] [--no-pin] [--json FILE]
   wymcp-bench tasks [--tasks N] [--rounds N] [--in-flight N] [--json FILE]
   wymcp-bench startup [--tools N] [--rounds N] [--requests N] [--json FILE]
+  wymcp-bench io [--quick] [--vus N] [--warmup S] [--seconds S] [--rounds N]
+                 [--servers floor,wymcp,rmcp] [--no-pin] [--malloc-tunables T] [--json FILE]
   wymcp-bench hotpath --everything PATH [--cores 1,2] [--quick] … (hotpath --help)
   wymcp-bench hostile --server PATH [--seconds S] [--unloaded S] [--only SCENARIO,…] [--json FILE]
   wymcp-bench serve --server floor|wymcp|rmcp [--addr 127.0.0.1:0]
@@ -61,6 +63,9 @@ fn main() -> ExitCode {
         Some("tasks") => capacity::tasks(&args[1..]),
         Some("startup") => capacity::startup(&args[1..]),
         Some("hotpath") => wymcp_bench::hotpath::main(&args[1..]),
+        Some("io") => capacity::io(&args[1..]),
+        Some("io-serve") => capacity::io_serve(&args[1..]),
+        Some("io-api") => capacity::io_api(&args[1..]),
         Some("run") => run(&args[1..]),
         _ => Err(USAGE.to_owned()),
     };
