@@ -808,8 +808,10 @@ impl ServerBuilder {
     /// an update ([`Context::resource_updated`]), so the server always has
     /// something to deliver. Turn them off for a server whose catalog and
     /// resources never change, so clients hold no stream open for nothing.
-    /// (A 2025 client is never offered either: a stateless 2025 exchange
-    /// has no stream to deliver them on.)
+    /// A 2025 client is offered the same, on its standalone GET stream: with
+    /// notifications off it is given no session token at `initialize`
+    /// unless it declares something the server may ask it, so it has no
+    /// `DELETE` to send either.
     ///
     /// ```
     /// let fixed = wymcp::Server::builder().without_notifications().build()?;

@@ -139,7 +139,13 @@ impl IoTools {
     }
 }
 
-/// wymcp's server of the three tools, default settings.
+/// wymcp's server of the three tools, configured as the public benchmark's
+/// servers are: tools whose list never changes, nothing announced
+/// (`without_notifications`, as rmcp's `enable_tools()` advertises no
+/// `listChanged`). A default wymcp server announces changes, so it gives
+/// every 2025 client a session token at `initialize`, and the benchmark's
+/// client then sends a `DELETE` per session (BENCHMARKS.md says what k6
+/// makes of that).
 ///
 /// # Errors
 /// When it does not build.
@@ -148,6 +154,7 @@ pub fn wymcp_server(backends: Backends) -> Result<wymcp::Server, String> {
         .info("wymcp-bench-io", env!("CARGO_PKG_VERSION"))
         .state(IoTools(backends))
         .tools(IoTools::tools())
+        .without_notifications()
         .build()
         .map_err(|e| e.to_string())
 }
