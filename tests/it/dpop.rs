@@ -118,12 +118,15 @@ impl World {
         dpop: Dpop,
         edit: impl FnOnce(wymcp::ServerBuilder) -> wymcp::ServerBuilder,
     ) -> Arc<Server> {
-        let whoami = Tool::new("whoami")
-            .description("Says who called")
-            .handler(|_: NoArgs, cx| async move {
-                let subject = cx.principal().map(|p| p.subject.clone()).unwrap_or_default();
+        let whoami = Tool::new("whoami").description("Says who called").handler(
+            |_: NoArgs, cx| async move {
+                let subject = cx
+                    .principal()
+                    .map(|p| p.subject.clone())
+                    .unwrap_or_default();
                 Ok(ToolResult::text(subject))
-            });
+            },
+        );
         let builder = Server::builder()
             .auth(
                 self.issuer.verifier().build().unwrap(),
@@ -208,7 +211,14 @@ const DPOP_REQUIRED: &str = "this server accepts only DPoP-bound tokens";
 async fn a_bound_token_with_its_proof_is_accepted_and_metadata_says_dpop() {
     let world = World::new().await;
     let server = world.server(Dpop::required());
-    accepted(&send(&server, &world.token, &[&proof(&world.client, &world.token)]).await);
+    accepted(
+        &send(
+            &server,
+            &world.token,
+            &[&proof(&world.client, &world.token)],
+        )
+        .await,
+    );
     // The htu compares after normalisation; the query is ignored.
     let loud = proof_with(&world.client, &world.token, |c| {
         c["htu"] = json!("HTTPS://MCP.example.com:443/mcp?x=1");
@@ -232,15 +242,21 @@ async fn allowed_mode_takes_an_unbound_bearer_token_and_a_bound_dpop_one() {
     let server = world.server(Dpop::allowed());
     let plain = world.unbound_token();
     accepted(&validated(&server, dpop_call(&plain, &[]).bearer(&plain)).await);
-    accepted(&send(&server, &world.token, &[&proof(&world.client, &world.token)]).await);
+    accepted(
+        &send(
+            &server,
+            &world.token,
+            &[&proof(&world.client, &world.token)],
+        )
+        .await,
+    );
 }
 
 #[tokio::test]
 async fn no_credentials_are_challenged_with_the_dpop_scheme_and_its_algs() {
     let world = World::new().await;
-    let no_auth = || {
-        Req::modern("r-1", "tools/call").params(json!({"name": "whoami", "arguments": {}}))
-    };
+    let no_auth =
+        || Req::modern("r-1", "tools/call").params(json!({"name": "whoami", "arguments": {}}));
     let reply = validated(&world.server(Dpop::required()), no_auth()).await;
     reply.rejected("Auth", 401, -32600, &json!("r-1"));
     assert_eq!(
@@ -309,7 +325,12 @@ async fn a_replay_store_outage_refuses_503_with_retry_after() {
     let store = RedisDpopReplay::new(&redis.url(), config).unwrap();
     let server = world.server_with(Dpop::required(), |b| b.dpop_replay(store));
     redis.kill();
-    let reply = send(&server, &world.token, &[&proof(&world.client, &world.token)]).await;
+    let reply = send(
+        &server,
+        &world.token,
+        &[&proof(&world.client, &world.token)],
+    )
+    .await;
     reply.rejected("Auth", 503, -32600, &json!("r-1"));
     assert_eq!(reply.header("retry-after"), "1");
     assert!(reply.headers.get("www-authenticate").is_none());
@@ -386,7 +407,8 @@ async fn a_proof_made_with_another_key_is_refused() {
 async fn a_bound_token_sent_as_bearer_is_refused() {
     let world = World::new().await;
     let server = world.server(Dpop::allowed());
-    let bearer = dpop_call(&world.token, &[&proof(&world.client, &world.token)]).bearer(&world.token);
+    let bearer =
+        dpop_call(&world.token, &[&proof(&world.client, &world.token)]).bearer(&world.token);
     refused(
         &validated(&server, bearer).await,
         "invalid_token",
@@ -464,8 +486,7 @@ async fn an_hmac_proof_is_refused() {
     );
     let key = jsonwebtoken::EncodingKey::from_secret(b"shared").unwrap();
     let signature =
-        jsonwebtoken::crypto::sign(input.as_bytes(), &key, jsonwebtoken::Algorithm::HS256)
-            .unwrap();
+        jsonwebtoken::crypto::sign(input.as_bytes(), &key, jsonwebtoken::Algorithm::HS256).unwrap();
     let hmac = format!("{input}.{signature}");
     refused(
         &send(&server, &world.token, &[&hmac]).await,
@@ -480,9 +501,7 @@ async fn a_proof_carrying_a_private_key_is_refused() {
     let server = world.server(Dpop::required());
     let mut header = proof_header(&world.client);
     header["jwk"]["d"] = json!(URL_SAFE_NO_PAD.encode([7u8; 32]));
-    let leaky = world
-        .client
-        .mint_raw(&header, &proof_claims(&world.token));
+    let leaky = world.client.mint_raw(&header, &proof_claims(&world.token));
     refused(
         &send(&server, &world.token, &[&leaky]).await,
         "invalid_dpop_proof",
@@ -506,7 +525,10 @@ async fn a_proof_header_holding_anything_but_its_own_public_key_is_refused() {
             with(&|h| h["jku"] = json!("https://evil.example/jwks")),
             PROOF_HEADER,
         ),
-        (with(&|h| h["x5u"] = json!("https://evil.example/c")), PROOF_HEADER),
+        (
+            with(&|h| h["x5u"] = json!("https://evil.example/c")),
+            PROOF_HEADER,
+        ),
         (
             with(&|h| {
                 h.as_object_mut().unwrap().remove("jwk");
@@ -557,11 +579,18 @@ async fn a_missing_or_overlong_jti_is_refused() {
 async fn the_nonce_flow_asks_for_the_servers_nonce_then_accepts_it() {
     let world = World::new().await;
     let server = world.server(Dpop::required().nonce_key([9u8; 32]));
-    let reply = send(&server, &world.token, &[&proof(&world.client, &world.token)]).await;
+    let reply = send(
+        &server,
+        &world.token,
+        &[&proof(&world.client, &world.token)],
+    )
+    .await;
     refused(&reply, "use_dpop_nonce", NONCE);
     let nonce = reply.header("dpop-nonce").to_owned();
     assert!(!nonce.is_empty());
-    let wrong = proof_with(&world.client, &world.token, |c| c["nonce"] = json!("made-up"));
+    let wrong = proof_with(&world.client, &world.token, |c| {
+        c["nonce"] = json!("made-up")
+    });
     let again = send(&server, &world.token, &[&wrong]).await;
     refused(&again, "use_dpop_nonce", NONCE);
     let with_nonce = proof_with(&world.client, &world.token, |c| c["nonce"] = json!(nonce));
@@ -582,9 +611,21 @@ async fn proofs_are_remembered_in_the_ledger_within_the_callers_share() {
     };
     let server = world.server_with(Dpop::required(), |b| b.limits(limits));
     for _ in 0..2 {
-        accepted(&send(&server, &world.token, &[&proof(&world.client, &world.token)]).await);
+        accepted(
+            &send(
+                &server,
+                &world.token,
+                &[&proof(&world.client, &world.token)],
+            )
+            .await,
+        );
     }
-    let reply = send(&server, &world.token, &[&proof(&world.client, &world.token)]).await;
+    let reply = send(
+        &server,
+        &world.token,
+        &[&proof(&world.client, &world.token)],
+    )
+    .await;
     reply.rejected("Auth", 429, -32600, &json!("r-1"));
     assert_eq!(reply.header("retry-after"), "1");
 }

@@ -305,11 +305,7 @@ impl<'a> Credentials<'a> {
     #[must_use]
     pub fn access_token(&self) -> Option<&'a str> {
         let value = self.authorization?;
-        bearer_token(value).or_else(|| {
-            self.dpop
-                .then(|| scheme_token(value, "dpop"))
-                .flatten()
-        })
+        bearer_token(value).or_else(|| self.dpop.then(|| scheme_token(value, "dpop")).flatten())
     }
 
     /// Whether the `Authorization` header uses the `DPoP` scheme.
@@ -387,7 +383,10 @@ fn bearer_token(value: &HeaderValue) -> Option<&str> {
 /// Whether `value`'s scheme is `scheme` (case-insensitive).
 pub(crate) fn scheme_is(value: &HeaderValue, scheme: &str) -> bool {
     let text = value.as_bytes();
-    let start = text.iter().take_while(|b| **b == b' ' || **b == b'\t').count();
+    let start = text
+        .iter()
+        .take_while(|b| **b == b' ' || **b == b'\t')
+        .count();
     let word: Vec<u8> = text[start..]
         .iter()
         .take_while(|b| **b != b' ')
@@ -510,7 +509,8 @@ impl AuthSetup {
             let token = credentials
                 .access_token()
                 .ok_or_else(|| invalid_token(super::verifier::MALFORMED_HEADER))?;
-            let proof = proof_header.ok_or_else(|| AuthError::dpop("invalid_dpop_proof", dpop::NO_PROOF))?;
+            let proof = proof_header
+                .ok_or_else(|| AuthError::dpop("invalid_dpop_proof", dpop::NO_PROOF))?;
             // `check` refuses a configuration with DPoP and no resource.
             let resource = self.config.resource_id().unwrap_or_default();
             Some(dpop::check_proof(
@@ -546,9 +546,9 @@ impl AuthSetup {
             }
             Some(_) => {}
         }
-        let (key, ttl) = self
-            .seen
-            .record(&proof, policy, credentials.ledger, credentials.caller, now)?;
+        let (key, ttl) =
+            self.seen
+                .record(&proof, policy, credentials.ledger, credentials.caller, now)?;
         if let Some(replay) = &self.replay {
             match replay.first_use(&key, ttl).await {
                 Ok(true) => {}

@@ -386,7 +386,10 @@ fn json_object(part: &str) -> Result<Map<String, Value>, AuthError> {
 
 /// The verifying key of a proof's `jwk` and its RFC 7638 thumbprint: a
 /// public key only, of `alg`'s kind and size.
-fn public_key(jwk: &Map<String, Value>, alg: Algorithm) -> Result<(DecodingKey, String), AuthError> {
+fn public_key(
+    jwk: &Map<String, Value>,
+    alg: Algorithm,
+) -> Result<(DecodingKey, String), AuthError> {
     // RFC 7517 / 7518 private members: an RSA key's d, p, q, dp, dq, qi,
     // oth; an EC or OKP key's d; a symmetric key's k.
     if ["d", "p", "q", "dp", "dq", "qi", "oth", "k"]
@@ -402,15 +405,26 @@ fn public_key(jwk: &Map<String, Value>, alg: Algorithm) -> Result<(DecodingKey, 
     };
     let kty = text("kty")?;
     let (key, members) = match (alg, kty) {
-        (Algorithm::RS256 | Algorithm::PS256 | Algorithm::RS384
-            | Algorithm::RS512 | Algorithm::PS384 | Algorithm::PS512, "RSA") => {
+        (
+            Algorithm::RS256
+            | Algorithm::PS256
+            | Algorithm::RS384
+            | Algorithm::RS512
+            | Algorithm::PS384
+            | Algorithm::PS512,
+            "RSA",
+        ) => {
             let n = decoded("n")?;
             let significant = n.iter().skip_while(|b| **b == 0).count();
             if !RSA_MODULUS_BYTES.contains(&significant) || decoded("e")?.len() > 8 {
                 return Err(bad());
             }
-            let key = DecodingKey::from_rsa_components(text("n")?, text("e")?).map_err(|_| bad())?;
-            (key, vec![("e", text("e")?), ("kty", kty), ("n", text("n")?)])
+            let key =
+                DecodingKey::from_rsa_components(text("n")?, text("e")?).map_err(|_| bad())?;
+            (
+                key,
+                vec![("e", text("e")?), ("kty", kty), ("n", text("n")?)],
+            )
         }
         (Algorithm::ES256, "EC") => {
             if text("crv")? != "P-256" || decoded("x")?.len() != 32 || decoded("y")?.len() != 32 {
@@ -430,7 +444,10 @@ fn public_key(jwk: &Map<String, Value>, alg: Algorithm) -> Result<(DecodingKey, 
                 return Err(bad());
             }
             let key = DecodingKey::from_ed_components(text("x")?).map_err(|_| bad())?;
-            (key, vec![("crv", text("crv")?), ("kty", kty), ("x", text("x")?)])
+            (
+                key,
+                vec![("crv", text("crv")?), ("kty", kty), ("x", text("x")?)],
+            )
         }
         _ => return Err(bad()),
     };
@@ -480,7 +497,11 @@ fn normalised(url: &str) -> Option<String> {
     let host = host.strip_suffix(':').unwrap_or(&host).to_owned();
     let path = percent_normalised(path)?;
     let path = remove_dot_segments(&path);
-    let path = if path.is_empty() { "/".to_owned() } else { path };
+    let path = if path.is_empty() {
+        "/".to_owned()
+    } else {
+        path
+    };
     Some(format!("{scheme}://{host}{path}"))
 }
 
@@ -587,12 +608,19 @@ impl SeenProofs {
             + Duration::from_secs(1);
         let at = Instant::now();
         #[allow(clippy::unwrap_used)]
-        let mut seen = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut seen = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if seen.next_sweep.is_none_or(|next| at >= next) {
             seen.entries.retain(|_, (expires, _)| *expires > at);
             seen.next_sweep = Some(at + Duration::from_secs(1));
         }
-        if seen.entries.get(&digest).is_some_and(|(expires, _)| *expires > at) {
+        if seen
+            .entries
+            .get(&digest)
+            .is_some_and(|(expires, _)| *expires > at)
+        {
             return Err(refused(PROOF_REPLAYED));
         }
         let place = ledger

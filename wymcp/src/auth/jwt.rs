@@ -440,7 +440,9 @@ impl JwtVerifier {
             jwks::Selection::NotFound => return Err(AuthError::invalid_token(UNKNOWN_KEY)),
             jwks::Selection::Ambiguous => return Err(AuthError::invalid_token(AMBIGUOUS_KEY)),
         };
-        self.inner.verified(&jws, alg, &key).map(|(principal, _)| principal)
+        self.inner
+            .verified(&jws, alg, &key)
+            .map(|(principal, _)| principal)
     }
 }
 

@@ -96,7 +96,8 @@ impl DpopReplay for RedisDpopReplay {
                     Err("Redis is unreachable".to_owned())
                 }
                 Err(_) => {
-                    self.health.failed("DPoP replay store", &"a command timed out");
+                    self.health
+                        .failed("DPoP replay store", &"a command timed out");
                     Err("a Redis command timed out".to_owned())
                 }
             }
