@@ -16,7 +16,7 @@ use crate::ledger::{Caller, Kind, Ledger, Place, Refusal};
 use crate::protocol::jsonrpc::MessageKind;
 
 use super::config::{AuthConfig, AuthConfigError};
-use super::dpop::{self, Dpop, DpopMode, DpopReplay, SeenProofs};
+use super::dpop::{self, Dpop, DpopMode, DpopReplay, ProofError, SeenProofs};
 
 /// Who made the request, as the authenticator established it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -421,6 +421,22 @@ pub trait Authenticator: Send + Sync + 'static {
     fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> AuthFuture<'a>;
 }
 
+/// The error to answer for a refused proof.
+fn proof_error(ledger: &Ledger, error: ProofError) -> AuthError {
+    match error {
+        ProofError::Refused {
+            error,
+            description,
+            nonce,
+        } => AuthError::Dpop {
+            error,
+            description: description.to_owned(),
+            nonce,
+        },
+        ProofError::Ledger(refusal) => AuthError::refused(ledger, refusal),
+    }
+}
+
 /// The authenticator and configuration a server was built with.
 #[derive(Clone)]
 pub(crate) struct AuthSetup {
@@ -503,24 +519,29 @@ impl AuthSetup {
         binding: &OnceLock<String>,
     ) -> Result<Principal, AuthError> {
         let invalid_token = |description: &str| AuthError::dpop("invalid_token", description);
-        let proof_header = dpop::proof_header(&credentials.parts.headers)?;
+        let ledger = credentials.ledger;
+        let proof_header =
+            dpop::proof_header(&credentials.parts.headers).map_err(|e| proof_error(ledger, e))?;
         let now = dpop::now();
         let proof = if credentials.is_dpop_scheme() {
             let token = credentials
                 .access_token()
-                .ok_or_else(|| invalid_token(super::verifier::MALFORMED_HEADER))?;
+                .ok_or_else(|| invalid_token(dpop::MALFORMED_DPOP_HEADER))?;
             let proof = proof_header
                 .ok_or_else(|| AuthError::dpop("invalid_dpop_proof", dpop::NO_PROOF))?;
             // `check` refuses a configuration with DPoP and no resource.
             let resource = self.config.resource_id().unwrap_or_default();
-            Some(dpop::check_proof(
-                policy,
-                proof,
-                &credentials.parts.method,
-                resource,
-                token,
-                now,
-            )?)
+            Some(
+                dpop::check_proof(
+                    policy,
+                    proof,
+                    &credentials.parts.method,
+                    resource,
+                    token,
+                    now,
+                )
+                .map_err(|e| proof_error(ledger, e))?,
+            )
         } else {
             if policy.mode() == DpopMode::Required && credentials.authorization.is_some() {
                 return Err(invalid_token(dpop::DPOP_REQUIRED));
@@ -546,9 +567,10 @@ impl AuthSetup {
             }
             Some(_) => {}
         }
-        let (key, ttl) =
-            self.seen
-                .record(&proof, policy, credentials.ledger, credentials.caller, now)?;
+        let (key, ttl) = self
+            .seen
+            .record(&proof, policy, credentials.ledger, credentials.caller, now)
+            .map_err(|e| proof_error(ledger, e))?;
         if let Some(replay) = &self.replay {
             match replay.first_use(&key, ttl).await {
                 Ok(true) => {}

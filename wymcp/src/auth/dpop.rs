@@ -36,9 +36,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::algorithm::Algorithm;
-use super::authenticator::AuthError;
-use super::verifier;
-use crate::ledger::{Caller, Kind, Ledger, Place};
+use crate::ledger::{Caller, Kind, Ledger, Place, Refusal};
 
 /// The header a proof travels in.
 pub const DPOP_HEADER: &str = "dpop";
@@ -57,6 +55,8 @@ pub const NONCE_SLOT: Duration = Duration::from_secs(60);
 const RSA_MODULUS_BYTES: std::ops::RangeInclusive<usize> = 256..=1024;
 
 // What a refused proof's challenge says.
+pub(crate) const MALFORMED_DPOP_HEADER: &str =
+    "the Authorization header does not hold a well-formed DPoP token";
 pub(crate) const NO_PROOF: &str = "the request carries no DPoP proof";
 pub(crate) const TWO_PROOFS: &str = "the request carries more than one DPoP header";
 pub(crate) const PROOF_TOO_LARGE: &str = "the DPoP proof is larger than this server accepts";
@@ -261,6 +261,21 @@ fn constant_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// Why a proof is not accepted: a refusal for the challenge, or a place
+/// of the ledger not given. (Turned into an `AuthError` by
+/// `authenticator.rs`, which this file does not import: no cycle.)
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ProofError {
+    /// `401` with this error code, description and nonce.
+    Refused {
+        error: &'static str,
+        description: &'static str,
+        nonce: Option<String>,
+    },
+    /// The ledger refused a place to remember the proof.
+    Ledger(Refusal),
+}
+
 /// A proof whose own checks hold, waiting for the token's.
 #[derive(Debug)]
 pub(crate) struct Proof {
@@ -270,13 +285,17 @@ pub(crate) struct Proof {
     iat: f64,
 }
 
-fn refused(description: &str) -> AuthError {
-    AuthError::dpop("invalid_dpop_proof", description)
+pub(crate) fn refused(description: &'static str) -> ProofError {
+    ProofError::Refused {
+        error: "invalid_dpop_proof",
+        description,
+        nonce: None,
+    }
 }
 
 /// The one `DPoP` header of a request: `Ok(None)` without one, refused
 /// with two or more.
-pub(crate) fn proof_header(headers: &HeaderMap) -> Result<Option<&str>, AuthError> {
+pub(crate) fn proof_header(headers: &HeaderMap) -> Result<Option<&str>, ProofError> {
     let mut values = headers.get_all(DPOP_HEADER).iter();
     let first = values.next();
     if values.next().is_some() {
@@ -300,7 +319,7 @@ pub(crate) fn check_proof(
     resource: &str,
     access_token: &str,
     now: f64,
-) -> Result<Proof, AuthError> {
+) -> Result<Proof, ProofError> {
     if proof.len() > policy.max_proof_bytes {
         return Err(refused(PROOF_TOO_LARGE));
     }
@@ -361,11 +380,11 @@ pub(crate) fn check_proof(
         return Err(refused(PROOF_ATH));
     }
     if !policy.nonce_ok(text("nonce"), now) {
-        let mut error = AuthError::dpop("use_dpop_nonce", NONCE);
-        if let AuthError::Dpop { nonce, .. } = &mut error {
-            *nonce = policy.fresh_nonce(now);
-        }
-        return Err(error);
+        return Err(ProofError::Refused {
+            error: "use_dpop_nonce",
+            description: NONCE,
+            nonce: policy.fresh_nonce(now),
+        });
     }
     Ok(Proof {
         jkt,
@@ -374,7 +393,7 @@ pub(crate) fn check_proof(
     })
 }
 
-fn json_object(part: &str) -> Result<Map<String, Value>, AuthError> {
+fn json_object(part: &str) -> Result<Map<String, Value>, ProofError> {
     let bytes = URL_SAFE_NO_PAD
         .decode(part)
         .map_err(|_| refused(PROOF_MALFORMED))?;
@@ -389,7 +408,7 @@ fn json_object(part: &str) -> Result<Map<String, Value>, AuthError> {
 fn public_key(
     jwk: &Map<String, Value>,
     alg: Algorithm,
-) -> Result<(DecodingKey, String), AuthError> {
+) -> Result<(DecodingKey, String), ProofError> {
     // RFC 7517 / 7518 private members: an RSA key's d, p, q, dp, dq, qi,
     // oth; an EC or OKP key's d; a symmetric key's k.
     if ["d", "p", "q", "dp", "dq", "qi", "oth", "k"]
@@ -400,7 +419,7 @@ fn public_key(
     }
     let bad = || refused(PROOF_JWK);
     let text = |name: &str| jwk.get(name).and_then(Value::as_str).ok_or_else(bad);
-    let decoded = |name: &str| -> Result<Vec<u8>, AuthError> {
+    let decoded = |name: &str| -> Result<Vec<u8>, ProofError> {
         URL_SAFE_NO_PAD.decode(text(name)?).map_err(|_| bad())
     };
     let kty = text("kty")?;
@@ -595,7 +614,7 @@ impl SeenProofs {
         ledger: &Ledger,
         caller: &Caller,
         now: f64,
-    ) -> Result<(String, Duration), AuthError> {
+    ) -> Result<(String, Duration), ProofError> {
         let digest: [u8; 32] = Sha256::new()
             .chain_update(proof.jkt.as_bytes())
             .chain_update([0])
@@ -625,7 +644,7 @@ impl SeenProofs {
         }
         let place = ledger
             .take(Kind::DpopProofs, caller, 1)
-            .map_err(|refusal| AuthError::refused(ledger, refusal))?;
+            .map_err(ProofError::Ledger)?;
         seen.entries.insert(digest, (at + ttl, place));
         let key = digest.iter().fold(String::with_capacity(64), |mut hex, b| {
             use std::fmt::Write as _;
@@ -636,9 +655,11 @@ impl SeenProofs {
     }
 }
 
-/// Seconds since the epoch.
+/// Seconds since the epoch, now.
 pub(crate) fn now() -> f64 {
-    verifier::now()
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 #[cfg(test)]
