@@ -589,7 +589,7 @@ async fn the_nonce_flow_asks_for_the_servers_nonce_then_accepts_it() {
     let nonce = reply.header("dpop-nonce").to_owned();
     assert!(!nonce.is_empty());
     let wrong = proof_with(&world.client, &world.token, |c| {
-        c["nonce"] = json!("made-up")
+        c["nonce"] = json!("made-up");
     });
     let again = send(&server, &world.token, &[&wrong]).await;
     refused(&again, "use_dpop_nonce", NONCE);
