@@ -36,7 +36,7 @@ fn public_jwk(key: &Signer) -> Value {
 
 /// RFC 7638, computed here on its own: the P-256 key's required members in
 /// order, as JSON without whitespace.
-fn thumbprint(key: &Signer) -> String {
+pub(crate) fn thumbprint(key: &Signer) -> String {
     let jwk = public_jwk(key);
     let canonical = format!(
         r#"{{"crv":"{}","kty":"EC","x":"{}","y":"{}"}}"#,
@@ -75,7 +75,7 @@ fn proof_with(key: &Signer, token: &str, edit: impl FnOnce(&mut Value)) -> Strin
     key.mint_raw(&proof_header(key), &claims)
 }
 
-fn proof(key: &Signer, token: &str) -> String {
+pub(crate) fn proof(key: &Signer, token: &str) -> String {
     proof_with(key, token, |_| {})
 }
 
@@ -142,7 +142,7 @@ impl World {
 }
 
 /// `whoami` with `Authorization: DPoP <token>` and these `DPoP` headers.
-fn dpop_call(token: &str, proofs: &[&str]) -> Req {
+pub(crate) fn dpop_call(token: &str, proofs: &[&str]) -> Req {
     let mut req = Req::modern("r-1", "tools/call")
         .params(json!({"name": "whoami", "arguments": {}}))
         .set("Authorization", format!("DPoP {token}"));
@@ -152,12 +152,12 @@ fn dpop_call(token: &str, proofs: &[&str]) -> Req {
     req
 }
 
-async fn send(server: &Arc<Server>, token: &str, proofs: &[&str]) -> Reply {
+pub(crate) async fn send(server: &Arc<Server>, token: &str, proofs: &[&str]) -> Reply {
     validated(server, dpop_call(token, proofs)).await
 }
 
 #[track_caller]
-fn accepted(reply: &Reply) {
+pub(crate) fn accepted(reply: &Reply) {
     let result = reply.ok(&json!("r-1"));
     assert!(reply.rejections.is_empty(), "{:?}", reply.rejections);
     assert_eq!(result["content"][0]["text"], "alice");
@@ -172,7 +172,7 @@ fn challenge(error: &str, description: &str) -> String {
 /// Refused by Auth: 401, -32600, the request's id, the DPoP challenge with
 /// `error` and `description`, and both in the JSON-RPC message.
 #[track_caller]
-fn refused(reply: &Reply, error: &str, description: &str) {
+pub(crate) fn refused(reply: &Reply, error: &str, description: &str) {
     reply.rejected("Auth", 401, -32600, &json!("r-1"));
     assert_eq!(
         reply.header("www-authenticate"),
@@ -199,9 +199,9 @@ const PROOF_IAT: &str = "the DPoP proof's iat is outside the accepted window";
 const PROOF_JTI: &str = "the DPoP proof's jti is missing or too long";
 const PROOF_ATH: &str = "the DPoP proof's ath is not the hash of the access token";
 const PROOF_REPLAYED: &str = "the DPoP proof was already used";
-const PROOF_KEY: &str = "the DPoP proof's key is not the key the token is bound to";
+pub(crate) const PROOF_KEY: &str = "the DPoP proof's key is not the key the token is bound to";
 const NONCE: &str = "the DPoP proof must carry the nonce this server provides";
-const BOUND_AS_BEARER: &str = "a DPoP-bound token must be sent with the DPoP scheme";
+pub(crate) const BOUND_AS_BEARER: &str = "a DPoP-bound token must be sent with the DPoP scheme";
 const NOT_BOUND: &str = "the token is not bound to a DPoP key";
 const DPOP_REQUIRED: &str = "this server accepts only DPoP-bound tokens";
 
