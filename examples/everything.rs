@@ -18,6 +18,13 @@
 //! `static-token-n`): for the benchmark's auth scenarios and local tests,
 //! never a deployment.
 //!
+//! `--dpop required|allowed` (with `--jwks-url` or `--introspection-url`)
+//! verifies DPoP proofs (RFC 9449) against tokens bound to a key
+//! (`cnf.jkt`): every request must carry one, or Bearer tokens stay
+//! accepted beside them; `--dpop-nonce` also asks for the server's nonce
+//! (stateless, keyed with `WYMCP_SEALING_KEY`). With `--redis-url` the
+//! proofs' `jti`s are shared by the replicas (`RedisDpopReplay`).
+//!
 //! `--group-ipv4 PREFIX` / `--group-ipv6 PREFIX` set `Limits::grouping`:
 //! how many leading bits of a client's address name one caller of the
 //! ledger (default 32 and 64). On loopback there is no IPv6 /64 beyond
@@ -28,8 +35,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use wymcp::auth::{
-    AuthConfig, AuthFuture, Authenticator, Credentials, Introspection, JwtVerifier, Principal,
-    StaticTokens,
+    AuthConfig, AuthFuture, Authenticator, Credentials, Dpop, Introspection, JwtVerifier,
+    Principal, StaticTokens,
 };
 use wymcp::axum::http::HeaderValue;
 use wymcp::mrtr::{InputKind, InputRequest, SealingKey};
@@ -884,7 +891,12 @@ fn server(
         builder = builder.sealing_key(key);
     }
     if let Some(auth) = auth {
+        let dpop = auth.config.dpop_policy().is_some();
         builder = builder.auth(auth.authenticator, auth.config);
+        if let (true, Some((url, config))) = (dpop, &redis) {
+            // A proof replayed to another replica is refused.
+            builder = builder.dpop_replay(wymcp::redis::RedisDpopReplay::new(url, config.clone())?);
+        }
     }
     if let Ok(ms) = std::env::var("WYMCP_TASK_LEASE_MS") {
         // A short lease for scripts/replicas' killed replica.
@@ -948,7 +960,7 @@ impl Keys {
 const USAGE: &str = "usage: everything [--bind ADDR] [--replica NAME] [--trusted-proxy ADDR[/PREFIX]]… \
     [--jwks-url URL --issuer ISS --audience AUD [--accept-generic-typ] | \
     --introspection-url URL --client-id ID --client-secret S [--audience AUD] [--issuer ISS]] \
-    [--required-scope S]… [--static-token TOKEN]… [--group-ipv4 PREFIX] [--group-ipv6 PREFIX] \
+    [--dpop required|allowed [--dpop-nonce]] [--required-scope S]… [--static-token TOKEN]… [--group-ipv4 PREFIX] [--group-ipv6 PREFIX] \
     [--redis-url URL] | --stdio \
     (env WYMCP_REDIS_URL: the Redis the replicas share for the change bus and \
     the task store; WYMCP_TASK_LEASE_MS: a task's lease; \
@@ -970,6 +982,10 @@ struct AuthArgs {
     required_scopes: Vec<String>,
     /// Each a principal of its own: `static-token`, `static-token-2`, …
     static_tokens: Vec<String>,
+    /// `--dpop required|allowed`.
+    dpop: Option<String>,
+    /// `--dpop-nonce`: proofs must carry the server's nonce.
+    dpop_nonce: bool,
 }
 
 /// The resource server the command line asked for.
@@ -1005,11 +1021,35 @@ impl AuthArgs {
             .audience
             .clone()
             .unwrap_or_else(|| format!("http://{bind}/mcp"));
+        let dpop = match self.dpop.as_deref() {
+            None if self.dpop_nonce => return Err("--dpop-nonce needs --dpop".into()),
+            None => None,
+            Some("required") => Some(Dpop::required()),
+            Some("allowed") => Some(Dpop::allowed()),
+            Some(other) => {
+                return Err(format!("--dpop takes `required` or `allowed`, not `{other}`").into());
+            }
+        };
+        let dpop = match dpop {
+            Some(policy) if self.dpop_nonce => {
+                let key = std::env::var("WYMCP_SEALING_KEY")
+                    .map_err(|_| "--dpop-nonce needs WYMCP_SEALING_KEY: the replicas' nonce key")?;
+                Some(policy.nonce_key(key))
+            }
+            other => other,
+        };
+        if dpop.is_some() && self.jwks_url.is_none() && self.introspection_url.is_none() {
+            return Err("--dpop needs --jwks-url or --introspection-url".into());
+        }
         let config = |issuer: &str| {
-            AuthConfig::new()
+            let config = AuthConfig::new()
                 .resource(audience.clone())
                 .authorization_server(issuer)
-                .required_scopes(self.required_scopes.clone())
+                .required_scopes(self.required_scopes.clone());
+            match dpop.clone() {
+                Some(policy) => config.dpop(policy),
+                None => config,
+            }
         };
         if self.accept_generic_typ && self.jwks_url.is_none() {
             return Err("--accept-generic-typ needs --jwks-url".into());
@@ -1118,6 +1158,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ("--client-secret", args) => auth.client_secret = Some(args.next().ok_or(USAGE)?),
             ("--required-scope", args) => auth.required_scopes.push(args.next().ok_or(USAGE)?),
             ("--static-token", args) => auth.static_tokens.push(args.next().ok_or(USAGE)?),
+            ("--dpop", args) => auth.dpop = Some(args.next().ok_or(USAGE)?),
+            ("--dpop-nonce", _) => auth.dpop_nonce = true,
             ("--group-ipv4", args) => grouping.ipv4_prefix = prefix(args.next(), 32)?,
             ("--group-ipv6", args) => grouping.ipv6_prefix = prefix(args.next(), 128)?,
             _ => return Err(format!("{USAGE}; got `{arg}`").into()),

@@ -487,6 +487,47 @@ auth_interop() {
 }
 auth_interop
 
+# --- DPoP: a real client making proofs --------------------------------------
+
+# examples/everything --dpop required (JWT tokens of interop/auth/issuer.py,
+# bound.jwt bound to its dpop-key.pem), and the Python SDK client whose HTTP
+# client makes a DPoP proof per request with `cryptography` and PyJWT
+# (interop/auth/dpop_client.py): lists tools, calls one, then a replayed
+# request and the bound token as Bearer are refused. Over plain HTTP on
+# loopback. TODO(tls): switch to https with a test CA once in-process TLS
+# lands (the server's --tls-cert/--tls-key, the client's SSL_CERT_FILE).
+dpop_interop() {
+    if [[ -n $external_url ]]; then
+        record GAP "py-dpop" "judging a server started elsewhere: no local issuer to point it at"
+        return
+    fi
+    local dir aport iport
+    dir=$work/dpop
+    mkdir -p "$dir"
+    aport=$(free_port)
+    iport=$(free_port)
+    "$py" interop/auth/issuer.py "$iport" "http://127.0.0.1:$aport/mcp" "$dir/tokens" >"$dir/issuer.log" 2>&1 &
+    auth_pids+=($!)
+    if ! listening "${auth_pids[-1]}" "$iport"; then
+        record FAIL "py-dpop issuer" "interop/auth/issuer.py not listening: $(tail -n 5 "$dir/issuer.log" | tr '\n' ' ')"
+        stop_auth
+        return
+    fi
+    RUST_LOG=${RUST_LOG:-info} "$server_bin" --bind "127.0.0.1:$aport" \
+        --jwks-url "http://127.0.0.1:$iport/jwks" --issuer "http://127.0.0.1:$iport" \
+        --audience "http://127.0.0.1:$aport/mcp" --required-scope mcp:tools \
+        --dpop required >"$dir/server.log" 2>&1 &
+    auth_pids+=($!)
+    if ! listening "${auth_pids[-1]}" "$aport"; then
+        record FAIL "py-dpop server" "examples/everything --dpop required not listening: $(tail -n 5 "$dir/server.log" | tr '\n' ' ')"
+        stop_auth
+        return
+    fi
+    run_client py-dpop "$py" interop/auth/dpop_client.py "http://127.0.0.1:$aport/mcp" "$dir/tokens"
+    stop_auth
+}
+dpop_interop
+
 # --- real clients over stdio -------------------------------------------------
 
 # Over stdio each client launches the server itself (`everything --stdio`):

@@ -502,3 +502,60 @@ async fn a_listen_stream_ends_once_its_introspected_token_is_revoked() {
     assert!(stream.ended().await);
     assert_eq!(endpoint.hits(), 3);
 }
+
+/// A server introspecting with `endpoint`, DPoP configured as `dpop`, with
+/// a `whoami` that answers the caller's subject.
+fn dpop_server(endpoint: &Endpoint, dpop: wymcp::auth::Dpop) -> Arc<wymcp::Server> {
+    let whoami = wymcp::Tool::new("whoami")
+        .description("Says who called")
+        .handler(|_: wymcp::NoArgs, cx| async move {
+            let subject = cx
+                .principal()
+                .map(|p| p.subject.clone())
+                .unwrap_or_default();
+            Ok(wymcp::ToolResult::text(subject))
+        });
+    Arc::new(
+        wymcp::Server::builder()
+            .auth(
+                endpoint.introspection().build().unwrap(),
+                wymcp::auth::AuthConfig::new()
+                    .resource(RESOURCE)
+                    .authorization_server("https://auth.example.com")
+                    .required_scopes([SCOPE])
+                    .dpop(dpop),
+            )
+            .tool(whoami)
+            .build()
+            .unwrap(),
+    )
+}
+
+/// Rule (RFC 9449 §6.2): an introspection answer's `cnf.jkt` binds the
+/// token as a JWT's does, cached answers included: the proof must be made
+/// with that key, and the token is refused as Bearer.
+#[tokio::test]
+async fn an_introspected_tokens_cnf_jkt_binds_it_to_the_proofs_key() {
+    use crate::dpop::{BOUND_AS_BEARER, PROOF_KEY, accepted, dpop_call, proof, refused, send};
+    let endpoint = Endpoint::start().await;
+    let client = crate::jwt::Signer::ec("client");
+    let mut answer = active();
+    answer["cnf"] = json!({"jkt": crate::dpop::thumbprint(&client)});
+    endpoint.answer("bound1", answer);
+    let server = dpop_server(&endpoint, wymcp::auth::Dpop::required());
+    accepted(&send(&server, "bound1", &[&proof(&client, "bound1")]).await);
+    // From the cache now: the binding is kept with the principal.
+    let thief = crate::jwt::Signer::ec("thief");
+    refused(
+        &send(&server, "bound1", &[&proof(&thief, "bound1")]).await,
+        "invalid_dpop_proof",
+        PROOF_KEY,
+    );
+    assert_eq!(endpoint.hits(), 1);
+    let allowed = dpop_server(&endpoint, wymcp::auth::Dpop::allowed());
+    refused(
+        &crate::support::validated(&allowed, dpop_call("bound1", &[]).bearer("bound1")).await,
+        "invalid_token",
+        BOUND_AS_BEARER,
+    );
+}

@@ -156,7 +156,7 @@ impl Signer {
     }
 
     /// A token with a header of the test's own making, signed by this key.
-    fn mint_raw(&self, header: &Value, claims: &Value) -> String {
+    pub(crate) fn mint_raw(&self, header: &Value, claims: &Value) -> String {
         let input = format!("{}.{}", b64(header), b64(claims));
         let signature = jsonwebtoken::crypto::sign(input.as_bytes(), &self.key, self.alg).unwrap();
         format!("{input}.{signature}")

@@ -37,6 +37,7 @@ mod auth;
 mod classify;
 mod deviations;
 mod dispatch;
+mod dpop;
 mod fuzz_corpus;
 mod handlers;
 mod hardening;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use std::future::Future;
 
-use crate::auth::{AuthConfig, AuthConfigError, AuthSetup, Authenticator, Principal};
+use crate::auth::{AuthConfig, AuthConfigError, AuthSetup, Authenticator, DpopReplay, Principal};
 use crate::ledger::{Caller, Grouping, Kind, Ledger, Share};
 use crate::mrtr::{KeyError, Sealer, SealingKey};
 use crate::origin::{OriginError, OriginPolicy};
@@ -52,6 +52,16 @@ pub struct Limits {
     /// Of those, how many one client address may cause; more is answered
     /// 429 with `Retry-After`. Default 8.
     pub auth_calls_per_caller: usize,
+    /// DPoP proofs remembered against replay (each for its `iat` window,
+    /// 10 minutes by default); one more is answered 503 with
+    /// `Retry-After`. Default 200,000 (some 30 MB). The
+    /// [`ledger`](crate::ledger)'s
+    /// [`Kind::DpopProofs`](crate::ledger::Kind::DpopProofs) cap.
+    pub dpop_proofs: usize,
+    /// Of those, how many one client address may have made; more is
+    /// answered 429 with `Retry-After`. Default 4,096 (about 7 requests a
+    /// second sustained over the window).
+    pub dpop_proofs_per_caller: usize,
     /// Bytes of progress and log notifications one request's handler may
     /// have queued for a client that has not read them; beyond it a
     /// progress notification replaces the one queued and a log message is
@@ -92,6 +102,8 @@ impl Default for Limits {
             bodies_per_caller: 32 * 1024 * 1024,
             auth_calls: 64,
             auth_calls_per_caller: 8,
+            dpop_proofs: 200_000,
+            dpop_proofs_per_caller: 4096,
             notification_bytes_per_request: crate::surface::DEFAULT_NOTIFICATION_BYTES_PER_REQUEST,
             notification_bytes_per_caller: 8 * 1024 * 1024,
             notification_bytes: 64 * 1024 * 1024,
@@ -320,6 +332,7 @@ pub struct ServerBuilder {
     allowed_hosts: Option<Vec<String>>,
     bound_to: Option<SocketAddr>,
     relay: Option<Arc<dyn ChangeRelay>>,
+    dpop_replay: Option<Arc<dyn DpopReplay>>,
 }
 
 impl Default for ServerBuilder {
@@ -336,6 +349,7 @@ impl Default for ServerBuilder {
             allowed_origins: None,
             allowed_hosts: None,
             bound_to: None,
+            dpop_replay: None,
             relay: None,
         }
     }
@@ -443,6 +457,18 @@ impl ServerBuilder {
     #[must_use]
     pub fn auth(mut self, authenticator: impl Authenticator, config: AuthConfig) -> Self {
         self.auth = Some(AuthSetup::new(authenticator, config));
+        self
+    }
+
+    /// Where DPoP proofs' `jti`s are shared between replicas, so that a
+    /// proof replayed to another replica is refused
+    /// (`wymcp::redis::RedisDpopReplay`, feature `redis`). Without it each
+    /// replica remembers the proofs it saw; with it, too (a replay to the
+    /// same replica is refused without asking the store). See
+    /// [`AuthConfig::dpop`](crate::auth::AuthConfig::dpop).
+    #[must_use]
+    pub fn dpop_replay(mut self, replay: impl DpopReplay) -> Self {
+        self.dpop_replay = Some(Arc::new(replay));
         self
     }
 
@@ -845,15 +871,16 @@ impl ServerBuilder {
     }
 
     /// Builds the server, checking the configuration.
-    pub fn build(self) -> Result<Server, BuildError> {
+    pub fn build(mut self) -> Result<Server, BuildError> {
         if !self.endpoint.starts_with('/') {
             return Err(BuildError::Endpoint(self.endpoint));
         }
         if self.revisions.is_empty() {
             return Err(BuildError::NoRevision);
         }
-        if let Some(auth) = &self.auth {
+        if let Some(auth) = &mut self.auth {
             auth.check()?;
+            auth.replay = self.dpop_replay.take();
         }
         let mut keys = self.sealing_keys.into_iter();
         let mut sealer = match keys.next() {
@@ -882,6 +909,11 @@ impl ServerBuilder {
             Kind::AuthCalls => Share {
                 per_caller: limits.auth_calls_per_caller,
                 global: limits.auth_calls,
+                retry_after: Duration::from_secs(1),
+            },
+            Kind::DpopProofs => Share {
+                per_caller: limits.dpop_proofs_per_caller,
+                global: limits.dpop_proofs,
                 retry_after: Duration::from_secs(1),
             },
             Kind::Notifications => Share {

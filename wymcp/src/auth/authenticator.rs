@@ -5,7 +5,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use http::request::Parts;
@@ -16,6 +16,7 @@ use crate::ledger::{Caller, Kind, Ledger, Place, Refusal};
 use crate::protocol::jsonrpc::MessageKind;
 
 use super::config::{AuthConfig, AuthConfigError};
+use super::dpop::{self, Dpop, DpopMode, DpopReplay, ProofError, SeenProofs};
 
 /// Who made the request, as the authenticator established it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -220,6 +221,31 @@ pub enum AuthError {
         /// How long the client should wait before it tries again.
         retry_after: std::time::Duration,
     },
+    /// A DPoP request (RFC 9449) refused: answered `401` with
+    /// `WWW-Authenticate: DPoP error="…", error_description="…", algs="…"`
+    /// (and the configuration's `resource_metadata` and `scope`), and a
+    /// `DPoP-Nonce` header when `nonce` is set.
+    #[error("{error}: {description}")]
+    Dpop {
+        /// `invalid_dpop_proof`, `invalid_token` or `use_dpop_nonce`.
+        error: &'static str,
+        /// What was wrong, for the client.
+        description: String,
+        /// The nonce the client is to put in its next proof.
+        nonce: Option<String>,
+    },
+}
+
+impl AuthError {
+    /// [`AuthError::Dpop`] with this error code and description.
+    #[must_use]
+    pub fn dpop(error: &'static str, description: impl Into<String>) -> Self {
+        AuthError::Dpop {
+            error,
+            description: description.into(),
+            nonce: None,
+        }
+    }
 }
 
 impl AuthError {
@@ -256,9 +282,37 @@ pub struct Credentials<'a> {
     kind: Option<MessageKind>,
     ledger: &'a Ledger,
     caller: &'a Caller,
+    /// Whether a `DPoP` scheme's token counts as the access token (DPoP is
+    /// configured).
+    dpop: bool,
+    /// The RFC 7638 thumbprint the token is bound to (`cnf.jkt`), as the
+    /// authenticator found it.
+    binding: &'a OnceLock<String>,
 }
 
 impl<'a> Credentials<'a> {
+    /// Says the token is bound to the key whose RFC 7638 thumbprint is
+    /// `jkt` (its `cnf.jkt`, RFC 9449 §6): the request then needs a DPoP
+    /// proof made with that key. An authenticator that reads tokens of its
+    /// own calls it for a bound one; the first call counts.
+    pub fn bind_to_key(&self, jkt: impl Into<String>) {
+        let _ = self.binding.set(jkt.into());
+    }
+
+    /// The access token of an `Authorization: Bearer <token>` header, or of
+    /// an `Authorization: DPoP <token>` one when the server is configured
+    /// for DPoP (its proof is checked around the authenticator).
+    #[must_use]
+    pub fn access_token(&self) -> Option<&'a str> {
+        let value = self.authorization?;
+        bearer_token(value).or_else(|| self.dpop.then(|| scheme_token(value, "dpop")).flatten())
+    }
+
+    /// Whether the `Authorization` header uses the `DPoP` scheme.
+    pub(crate) fn is_dpop_scheme(&self) -> bool {
+        self.dpop && self.authorization.is_some_and(|v| scheme_is(v, "dpop"))
+    }
+
     /// A place of `amount` of `kind` in the server's
     /// [`ledger`](crate::ledger), for this request's client (its address:
     /// no principal exists yet), or the error to answer: what an
@@ -323,9 +377,28 @@ impl<'a> Credentials<'a> {
 }
 
 fn bearer_token(value: &HeaderValue) -> Option<&str> {
+    scheme_token(value, "bearer")
+}
+
+/// Whether `value`'s scheme is `scheme` (case-insensitive).
+pub(crate) fn scheme_is(value: &HeaderValue, scheme: &str) -> bool {
+    let text = value.as_bytes();
+    let start = text
+        .iter()
+        .take_while(|b| **b == b' ' || **b == b'\t')
+        .count();
+    let word: Vec<u8> = text[start..]
+        .iter()
+        .take_while(|b| **b != b' ')
+        .copied()
+        .collect();
+    word.eq_ignore_ascii_case(scheme.as_bytes())
+}
+
+fn scheme_token<'v>(value: &'v HeaderValue, wanted: &str) -> Option<&'v str> {
     let text = value.to_str().ok()?.trim_matches([' ', '\t']);
     let (scheme, token) = text.split_once(' ')?;
-    if !scheme.eq_ignore_ascii_case("bearer") {
+    if !scheme.eq_ignore_ascii_case(wanted) {
         return None;
     }
     let token = token.trim_start_matches(' ');
@@ -348,11 +421,31 @@ pub trait Authenticator: Send + Sync + 'static {
     fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> AuthFuture<'a>;
 }
 
+/// The error to answer for a refused proof.
+fn proof_error(ledger: &Ledger, error: ProofError) -> AuthError {
+    match error {
+        ProofError::Refused {
+            error,
+            description,
+            nonce,
+        } => AuthError::Dpop {
+            error,
+            description: description.to_owned(),
+            nonce,
+        },
+        ProofError::Ledger(refusal) => AuthError::refused(ledger, refusal),
+    }
+}
+
 /// The authenticator and configuration a server was built with.
 #[derive(Clone)]
 pub(crate) struct AuthSetup {
     pub(crate) authenticator: Arc<dyn Authenticator>,
     pub(crate) config: AuthConfig,
+    /// The DPoP proofs this replica saw within the window.
+    seen: Arc<SeenProofs>,
+    /// The replay store shared with other replicas, when set.
+    pub(crate) replay: Option<Arc<dyn DpopReplay>>,
 }
 
 impl fmt::Debug for AuthSetup {
@@ -368,6 +461,8 @@ impl AuthSetup {
         AuthSetup {
             authenticator: Arc::new(authenticator),
             config,
+            seen: Arc::default(),
+            replay: None,
         }
     }
 
@@ -376,7 +471,8 @@ impl AuthSetup {
     }
 
     /// Runs the authenticator on one request; a request with more than one
-    /// `Authorization` header is unauthorized without consulting it.
+    /// `Authorization` header is unauthorized without consulting it. With
+    /// DPoP configured, the proof is checked around it (`auth/dpop.rs`).
     pub(crate) async fn authenticate(
         &self,
         parts: &Parts,
@@ -390,22 +486,104 @@ impl AuthSetup {
         if values.next().is_some() {
             return Err(AuthError::Unauthorized);
         }
-        let principal = self
-            .authenticator
-            .authenticate(Credentials {
-                parts,
-                authorization,
-                message,
-                kind,
-                ledger,
-                caller,
-            })
-            .await?;
+        let binding = OnceLock::new();
+        let credentials = Credentials {
+            parts,
+            authorization,
+            message,
+            kind,
+            ledger,
+            caller,
+            dpop: self.config.dpop_policy().is_some(),
+            binding: &binding,
+        };
+        let principal = match self.config.dpop_policy() {
+            None => self.authenticator.authenticate(credentials).await?,
+            Some(policy) => self.with_dpop(policy, credentials, &binding).await?,
+        };
         let required = self.config.required();
         if required.iter().any(|s| !principal.scopes.contains(s)) {
             return Err(AuthError::InsufficientScope {
                 required: required.to_vec(),
             });
+        }
+        Ok(principal)
+    }
+
+    /// The authenticator, with the DPoP proof's checks before it (the
+    /// proof on its own) and after it (the token's binding, then replay).
+    async fn with_dpop(
+        &self,
+        policy: &Dpop,
+        credentials: Credentials<'_>,
+        binding: &OnceLock<String>,
+    ) -> Result<Principal, AuthError> {
+        let invalid_token = |description: &str| AuthError::dpop("invalid_token", description);
+        let ledger = credentials.ledger;
+        let proof_header =
+            dpop::proof_header(&credentials.parts.headers).map_err(|e| proof_error(ledger, e))?;
+        let now = dpop::now();
+        let proof = if credentials.is_dpop_scheme() {
+            let token = credentials
+                .access_token()
+                .ok_or_else(|| invalid_token(dpop::MALFORMED_DPOP_HEADER))?;
+            let proof = proof_header
+                .ok_or_else(|| AuthError::dpop("invalid_dpop_proof", dpop::NO_PROOF))?;
+            // `check` refuses a configuration with DPoP and no resource.
+            let resource = self.config.resource_id().unwrap_or_default();
+            Some(
+                dpop::check_proof(
+                    policy,
+                    proof,
+                    &credentials.parts.method,
+                    resource,
+                    token,
+                    now,
+                )
+                .map_err(|e| proof_error(ledger, e))?,
+            )
+        } else {
+            if policy.mode() == DpopMode::Required && credentials.authorization.is_some() {
+                return Err(invalid_token(dpop::DPOP_REQUIRED));
+            }
+            None
+        };
+        let principal = match self.authenticator.authenticate(credentials).await {
+            Err(AuthError::InvalidToken { description }) if proof.is_some() => {
+                return Err(invalid_token(&description));
+            }
+            other => other?,
+        };
+        let Some(proof) = proof else {
+            if binding.get().is_some() {
+                return Err(invalid_token(dpop::BOUND_AS_BEARER));
+            }
+            return Ok(principal);
+        };
+        match binding.get() {
+            None => return Err(invalid_token(dpop::NOT_BOUND)),
+            Some(jkt) if jkt != &proof.jkt => {
+                return Err(AuthError::dpop("invalid_dpop_proof", dpop::PROOF_KEY));
+            }
+            Some(_) => {}
+        }
+        let (key, ttl) = self
+            .seen
+            .record(&proof, policy, credentials.ledger, credentials.caller, now)
+            .map_err(|e| proof_error(ledger, e))?;
+        if let Some(replay) = &self.replay {
+            match replay.first_use(&key, ttl).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(AuthError::dpop("invalid_dpop_proof", dpop::PROOF_REPLAYED));
+                }
+                Err(_) => {
+                    return Err(AuthError::Unavailable {
+                        description: dpop::REPLAY_UNAVAILABLE.to_owned(),
+                        retry_after: std::time::Duration::from_secs(1),
+                    });
+                }
+            }
         }
         Ok(principal)
     }

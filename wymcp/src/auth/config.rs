@@ -4,6 +4,8 @@
 use http::HeaderValue;
 use serde_json::{Value, json};
 
+use super::dpop::{Dpop, DpopMode};
+
 /// The well-known path of RFC 9728 protected-resource metadata.
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 
@@ -24,6 +26,13 @@ pub enum AuthConfigError {
     /// A challenge built from the configuration is not a valid header value.
     #[error("the challenge `{0}` is not a valid header value")]
     Challenge(String),
+    /// DPoP is configured without a resource identifier: proofs' `htu` has
+    /// nothing to name.
+    #[error("DPoP needs a resource identifier: the URL every proof's htu names")]
+    DpopWithoutResource,
+    /// DPoP is configured with no signing algorithm.
+    #[error("DPoP needs at least one signing algorithm")]
+    DpopWithoutAlgorithm,
 }
 
 /// How a server presents itself as an OAuth 2.1 protected resource: what its
@@ -38,6 +47,7 @@ pub struct AuthConfig {
     scopes_supported: Option<Vec<String>>,
     resource_name: Option<String>,
     resource_documentation: Option<String>,
+    dpop: Option<Dpop>,
 }
 
 impl AuthConfig {
@@ -109,6 +119,25 @@ impl AuthConfig {
         self
     }
 
+    /// Verifies DPoP proofs (RFC 9449) as `policy` says: required for every
+    /// request, or allowed beside Bearer. Needs a
+    /// [`resource`](Self::resource): it is the URL every proof's `htu`
+    /// must name. The metadata document then advertises
+    /// `dpop_signing_alg_values_supported` and
+    /// `dpop_bound_access_tokens_required`, and challenges name the `DPoP`
+    /// scheme with its `algs`. See docs/auth.md.
+    #[must_use]
+    pub fn dpop(mut self, policy: Dpop) -> Self {
+        self.dpop = Some(policy);
+        self
+    }
+
+    /// The DPoP policy, if configured.
+    #[must_use]
+    pub fn dpop_policy(&self) -> Option<&Dpop> {
+        self.dpop.as_ref()
+    }
+
     /// The resource identifier, if configured.
     #[must_use]
     pub fn resource_id(&self) -> Option<&str> {
@@ -157,6 +186,10 @@ impl AuthConfig {
         if let Some(url) = &self.resource_documentation {
             doc["resource_documentation"] = json!(url);
         }
+        if let Some(dpop) = &self.dpop {
+            doc["dpop_signing_alg_values_supported"] = json!(dpop.algorithm_names());
+            doc["dpop_bound_access_tokens_required"] = json!(dpop.mode() == DpopMode::Required);
+        }
         Some(doc)
     }
 
@@ -185,6 +218,10 @@ impl AuthConfig {
     /// The `WWW-Authenticate` value of a `401`:
     /// `Bearer resource_metadata="…", scope="…"`, each part only when
     /// configured.
+    ///
+    /// With [`dpop`](Self::dpop): `DPoP algs="…", resource_metadata="…",
+    /// scope="…"` when DPoP is required, and the Bearer challenge followed
+    /// by that one when it is allowed (RFC 9449 §7.1).
     #[must_use]
     pub fn unauthorized_challenge(&self) -> String {
         let mut params = Vec::new();
@@ -194,7 +231,41 @@ impl AuthConfig {
         if let Some(scope) = scope_list(&self.required_scopes) {
             params.push(format!("scope={}", quoted(&scope)));
         }
-        challenge(&params)
+        match &self.dpop {
+            None => challenge(&params),
+            Some(dpop) => {
+                let mut dpop_params = vec![format!("algs={}", quoted(&dpop.algs()))];
+                dpop_params.extend(params.iter().cloned());
+                let dpop_challenge = format!("DPoP {}", dpop_params.join(", "));
+                match dpop.mode() {
+                    DpopMode::Required => dpop_challenge,
+                    DpopMode::Allowed => format!("{}, {dpop_challenge}", challenge(&params)),
+                }
+            }
+        }
+    }
+
+    /// The `WWW-Authenticate` value of a refused DPoP request (RFC 9449
+    /// §7.1): `DPoP error="…", error_description="…", algs="…",
+    /// resource_metadata="…", scope="…"`, the description bounded and made
+    /// header-safe as [`invalid_token_challenge`](Self::invalid_token_challenge)'s is.
+    #[must_use]
+    pub fn dpop_challenge(&self, error: &str, description: &str) -> String {
+        let mut params = vec![format!("error={}", quoted(error))];
+        let description = error_description(description);
+        if !description.is_empty() {
+            params.push(format!("error_description={}", quoted(&description)));
+        }
+        if let Some(dpop) = &self.dpop {
+            params.push(format!("algs={}", quoted(&dpop.algs())));
+        }
+        if let Some(url) = self.metadata_url() {
+            params.push(format!("resource_metadata={}", quoted(&url)));
+        }
+        if let Some(scope) = scope_list(&self.required_scopes) {
+            params.push(format!("scope={}", quoted(&scope)));
+        }
+        format!("DPoP {}", params.join(", "))
     }
 
     /// The `WWW-Authenticate` value of a `401` for a token that was sent
@@ -244,10 +315,19 @@ impl AuthConfig {
                 return Err(AuthConfigError::NoAuthorizationServer);
             }
         }
+        if let Some(dpop) = &self.dpop {
+            if self.resource.is_none() {
+                return Err(AuthConfigError::DpopWithoutResource);
+            }
+            if dpop.algs().is_empty() {
+                return Err(AuthConfigError::DpopWithoutAlgorithm);
+            }
+        }
         for value in [
             self.unauthorized_challenge(),
             self.invalid_token_challenge("x"),
             self.insufficient_scope_challenge(&[]),
+            self.dpop_challenge("invalid_dpop_proof", "x"),
         ] {
             if HeaderValue::try_from(value.as_str()).is_err() {
                 return Err(AuthConfigError::Challenge(value));

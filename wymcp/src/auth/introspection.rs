@@ -110,9 +110,11 @@ struct Inner {
     cache_ttl: Duration,
     refusal_cache_ttl: Duration,
     max_token_bytes: usize,
-    cache: TokenCache<Principal>,
+    /// The principal of an active token, and the key it is bound to
+    /// (`cnf.jkt`, RFC 9449 §6.2), if any.
+    cache: TokenCache<Bound>,
     refusals: TokenCache<AuthError>,
-    in_flight: InFlight<Result<Principal, AuthError>>,
+    in_flight: InFlight<Result<Bound, AuthError>>,
     fetcher: Fetcher,
     outage: Outage,
 }
@@ -331,7 +333,10 @@ impl Authenticator for Introspection {
         Box::pin(async move {
             let token = verifier::bearer_of(&credentials, self.inner.max_token_bytes)?;
             let (ledger, caller) = (credentials.ledger(), credentials.caller());
-            let mut principal = self.inner.introspect(token, ledger, caller).await?;
+            let (mut principal, jkt) = self.inner.introspect(token, ledger, caller).await?;
+            if let Some(jkt) = jkt {
+                credentials.bind_to_key(jkt);
+            }
             principal.recheck = Some(self.recheck(token, ledger, caller));
             Ok(principal)
         })
@@ -357,6 +362,9 @@ impl Introspection {
     }
 }
 
+/// An active token's principal and the key it is bound to, if any.
+type Bound = (Principal, Option<String>);
+
 /// The claims of an introspection answer: it must be a JSON object (RFC
 /// 7662 §2.2); anything else is no answer, refused as an unreachable
 /// endpoint is (and, like one, not cached).
@@ -373,7 +381,9 @@ impl Introspection {
     /// fuzz target of the answer's rules.
     #[cfg(feature = "fuzzing")]
     pub(crate) fn judge_answer(&self, answer: &Value) -> Result<(Principal, Duration), AuthError> {
-        self.inner.judge(claims_of(answer)?)
+        self.inner
+            .judge(claims_of(answer)?)
+            .map(|((principal, _), ttl)| (principal, ttl))
     }
 }
 
@@ -383,7 +393,7 @@ impl Inner {
         token: &str,
         ledger: &Ledger,
         caller: &Caller,
-    ) -> Result<Principal, AuthError> {
+    ) -> Result<Bound, AuthError> {
         let key = digest(token);
         let now = Instant::now();
         if let Some(principal) = self.cache.get(&key, now) {
@@ -404,7 +414,7 @@ impl Inner {
         token: &str,
         ledger: &Ledger,
         caller: &Caller,
-    ) -> Result<Principal, AuthError> {
+    ) -> Result<Bound, AuthError> {
         let _place = ledger
             .take(Kind::AuthCalls, caller, 1)
             .map_err(|refusal| AuthError::refused(ledger, refusal))?;
@@ -449,7 +459,7 @@ impl Inner {
     fn judge(
         &self,
         claims: &serde_json::Map<String, Value>,
-    ) -> Result<(Principal, Duration), AuthError> {
+    ) -> Result<(Bound, Duration), AuthError> {
         if claims.get("active") != Some(&Value::Bool(true)) {
             return Err(AuthError::invalid_token(INACTIVE));
         }
@@ -462,11 +472,12 @@ impl Inner {
         let now = verifier::now();
         verifier::check_times(claims, now, self.leeway, false)?;
         let principal = verifier::principal(claims, self.leeway)?;
+        let jkt = verifier::bound_key(claims)?.map(str::to_owned);
         let mut ttl = self.cache_ttl;
         if let Some(exp) = claims.get("exp").and_then(Value::as_f64) {
             ttl = ttl.min(Duration::try_from_secs_f64(exp - now).unwrap_or(Duration::ZERO));
         }
-        Ok((principal, ttl))
+        Ok(((principal, jkt), ttl))
     }
 }
 

@@ -298,7 +298,11 @@ impl Authenticator for JwtVerifier {
     fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> AuthFuture<'a> {
         Box::pin(async move {
             let token = verifier::bearer_of(&credentials, self.inner.max_token_bytes)?;
-            self.inner.verify(token).await
+            let (principal, jkt) = self.inner.verify(token).await?;
+            if let Some(jkt) = jkt {
+                credentials.bind_to_key(jkt);
+            }
+            Ok(principal)
         })
     }
 }
@@ -381,7 +385,7 @@ impl Inner {
         Ok((alg, kid))
     }
 
-    async fn verify(&self, token: &str) -> Result<Principal, AuthError> {
+    async fn verify(&self, token: &str) -> Result<(Principal, Option<String>), AuthError> {
         let jws = compact(token)?;
         let (alg, kid) = self.check_header(&jws.header)?;
         let key = self
@@ -396,14 +400,15 @@ impl Inner {
         self.verified(&jws, alg, &key)
     }
 
-    /// The token's principal, once `key` was found for it: its signature
-    /// must verify with that key before any claim is read.
+    /// The token's principal and the key it is bound to (`cnf.jkt`), once
+    /// `key` was found for it: its signature must verify with that key
+    /// before any claim is read.
     fn verified(
         &self,
         jws: &Compact<'_>,
         alg: Algorithm,
         key: &Key,
-    ) -> Result<Principal, AuthError> {
+    ) -> Result<(Principal, Option<String>), AuthError> {
         if !signature_verifies(alg, key, jws.signing_input, &jws.signature) {
             return Err(AuthError::invalid_token(SIGNATURE));
         }
@@ -413,7 +418,8 @@ impl Inner {
         }
         verifier::check_audience(&claims, &self.audiences, false)?;
         verifier::check_times(&claims, verifier::now(), self.leeway, true)?;
-        verifier::principal(&claims, self.leeway)
+        let jkt = verifier::bound_key(&claims)?.map(str::to_owned);
+        Ok((verifier::principal(&claims, self.leeway)?, jkt))
     }
 }
 
@@ -434,7 +440,9 @@ impl JwtVerifier {
             jwks::Selection::NotFound => return Err(AuthError::invalid_token(UNKNOWN_KEY)),
             jwks::Selection::Ambiguous => return Err(AuthError::invalid_token(AMBIGUOUS_KEY)),
         };
-        self.inner.verified(&jws, alg, &key)
+        self.inner
+            .verified(&jws, alg, &key)
+            .map(|(principal, _)| principal)
     }
 }
 

@@ -33,6 +33,7 @@ mod authenticator;
 mod bearer;
 mod cache;
 mod config;
+mod dpop;
 mod fetch;
 pub(crate) mod introspection;
 pub(crate) mod jwks;
@@ -47,6 +48,10 @@ pub use authenticator::{
 pub use bearer::{BearerAuth, StaticTokens};
 pub use config::{
     AuthConfig, AuthConfigError, MAX_ERROR_DESCRIPTION, METADATA_PATH, error_description,
+};
+pub use dpop::{
+    DEFAULT_MAX_PROOF_BYTES, DEFAULT_WINDOW, DPOP_HEADER, DPOP_NONCE_HEADER, Dpop, DpopMode,
+    DpopReplay, MAX_JTI_BYTES, NONCE_SLOT, ReplayFuture,
 };
 pub use introspection::{Introspection, IntrospectionBuilder};
 pub use jwt::{JwtVerifier, JwtVerifierBuilder};

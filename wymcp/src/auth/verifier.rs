@@ -59,6 +59,7 @@ pub(crate) const NOT_YET_VALID: &str = "the token is not valid yet";
 pub(crate) const ISSUED_IN_FUTURE: &str = "the token was issued in the future";
 pub(crate) const BAD_TIME: &str = "a time claim of the token is not a number";
 pub(crate) const NO_SUBJECT: &str = "the token names no subject";
+pub(crate) const BAD_CNF: &str = "the token's confirmation (cnf) is malformed";
 
 /// The bearer token of a request, or why there is none: no `Authorization`
 /// header or another scheme is a missing token (`Unauthorized`); a Bearer
@@ -71,6 +72,16 @@ pub(crate) fn bearer_of<'a>(
     let Some(value) = credentials.authorization() else {
         return Err(AuthError::Unauthorized);
     };
+    if credentials.is_dpop_scheme() {
+        // The DPoP scheme (RFC 9449 §7.1), when DPoP is configured.
+        let token = credentials
+            .access_token()
+            .ok_or_else(|| AuthError::invalid_token(MALFORMED_HEADER))?;
+        if token.len() > max_bytes {
+            return Err(AuthError::invalid_token(TOO_LARGE));
+        }
+        return Ok(token);
+    }
     let scheme = value
         .as_bytes()
         .iter()
@@ -185,6 +196,21 @@ pub(crate) fn string_claim<'a>(claims: &'a Map<String, Value>, name: &str) -> Op
         .get(name)
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
+}
+
+/// The RFC 7638 thumbprint a token is bound to (RFC 9449 §6: `cnf.jkt`),
+/// if any; a `cnf` that is not an object, or a `jkt` that is not a
+/// non-empty string, is refused.
+pub(crate) fn bound_key(claims: &Map<String, Value>) -> Result<Option<&str>, AuthError> {
+    match claims.get("cnf") {
+        None => Ok(None),
+        Some(Value::Object(cnf)) => match cnf.get("jkt") {
+            None => Ok(None),
+            Some(Value::String(jkt)) if !jkt.is_empty() && jkt.len() <= 128 => Ok(Some(jkt)),
+            Some(_) => Err(AuthError::invalid_token(BAD_CNF)),
+        },
+        Some(_) => Err(AuthError::invalid_token(BAD_CNF)),
+    }
 }
 
 /// The principal of verified claims: `sub` (required), the scopes, the

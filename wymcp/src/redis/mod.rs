@@ -2,7 +2,8 @@
 //! that carries catalog changes and resource updates between replicas
 //! through Redis pub/sub, and [`RedisTaskStore`], a
 //! [`TaskStore`](crate::tasks::TaskStore) whose tasks every replica sharing
-//! the Redis server can poll, update and cancel. Both are built on the
+//! the Redis server can poll, update and cancel, and [`RedisDpopReplay`],
+//! the DPoP proofs' replay store shared by replicas. All are built on the
 //! `redis` crate's Tokio support and its connection manager, connect
 //! lazily (a server starts whether Redis is up or not), bound every wait on
 //! Redis by [`RedisConfig::command_timeout`], and log one warning per
@@ -33,10 +34,12 @@ mod answers;
 pub(crate) mod bus;
 mod config;
 pub(crate) mod mac;
+mod replay;
 pub(crate) mod store;
 
 pub use answers::RedisAnswers;
 pub use bus::RedisBus;
 pub use config::RedisConfig;
 pub use redis::RedisError;
+pub use replay::RedisDpopReplay;
 pub use store::RedisTaskStore;

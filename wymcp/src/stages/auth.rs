@@ -48,7 +48,7 @@ use std::borrow::Cow;
 
 use http::{HeaderValue, StatusCode, header};
 
-use crate::auth::{AuthError, error_description};
+use crate::auth::{AuthError, DPOP_NONCE_HEADER, error_description};
 use crate::exchange::Exchange;
 use crate::protocol::error::ErrorCode;
 use crate::reply::Flow;
@@ -77,6 +77,26 @@ impl Stage for Auth {
                 .into(),
                 config.invalid_token_challenge(&description),
             ),
+            Err(AuthError::Dpop {
+                error,
+                description,
+                nonce,
+            }) => {
+                let challenge = HeaderValue::try_from(config.dpop_challenge(error, &description))
+                    .unwrap_or_else(|_| HeaderValue::from_static("DPoP"));
+                let mut rejection = Rejection::new(
+                    StatusCode::UNAUTHORIZED,
+                    ErrorCode::INVALID_REQUEST,
+                    format!("unauthorized: {error}: {}", error_description(&description)),
+                )
+                .header(header::WWW_AUTHENTICATE, challenge);
+                // A nonce of our own making: base64url, a valid value.
+                if let Some(nonce) = nonce.and_then(|n| HeaderValue::try_from(n).ok()) {
+                    rejection =
+                        rejection.header(http::HeaderName::from_static(DPOP_NONCE_HEADER), nonce);
+                }
+                return ex.reject(rejection);
+            }
             Err(AuthError::InsufficientScope { required }) => (
                 StatusCode::FORBIDDEN,
                 "forbidden: the token lacks a scope this request needs".into(),
