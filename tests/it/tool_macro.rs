@@ -270,3 +270,147 @@ async fn methods_share_the_state_and_scopes_guard_them() {
     assert_eq!(failure.status, StatusCode::FORBIDDEN);
     assert_eq!(Notes::default().helper(), 0);
 }
+
+/// A shelf of texts served as resources and prompts written as methods
+/// (`#[resource]`, `#[prompt]` in a `#[wymcp::tools]` impl).
+#[derive(Default)]
+struct Shelf(Mutex<Vec<String>>);
+
+#[wymcp::tools]
+impl Shelf {
+    /// Every text, one per line.
+    #[resource("shelf://all", name = "all texts", mime_type = "text/plain", scopes = ["shelf:read"])]
+    async fn all(&self) -> String {
+        self.0.lock().unwrap().join("\n")
+    }
+
+    /// How many texts, as contents of its own.
+    #[resource("shelf://count", title = "Count")]
+    async fn count(&self, cx: &Context) -> Result<wymcp::ResourceContents, HandlerError> {
+        let who = cx.principal().map_or("nobody", |p| p.subject.as_str());
+        let count = self.0.lock().unwrap().len();
+        Ok(wymcp::ResourceContents::text(
+            "shelf://count",
+            format!("{count} (asked by {who})"),
+        ))
+    }
+
+    /// Asks for a summary of a text.
+    #[prompt(scopes = ["shelf:read"])]
+    async fn summarize(
+        &self,
+        /// The text's index.
+        index: u64,
+        /// At most this many words.
+        words: Option<u32>,
+    ) -> Result<wymcp::PromptResult, HandlerError> {
+        let index = usize::try_from(index).map_err(|_| HandlerError::invalid_params("too far"))?;
+        let text = self.0.lock().unwrap().get(index).cloned();
+        let text = text.ok_or_else(|| HandlerError::invalid_params("no such text"))?;
+        let words = words.unwrap_or(10);
+        Ok(wymcp::PromptResult::new().user(format!("In {words} words: {text}")))
+    }
+
+    /// Says hello.
+    #[prompt(name = "hello", title = "Hello")]
+    async fn greet() -> wymcp::PromptResult {
+        wymcp::PromptResult::new().user("hello")
+    }
+}
+
+fn shelf() -> Arc<Server> {
+    let tokens = StaticTokens::new()
+        .token("reader", Principal::new("reader", ["shelf:read"]))
+        .token("nobody", Principal::new("nobody", Vec::<String>::new()));
+    let shelf = Shelf::default();
+    shelf
+        .0
+        .lock()
+        .unwrap()
+        .extend(["one".to_owned(), "two".to_owned()]);
+    Arc::new(
+        Server::builder()
+            .auth(tokens, AuthConfig::new())
+            .state(shelf)
+            .resources(Shelf::resources())
+            .prompts(Shelf::prompts())
+            .build()
+            .unwrap(),
+    )
+}
+
+/// Rule: a `#[resource("uri")]` method is listed at its URI, named by
+/// `name` (or the method), described by its doc comment, with its
+/// `mime_type`, `title` and `scopes`; a read calls the method on the state
+/// and a `String` answer is text at the URI; the context reaches it.
+#[tokio::test]
+async fn resource_methods_are_listed_and_read() {
+    let server = shelf();
+    let reader = Client::new(server.clone()).bearer("reader");
+    let listed = reader.list_resources().await.unwrap();
+    assert_eq!(
+        listed,
+        [
+            json!({"uri": "shelf://all", "name": "all texts", "description": "Every text, one per line.", "mimeType": "text/plain"}),
+            json!({"uri": "shelf://count", "name": "count", "title": "Count", "description": "How many texts, as contents of its own."}),
+        ]
+    );
+    let all = reader.read_resource("shelf://all").await.unwrap();
+    assert_eq!(
+        all,
+        [json!({"uri": "shelf://all", "mimeType": "text/plain", "text": "one\ntwo"})]
+    );
+    let count = reader.read_resource("shelf://count").await.unwrap();
+    assert_eq!(count[0]["text"], "2 (asked by reader)");
+
+    // `scopes` hide the resource from, and refuse it to, a caller without them.
+    let nobody = Client::new(server.clone()).bearer("nobody");
+    let listed = nobody.list_resources().await.unwrap();
+    assert!(
+        listed.iter().all(|r| r["uri"] != "shelf://all"),
+        "{listed:?}"
+    );
+    let refused = nobody.read_resource("shelf://all").await.unwrap_err();
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{refused}");
+}
+
+/// Rule: a `#[prompt]` method's parameters are the prompt's arguments
+/// (an `Option` optional, a parameter's doc comment its description, a
+/// number read from its string); its doc comment is the description; a
+/// missing or unreadable argument is -32602 before the method runs.
+#[tokio::test]
+async fn prompt_methods_are_listed_and_rendered() {
+    let server = shelf();
+    let reader = Client::new(server.clone()).bearer("reader");
+    let listed = reader.list_prompts().await.unwrap();
+    assert_eq!(
+        listed,
+        [
+            json!({"name": "summarize", "description": "Asks for a summary of a text.", "arguments": [
+                {"name": "index", "description": "The text's index.", "required": true},
+                {"name": "words", "description": "At most this many words."},
+            ]}),
+            json!({"name": "hello", "title": "Hello", "description": "Says hello."}),
+        ]
+    );
+    let got = reader
+        .get_prompt("summarize", json!({"index": "1", "words": "3"}))
+        .await
+        .unwrap();
+    assert_eq!(got["messages"][0]["content"]["text"], "In 3 words: two");
+    let got = reader.get_prompt("hello", json!({})).await.unwrap();
+    assert_eq!(got["messages"][0]["content"]["text"], "hello");
+
+    let missing = reader.get_prompt("summarize", json!({})).await.unwrap_err();
+    assert_eq!(missing.code, Some(-32602), "{missing}");
+    assert_eq!(
+        missing.exchange.response().unwrap()["id"],
+        missing.exchange.request["id"]
+    );
+    let unreadable = reader
+        .get_prompt("summarize", json!({"index": "first"}))
+        .await
+        .unwrap_err();
+    assert_eq!(unreadable.code, Some(-32602), "{unreadable}");
+    assert_eq!(unreadable.data, Some(json!({"argument": "index"})));
+}

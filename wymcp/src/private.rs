@@ -19,7 +19,7 @@ pub use crate::stage::{Role, Stage, StageInfo, StageKind};
 
 use crate::protocol::error::ErrorCode;
 use crate::reply::Rejection;
-use crate::surface::{Context, HandlerError, ToolOutput};
+use crate::surface::{Context, HandlerError, PromptResult, ResourceContents, ToolOutput};
 
 /// Marks `name` as the running stage and returns its span.
 pub fn enter(ex: &mut Exchange<'_>, name: &'static str) -> tracing::Span {
@@ -119,4 +119,83 @@ where
 #[allow(clippy::unnecessary_wraps)] // the handler's shape
 pub fn tool_infallible<O: ToolOutput>(output: O) -> Result<O, HandlerError> {
     Ok(output)
+}
+
+/// What a `#[resource]` method may answer: the contents, one of them, or
+/// text at the resource's URI.
+pub trait ResourceOutput {
+    /// The contents read at `uri`.
+    fn into_contents(self, uri: String) -> Vec<ResourceContents>;
+}
+
+impl ResourceOutput for Vec<ResourceContents> {
+    fn into_contents(self, _: String) -> Vec<ResourceContents> {
+        self
+    }
+}
+
+impl ResourceOutput for ResourceContents {
+    fn into_contents(self, _: String) -> Vec<ResourceContents> {
+        vec![self]
+    }
+}
+
+impl ResourceOutput for String {
+    fn into_contents(self, uri: String) -> Vec<ResourceContents> {
+        vec![ResourceContents::text(uri, self)]
+    }
+}
+
+/// The contents of a `#[resource]` answer, each given the resource's
+/// `mime_type` unless it has its own (as a static resource's are).
+fn contents_of<O: ResourceOutput>(
+    uri: String,
+    mime_type: Option<&str>,
+    output: O,
+) -> Vec<ResourceContents> {
+    let mut contents = output.into_contents(uri);
+    if let Some(mime_type) = mime_type {
+        for c in contents.iter_mut().filter(|c| c.mime_type.is_none()) {
+            c.mime_type = Some(mime_type.to_owned());
+        }
+    }
+    contents
+}
+
+/// What a `#[resource]` answering `Result<O, E>` reads.
+pub fn resource_fallible<O, E>(
+    uri: String,
+    mime_type: Option<&str>,
+    result: Result<O, E>,
+) -> Result<Vec<ResourceContents>, HandlerError>
+where
+    O: ResourceOutput,
+    E: Into<HandlerError>,
+{
+    result
+        .map(|o| contents_of(uri, mime_type, o))
+        .map_err(Into::into)
+}
+
+/// What a `#[resource]` answering `O` reads.
+#[allow(clippy::unnecessary_wraps)] // the handler's shape
+pub fn resource_infallible<O: ResourceOutput>(
+    uri: String,
+    mime_type: Option<&str>,
+    output: O,
+) -> Result<Vec<ResourceContents>, HandlerError> {
+    Ok(contents_of(uri, mime_type, output))
+}
+
+/// What a `#[prompt]` answering `Result<PromptResult, E>` renders.
+pub fn prompt_fallible<E: Into<HandlerError>>(
+    result: Result<PromptResult, E>,
+) -> Result<PromptResult, HandlerError> {
+    result.map_err(Into::into)
+}
+
+/// What a `#[prompt]` answering `PromptResult` renders.
+#[allow(clippy::unnecessary_wraps)] // the handler's shape
+pub fn prompt_infallible(result: PromptResult) -> Result<PromptResult, HandlerError> {
+    Ok(result)
 }

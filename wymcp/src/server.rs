@@ -610,6 +610,22 @@ impl ServerBuilder {
         self
     }
 
+    /// Registers prompts: the `prompts()` of a `#[wymcp::tools]` impl, or
+    /// any list of them.
+    #[must_use]
+    pub fn prompts(mut self, prompts: impl IntoIterator<Item = Prompt>) -> Self {
+        self.surface.prompts.extend(prompts);
+        self
+    }
+
+    /// Registers resources: the `resources()` of a `#[wymcp::tools]` impl,
+    /// or any list of them.
+    #[must_use]
+    pub fn resources(mut self, resources: impl IntoIterator<Item = Resource>) -> Self {
+        self.surface.resources.extend(resources);
+        self
+    }
+
     /// Registers a resource.
     #[must_use]
     pub fn resource(mut self, resource: Resource) -> Self {

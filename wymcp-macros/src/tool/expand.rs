@@ -19,7 +19,13 @@ use syn::spanned::Spanned;
 use syn::{ImplItem, ItemFn, ItemImpl};
 
 use super::ast::{Answer, Param, ToolFn};
-use super::{attr, check};
+use super::{attr, check, others};
+
+/// Where a served method of a `#[tools]` impl was read into.
+enum Served {
+    Tool(usize),
+    Other(usize),
+}
 use crate::ctxt::Ctxt;
 
 /// The expansion of `#[tool]` on one function.
@@ -71,21 +77,66 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
         );
     }
     let mut tools: Vec<(usize, ToolFn)> = Vec::new();
-    let mut items: Vec<Result<ImplItem, usize>> = Vec::new();
+    let mut served_others: Vec<others::Other> = Vec::new();
+    let mut items: Vec<Result<ImplItem, Served>> = Vec::new();
     for (index, item) in std::mem::take(&mut imp.items).into_iter().enumerate() {
         cx.at(index);
         let ImplItem::Fn(mut method) = item else {
             items.push(Ok(item));
             continue;
         };
+        let other_tags: Vec<_> = method
+            .attrs
+            .iter()
+            .filter_map(|a| others::which(a).map(|which| (which, a.clone())))
+            .collect();
         let tags: Vec<_> = method
             .attrs
             .iter()
             .filter(|a| attr::is_tool(a))
             .cloned()
             .collect();
-        if tags.is_empty() {
+        if tags.is_empty() && other_tags.is_empty() {
             items.push(Ok(ImplItem::Fn(method)));
+            continue;
+        }
+        if let Some((which, first)) = other_tags.first().cloned() {
+            method.attrs.retain(|a| others::which(a).is_none());
+            for (_, repeated) in tags
+                .iter()
+                .map(|t| (which, t))
+                .chain(other_tags[1..].iter().map(|(w, a)| (*w, a)))
+            {
+                cx.error_spanned_by(
+                    repeated,
+                    format!(
+                        "`{}` is already a `#[{}]`: a method serves one thing; remove this \
+                         attribute",
+                        method.sig.ident,
+                        match which {
+                            others::Which::Resource => others::RESOURCE,
+                            others::Which::Prompt => others::PROMPT,
+                        }
+                    ),
+                );
+            }
+            method.attrs.retain(|a| !attr::is_tool(a));
+            let keys = others::parse_attr(&cx, which, &first);
+            let item = ItemFn {
+                attrs: method.attrs,
+                vis: method.vis,
+                sig: method.sig,
+                block: Box::new(method.block),
+            };
+            let function = ToolFn::from_syn(&cx, attr::Keys::default(), item);
+            let other = others::Other {
+                which,
+                keys,
+                function,
+            };
+            other.check(&cx);
+            items.push(Err(Served::Other(served_others.len())));
+            served_others.push(other);
             continue;
         }
         method.attrs.retain(|a| !attr::is_tool(a));
@@ -108,15 +159,15 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
         };
         let tool = ToolFn::from_syn(&cx, keys, item);
         check::check_name(&cx, &tool);
-        items.push(Err(tools.len()));
+        items.push(Err(Served::Tool(tools.len())));
         tools.push((index, tool));
     }
-    if tools.is_empty() {
+    if tools.is_empty() && served_others.is_empty() {
         cx.at(usize::MAX);
         cx.error_spanned_by(
             &imp.self_ty,
-            "`#[tools]` found no `#[tool]` method in this impl: mark each method to serve with \
-             `#[tool]`",
+            "`#[tools]` found no `#[tool]`, `#[resource]` or `#[prompt]` method in this impl: \
+             mark each method to serve with one",
         );
     }
     check::check_unique(&cx, &tools);
@@ -125,7 +176,16 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
     for item in items {
         match item {
             Ok(item) => item.to_tokens(&mut body),
-            Err(at) => {
+            Err(Served::Other(at)) => {
+                let other = &served_others[at];
+                written_back(&other.function).to_tokens(&mut body);
+                body.extend(if failed {
+                    other.stub()
+                } else {
+                    other.builder()
+                });
+            }
+            Err(Served::Tool(at)) => {
                 let tool = &tools[at].1;
                 written_back(tool).to_tokens(&mut body);
                 let builder = if failed {
@@ -143,6 +203,49 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
     } else {
         quote!(::std::vec![#(Self::#each()),*])
     };
+    for (which, list_ident, item_type, register) in [
+        (
+            others::Which::Resource,
+            "resources",
+            quote!(::wymcp::Resource),
+            "resources",
+        ),
+        (
+            others::Which::Prompt,
+            "prompts",
+            quote!(::wymcp::Prompt),
+            "prompts",
+        ),
+    ] {
+        let each: Vec<_> = served_others
+            .iter()
+            .filter(|o| o.which == which)
+            .map(others::Other::builder_ident)
+            .collect();
+        if each.is_empty() {
+            continue;
+        }
+        let list_ident = Ident::new(list_ident, Span::call_site());
+        let list = if failed {
+            quote!(::std::vec::Vec::new())
+        } else {
+            quote!(::std::vec![#(Self::#each()),*])
+        };
+        let doc = format!(
+            " Every `#[{}]` of this impl, for `ServerBuilder::{register}`.",
+            match which {
+                others::Which::Resource => others::RESOURCE,
+                others::Which::Prompt => others::PROMPT,
+            }
+        );
+        body.extend(quote! {
+            #[doc = #doc]
+            #[must_use]
+            pub fn #list_ident() -> ::std::vec::Vec<#item_type> {
+                #list
+            }
+        });
+    }
     body.extend(quote! {
         /// Every `#[tool]` of this impl, for `ServerBuilder::tools`.
         #[must_use]

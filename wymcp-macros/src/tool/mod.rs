@@ -10,6 +10,7 @@ mod ast;
 mod attr;
 mod check;
 mod expand;
+mod others;
 
 #[cfg(test)]
 mod expansion;
