@@ -295,6 +295,13 @@ impl Shelf {
         ))
     }
 
+    /// A text, by its index.
+    #[resource_template("shelf://text/{index}", name = "text", scopes = ["shelf:read"])]
+    async fn text(&self, index: u64) -> Option<String> {
+        let index = usize::try_from(index).ok()?;
+        self.0.lock().unwrap().get(index).cloned()
+    }
+
     /// Asks for a summary of a text.
     #[prompt(scopes = ["shelf:read"])]
     async fn summarize(
@@ -333,6 +340,7 @@ fn shelf() -> Arc<Server> {
             .auth(tokens, AuthConfig::new())
             .state(shelf)
             .resources(Shelf::resources())
+            .resource_templates(Shelf::resource_templates())
             .prompts(Shelf::prompts())
             .build()
             .unwrap(),
@@ -413,4 +421,41 @@ async fn prompt_methods_are_listed_and_rendered() {
         .unwrap_err();
     assert_eq!(unreadable.code, Some(-32602), "{unreadable}");
     assert_eq!(unreadable.data, Some(json!({"argument": "index"})));
+}
+
+/// Rule: a `#[resource_template("uri{var}")]` method is listed with its
+/// template, name, description and scopes; a read matching it passes each
+/// variable, read into its parameter's type, to the method; a variable
+/// that does not read into its type, and a `None` answer, are resource not
+/// found (400, -32602 on 2026-07-28) with the request's id.
+#[tokio::test]
+async fn template_methods_are_listed_and_read() {
+    let server = shelf();
+    let reader = Client::new(server.clone()).bearer("reader");
+    let listed = reader.list_resource_templates().await.unwrap();
+    assert_eq!(
+        listed,
+        [
+            json!({"uriTemplate": "shelf://text/{index}", "name": "text", "description": "A text, by its index."})
+        ]
+    );
+    let text = reader.read_resource("shelf://text/1").await.unwrap();
+    assert_eq!(text, [json!({"uri": "shelf://text/1", "text": "two"})]);
+
+    for uri in ["shelf://text/7", "shelf://text/first"] {
+        let missing = reader.read_resource(uri).await.unwrap_err();
+        let response = missing.exchange.response().unwrap();
+        assert_eq!(response["id"], missing.exchange.request["id"], "{missing}");
+        assert_eq!(missing.status, StatusCode::BAD_REQUEST, "{missing}");
+        assert_eq!(missing.code, Some(-32602), "{missing}");
+        assert_eq!(missing.data, Some(json!({"uri": uri})), "{missing}");
+    }
+
+    let nobody = Client::new(server.clone()).bearer("nobody");
+    assert_eq!(
+        nobody.list_resource_templates().await.unwrap(),
+        Vec::<Value>::new()
+    );
+    let refused = nobody.read_resource("shelf://text/1").await.unwrap_err();
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{refused}");
 }

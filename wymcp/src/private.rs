@@ -121,48 +121,58 @@ pub fn tool_infallible<O: ToolOutput>(output: O) -> Result<O, HandlerError> {
     Ok(output)
 }
 
-/// What a `#[resource]` method may answer: the contents, one of them, or
-/// text at the resource's URI.
+/// What a `#[resource]` or `#[resource_template]` method may answer: the
+/// contents, one of them, text at the resource's URI, or an `Option` of
+/// one (`None`: no resource at that URI, resource not found).
 pub trait ResourceOutput {
     /// The contents read at `uri`.
-    fn into_contents(self, uri: String) -> Vec<ResourceContents>;
+    fn into_contents(self, uri: String) -> Result<Vec<ResourceContents>, HandlerError>;
 }
 
 impl ResourceOutput for Vec<ResourceContents> {
-    fn into_contents(self, _: String) -> Vec<ResourceContents> {
-        self
+    fn into_contents(self, _: String) -> Result<Vec<ResourceContents>, HandlerError> {
+        Ok(self)
     }
 }
 
 impl ResourceOutput for ResourceContents {
-    fn into_contents(self, _: String) -> Vec<ResourceContents> {
-        vec![self]
+    fn into_contents(self, _: String) -> Result<Vec<ResourceContents>, HandlerError> {
+        Ok(vec![self])
     }
 }
 
 impl ResourceOutput for String {
-    fn into_contents(self, uri: String) -> Vec<ResourceContents> {
-        vec![ResourceContents::text(uri, self)]
+    fn into_contents(self, uri: String) -> Result<Vec<ResourceContents>, HandlerError> {
+        Ok(vec![ResourceContents::text(uri, self)])
     }
 }
 
-/// The contents of a `#[resource]` answer, each given the resource's
+impl<O: ResourceOutput> ResourceOutput for Option<O> {
+    fn into_contents(self, uri: String) -> Result<Vec<ResourceContents>, HandlerError> {
+        match self {
+            Some(output) => output.into_contents(uri),
+            None => Err(HandlerError::resource_not_found(uri)),
+        }
+    }
+}
+
+/// The contents of a resource method's answer, each given the resource's
 /// `mime_type` unless it has its own (as a static resource's are).
 fn contents_of<O: ResourceOutput>(
     uri: String,
     mime_type: Option<&str>,
     output: O,
-) -> Vec<ResourceContents> {
-    let mut contents = output.into_contents(uri);
+) -> Result<Vec<ResourceContents>, HandlerError> {
+    let mut contents = output.into_contents(uri)?;
     if let Some(mime_type) = mime_type {
         for c in contents.iter_mut().filter(|c| c.mime_type.is_none()) {
             c.mime_type = Some(mime_type.to_owned());
         }
     }
-    contents
+    Ok(contents)
 }
 
-/// What a `#[resource]` answering `Result<O, E>` reads.
+/// What a resource method answering `Result<O, E>` reads.
 pub fn resource_fallible<O, E>(
     uri: String,
     mime_type: Option<&str>,
@@ -172,19 +182,16 @@ where
     O: ResourceOutput,
     E: Into<HandlerError>,
 {
-    result
-        .map(|o| contents_of(uri, mime_type, o))
-        .map_err(Into::into)
+    contents_of(uri, mime_type, result.map_err(Into::into)?)
 }
 
-/// What a `#[resource]` answering `O` reads.
-#[allow(clippy::unnecessary_wraps)] // the handler's shape
+/// What a resource method answering `O` reads.
 pub fn resource_infallible<O: ResourceOutput>(
     uri: String,
     mime_type: Option<&str>,
     output: O,
 ) -> Result<Vec<ResourceContents>, HandlerError> {
-    Ok(contents_of(uri, mime_type, output))
+    contents_of(uri, mime_type, output)
 }
 
 /// What a `#[prompt]` answering `Result<PromptResult, E>` renders.

@@ -633,6 +633,17 @@ impl ServerBuilder {
         self
     }
 
+    /// Registers resource templates: the `resource_templates()` of a
+    /// `#[wymcp::tools]` impl, or any list of them.
+    #[must_use]
+    pub fn resource_templates(
+        mut self,
+        templates: impl IntoIterator<Item = ResourceTemplate>,
+    ) -> Self {
+        self.surface.templates.extend(templates);
+        self
+    }
+
     /// Registers a resource template.
     #[must_use]
     pub fn resource_template(mut self, template: ResourceTemplate) -> Self {

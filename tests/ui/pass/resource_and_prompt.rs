@@ -1,7 +1,8 @@
 // The shapes `#[resource]` and `#[prompt]` accept in a `#[tools]` impl: a
 // `String`, `ResourceContents` or `Vec<ResourceContents>` answer (or a
 // `Result` of one), the context by value or by reference, a prompt taking
-// typed arguments or none, a method or an associated function.
+// typed arguments or none, a template its variables, a method or an
+// associated function.
 use wymcp::auth::{AuthConfig, StaticTokens};
 use wymcp::{Context, HandlerError, PromptResult, ResourceContents};
 
@@ -28,6 +29,18 @@ impl Notes {
         Ok(Vec::new())
     }
 
+    /// A note.
+    #[resource_template("notes://{id}/{+path}", mime_type = "text/plain")]
+    async fn note(&self, id: u64, path: String) -> Option<String> {
+        Some(format!("{id} {path}"))
+    }
+
+    #[resource_template("notes://count/{id}")]
+    async fn counted(id: String, cx: &Context) -> Result<Vec<ResourceContents>, HandlerError> {
+        let _ = (id, cx);
+        Ok(Vec::new())
+    }
+
     /// Summarises.
     #[prompt(title = "Summarise", scopes = "notes:read")]
     async fn summarize(&self, id: u64, words: Option<u32>) -> Result<PromptResult, HandlerError> {
@@ -45,6 +58,7 @@ fn main() {
         .auth(StaticTokens::new(), AuthConfig::new())
         .state(Notes)
         .resources(Notes::resources())
+        .resource_templates(Notes::resource_templates())
         .prompts(Notes::prompts())
         .tools(Notes::tools())
         .build();

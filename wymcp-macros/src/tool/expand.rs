@@ -113,10 +113,7 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
                         "`{}` is already a `#[{}]`: a method serves one thing; remove this \
                          attribute",
                         method.sig.ident,
-                        match which {
-                            others::Which::Resource => others::RESOURCE,
-                            others::Which::Prompt => others::PROMPT,
-                        }
+                        which.tag()
                     ),
                 );
             }
@@ -166,8 +163,8 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
         cx.at(usize::MAX);
         cx.error_spanned_by(
             &imp.self_ty,
-            "`#[tools]` found no `#[tool]`, `#[resource]` or `#[prompt]` method in this impl: \
-             mark each method to serve with one",
+            "`#[tools]` found no `#[tool]`, `#[resource]`, `#[resource_template]` or `#[prompt]` \
+             method in this impl: mark each method to serve with one",
         );
     }
     check::check_unique(&cx, &tools);
@@ -203,19 +200,18 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
     } else {
         quote!(::std::vec![#(Self::#each()),*])
     };
-    for (which, list_ident, item_type, register) in [
+    for (which, list_ident, item_type) in [
         (
             others::Which::Resource,
             "resources",
             quote!(::wymcp::Resource),
-            "resources",
         ),
         (
-            others::Which::Prompt,
-            "prompts",
-            quote!(::wymcp::Prompt),
-            "prompts",
+            others::Which::Template,
+            "resource_templates",
+            quote!(::wymcp::ResourceTemplate),
         ),
+        (others::Which::Prompt, "prompts", quote!(::wymcp::Prompt)),
     ] {
         let each: Vec<_> = served_others
             .iter()
@@ -232,11 +228,8 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
             quote!(::std::vec![#(Self::#each()),*])
         };
         let doc = format!(
-            " Every `#[{}]` of this impl, for `ServerBuilder::{register}`.",
-            match which {
-                others::Which::Resource => others::RESOURCE,
-                others::Which::Prompt => others::PROMPT,
-            }
+            " Every `#[{}]` of this impl, for `ServerBuilder::{list_ident}`.",
+            which.tag()
         );
         body.extend(quote! {
             #[doc = #doc]

@@ -151,3 +151,18 @@ fn resources_and_prompts_of_the_state_type() {
         }
     }));
 }
+
+/// `#[resource_template("uri{var}")]`: its variables, typed parameters,
+/// gathered into a struct for `ResourceTemplate::handler`.
+#[test]
+fn a_resource_template_of_the_state_type() {
+    assert_expansion!(expand_tools(quote! {
+        impl Notes {
+            /// A note, by id.
+            #[resource_template("notes://{id}/{+path}", name = "note", scopes = ["notes:read"])]
+            async fn note(&self, id: u64, path: String, cx: Context) -> Result<String, HandlerError> {
+                todo!()
+            }
+        }
+    }));
+}

@@ -21,20 +21,30 @@ use crate::ctxt::Ctxt;
 pub const RESOURCE: &str = "resource";
 /// `#[prompt(…)]` on a method.
 pub const PROMPT: &str = "prompt";
+/// `#[resource_template("uri{var}", …)]` on a method.
+pub const TEMPLATE: &str = "resource_template";
 
 /// Which of the two a method is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Which {
     Resource,
+    Template,
     Prompt,
 }
 
 impl Which {
-    fn tag(self) -> &'static str {
+    /// The attribute's name.
+    pub fn tag(self) -> &'static str {
         match self {
             Which::Resource => RESOURCE,
+            Which::Template => TEMPLATE,
             Which::Prompt => PROMPT,
         }
+    }
+
+    /// Whether its first argument is a URI (or URI template).
+    fn has_uri(self) -> bool {
+        matches!(self, Which::Resource | Which::Template)
     }
 }
 
@@ -63,6 +73,7 @@ pub fn which(attr: &Attribute) -> Option<Which> {
     };
     match last.as_str() {
         RESOURCE => Some(Which::Resource),
+        TEMPLATE => Some(Which::Template),
         PROMPT => Some(Which::Prompt),
         _ => None,
     }
@@ -87,10 +98,9 @@ pub fn parse_attr(cx: &Ctxt, which: Which, attr: &Attribute) -> Keys {
     };
     let mut keys = Keys::default();
     let parser = |input: ParseStream<'_>| -> syn::Result<()> {
-        if which == Which::Resource {
+        if which.has_uri() {
             if !input.peek(LitStr) {
-                return Err(input
-                    .error("`#[resource]` names its URI first: `#[resource(\"notes://all\")]`"));
+                return Err(input.error(uri_first(which)));
             }
             keys.uri = Some(input.parse()?);
             if input.is_empty() {
@@ -115,14 +125,14 @@ pub fn parse_attr(cx: &Ctxt, which: Which, attr: &Attribute) -> Keys {
                 "name" => &mut keys.name,
                 "title" => &mut keys.title,
                 "description" => &mut keys.description,
-                "mime_type" if which == Which::Resource => &mut keys.mime_type,
+                "mime_type" if which.has_uri() => &mut keys.mime_type,
                 "scopes" => {
                     keys.scopes.extend(strings(&meta, which, &key)?);
                     return Ok(());
                 }
                 _ => {
                     let known = match which {
-                        Which::Resource => {
+                        Which::Resource | Which::Template => {
                             "the URI first, then `name`, `title`, `description`, `mime_type`, \
                              `scopes`"
                         }
@@ -155,27 +165,64 @@ pub fn parse_attr(cx: &Ctxt, which: Which, attr: &Attribute) -> Keys {
     if let Err(error) = parser.parse2(tokens) {
         cx.syn_error(error);
     }
-    if which == Which::Resource {
-        match &keys.uri {
-            Some(uri) if uri.value().contains('{') => cx.error_spanned_by(
-                uri,
-                "this URI has a `{variable}`: it names a family of resources, a template, \
-                 not one resource",
+    match (which, &keys.uri) {
+        (Which::Resource, Some(uri)) if uri.value().contains('{') => cx.error_spanned_by(
+            uri,
+            "this URI has a `{variable}`: it names a family of resources, a template; write \
+             `#[resource_template(\"…\")]` and take each variable as a parameter",
+        ),
+        (Which::Template, Some(uri)) if !uri.value().contains('{') => cx.error_spanned_by(
+            uri,
+            "this template has no `{variable}`: it names one resource; write \
+             `#[resource(\"…\")]`",
+        ),
+        (_, Some(uri)) if uri.value().trim().is_empty() => cx.error_spanned_by(
+            uri,
+            format!(
+                "the URI of a `#[{}]` is empty: name the resource",
+                which.tag()
             ),
-            Some(uri) if uri.value().trim().is_empty() => {
-                cx.error_spanned_by(
-                    uri,
-                    "the URI of a `#[resource]` is empty: name the resource",
-                );
-            }
-            None if !cx.has_errors() => cx.error_spanned_by(
-                attr,
-                "`#[resource]` names its URI first: `#[resource(\"notes://all\")]`",
-            ),
-            _ => {}
+        ),
+        (Which::Resource | Which::Template, None) if !cx.has_errors() => {
+            cx.error_spanned_by(attr, uri_first(which));
         }
+        _ => {}
     }
     keys
+}
+
+fn uri_first(which: Which) -> String {
+    let example = if which == Which::Template {
+        "notes://{id}"
+    } else {
+        "notes://all"
+    };
+    format!(
+        "`#[{}]` names its URI first: `#[{}(\"{example}\")]`",
+        which.tag(),
+        which.tag()
+    )
+}
+
+/// The variable names of a URI template: `{id}`, `{+path}`, `{a,b}`.
+pub fn variables(template: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else {
+            break;
+        };
+        let inside = &rest[open + 1..open + close];
+        let inside = inside.trim_start_matches(|c: char| "+#./;?&".contains(c));
+        for name in inside.split(',') {
+            let name = name.split(':').next().unwrap_or(name).trim_end_matches('*');
+            if !name.is_empty() {
+                names.push(name.to_owned());
+            }
+        }
+        rest = &rest[open + close + 1..];
+    }
+    names
 }
 
 fn string(meta: &syn::meta::ParseNestedMeta<'_>, which: Which, key: &str) -> syn::Result<LitStr> {
@@ -248,6 +295,44 @@ impl Other {
                 }
             }
         }
+        if self.which == Which::Template
+            && let Some(uri) = &self.keys.uri
+        {
+            let names = variables(&uri.value());
+            let whole = self
+                .function
+                .params
+                .iter()
+                .any(|p| matches!(p, Param::Whole { .. }));
+            let mut taken = Vec::new();
+            for param in &self.function.params {
+                if let Param::Arg { ident, .. } = param {
+                    let name = ident.unraw().to_string();
+                    if !names.contains(&name) {
+                        cx.error_spanned_by(
+                            ident,
+                            format!(
+                                "`{name}` is no variable of `{}`: a template's parameters are its \
+                                 variables ({}), by name",
+                                uri.value(),
+                                names.join(", ")
+                            ),
+                        );
+                    }
+                    taken.push(name);
+                }
+            }
+            for name in names.iter().filter(|n| !whole && !taken.contains(n)) {
+                cx.error_spanned_by(
+                    uri,
+                    format!(
+                        "the variable `{name}` of this template is no parameter of `{}`: take it \
+                         as `{name}: String` (or any type its text reads into)",
+                        self.function.ident()
+                    ),
+                );
+            }
+        }
     }
 
     /// `NAME_resource` or `NAME_prompt`.
@@ -276,6 +361,16 @@ impl Other {
                     .as_ref()
                     .map_or_else(String::new, LitStr::value);
                 quote!(#vis fn #ident() -> ::wymcp::Resource { ::wymcp::Resource::new(#uri, #name) })
+            }
+            Which::Template => {
+                let uri = self
+                    .keys
+                    .uri
+                    .as_ref()
+                    .map_or_else(String::new, LitStr::value);
+                quote!(#vis fn #ident() -> ::wymcp::ResourceTemplate {
+                    ::wymcp::ResourceTemplate::new(#uri, #name)
+                })
             }
             Which::Prompt => {
                 quote!(#vis fn #ident() -> ::wymcp::Prompt { ::wymcp::Prompt::new(#name) })
@@ -360,6 +455,14 @@ impl Other {
                     .map_or_else(String::new, LitStr::value);
                 quote!(::wymcp::Resource::new(#uri_value, #name))
             }
+            Which::Template => {
+                let uri_value = self
+                    .keys
+                    .uri
+                    .as_ref()
+                    .map_or_else(String::new, LitStr::value);
+                quote!(::wymcp::ResourceTemplate::new(#uri_value, #name))
+            }
             Which::Prompt => quote!(::wymcp::Prompt::new(#name)),
         };
         if let Some(title) = &self.keys.title {
@@ -386,8 +489,13 @@ impl Other {
             quote!(_)
         };
         let doc;
+        let arguments_pattern = if whole.is_some() || !fields.is_empty() {
+            arguments.to_token_stream()
+        } else {
+            quote!(_)
+        };
         let handler_tokens = match self.which {
-            Which::Resource => {
+            Which::Resource | Which::Template => {
                 let mime_type = self.keys.mime_type.as_ref().map_or_else(
                     || quote!(::std::option::Option::None),
                     |mime_type| quote!(::std::option::Option::Some(#mime_type)),
@@ -397,15 +505,30 @@ impl Other {
                 } else {
                     quote_spanned!(ty.span()=> ::wymcp::__private::resource_infallible(#uri, #mime_type, #call.await))
                 };
-                doc = format!(
-                    " The resource `{name}`, read by [`{ident}`](Self::{ident}) (generated by \
-                     `#[resource]`): register it with `ServerBuilder::resource`."
-                );
-                quote! {
-                    #chain.#handler(|#uri: ::std::string::String, #context_pattern: ::wymcp::Context| async move {
-                        #take_state
-                        #answer
-                    })
+                if self.which == Which::Resource {
+                    doc = format!(
+                        " The resource `{name}`, read by [`{ident}`](Self::{ident}) (generated \
+                         by `#[resource]`): register it with `ServerBuilder::resource`."
+                    );
+                    quote! {
+                        #chain.#handler(|#uri: ::std::string::String, #context_pattern: ::wymcp::Context| async move {
+                            #take_state
+                            #answer
+                        })
+                    }
+                } else {
+                    doc = format!(
+                        " The resource template `{name}`, read by [`{ident}`](Self::{ident}) \
+                         (generated by `#[resource_template]`): register it with \
+                         `ServerBuilder::resource_template`."
+                    );
+                    quote! {
+                        #definition
+                        #chain.#handler(|#uri: ::std::string::String, #arguments_pattern: #argument_type, #context_pattern: ::wymcp::Context| async move {
+                            #take_state
+                            #answer
+                        })
+                    }
                 }
             }
             Which::Prompt => {
@@ -418,11 +541,6 @@ impl Other {
                     " The prompt `{name}`, rendered by [`{ident}`](Self::{ident}) (generated by \
                      `#[prompt]`): register it with `ServerBuilder::prompt`."
                 );
-                let arguments_pattern = if whole.is_some() || !fields.is_empty() {
-                    arguments.to_token_stream()
-                } else {
-                    quote!(_)
-                };
                 quote! {
                     #definition
                     #chain.#handler(|#arguments_pattern: #argument_type, #context_pattern: ::wymcp::Context| async move {
@@ -434,6 +552,7 @@ impl Other {
         };
         let returns = match self.which {
             Which::Resource => quote!(::wymcp::Resource),
+            Which::Template => quote!(::wymcp::ResourceTemplate),
             Which::Prompt => quote!(::wymcp::Prompt),
         };
         quote! {

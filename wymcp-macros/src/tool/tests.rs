@@ -304,3 +304,15 @@ fn two_tools_of_one_name_are_refused() {
         errors[0]
     );
 }
+
+/// The variables of a URI template, as `#[resource_template]` checks its
+/// parameters against them: simple and reserved expansion, lists, modifiers.
+#[test]
+fn a_templates_variables_are_read() {
+    use super::others::variables;
+    assert_eq!(variables("notes://{id}"), ["id"]);
+    assert_eq!(variables("files://{+path}/x/{a,b*}"), ["path", "a", "b"]);
+    assert_eq!(variables("q{?page:3}"), ["page"]);
+    assert_eq!(variables("notes://all"), Vec::<String>::new());
+    assert_eq!(variables("broken{id"), Vec::<String>::new());
+}
