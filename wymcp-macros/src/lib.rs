@@ -201,6 +201,31 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
 ///
 /// Inside the impl, `#[tool]` needs no import. Besides `#[tool]`'s own
 /// rules, two methods may not serve one tool name.
+///
+/// # Resources, templates and prompts as methods
+///
+/// In the same impl, also without an import:
+///
+/// * `#[resource("notes://all", …)]` on an `async fn` taking at most the
+///   context: a resource at that URI, listed under `name = "…"` (or the
+///   method's name) and described by the doc comment; the keys `title`,
+///   `description`, `mime_type`, `scopes`. It answers a `String` (text at
+///   the URI), a `ResourceContents`, a `Vec` of them, an `Option` of one
+///   (`None`: resource not found), or a `Result` of one. Adds
+///   `NAME_resource()` and `resources()`, for `ServerBuilder::resources`.
+/// * `#[resource_template("notes://{id}", …)]`: the same keys and answers;
+///   each parameter (besides the context) is a variable of the template,
+///   by name, read into its type (a URI whose variable does not read is
+///   resource not found), and each variable is a parameter. Adds
+///   `NAME_resource_template()` and `resource_templates()`.
+/// * `#[prompt(…)]`: a prompt whose arguments are the parameters (an
+///   `Option` optional, a parameter's doc comment its description), its
+///   doc comment the description; the keys `name`, `title`, `description`,
+///   `scopes`. It answers a `PromptResult` or a `Result` of one. Adds
+///   `NAME_prompt()` and `prompts()`.
+///
+/// A method serves one thing: two of these attributes on one method is an
+/// error.
 #[proc_macro_attribute]
 pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
     tool::tools(args.into(), input.into()).into()
