@@ -459,3 +459,56 @@ async fn template_methods_are_listed_and_read() {
     let refused = nobody.read_resource("shelf://text/1").await.unwrap_err();
     assert_eq!(refused.status, StatusCode::FORBIDDEN, "{refused}");
 }
+
+/// Rule: a server given `&self` methods of a type but no `.state(..)` of
+/// it is refused by `build()`, naming the type and the first item that
+/// needs it, instead of panicking at the first call; functions that are no
+/// method need no state.
+#[test]
+fn a_method_without_its_state_is_a_build_error() {
+    let cases: [(wymcp::ServerBuilder, &str, &str); 4] = [
+        (
+            Server::builder().tools(Notes::tools()),
+            "Notes",
+            "tool `add_note`",
+        ),
+        (
+            Server::builder().resources(Shelf::resources()),
+            "Shelf",
+            "resource `shelf://all`",
+        ),
+        (
+            Server::builder().resource_templates(Shelf::resource_templates()),
+            "Shelf",
+            "resource template `shelf://text/{index}`",
+        ),
+        (
+            Server::builder().prompts(Shelf::prompts()),
+            "Shelf",
+            "prompt `summarize`",
+        ),
+    ];
+    for (builder, ty, what) in cases {
+        let tokens = StaticTokens::new();
+        let error = builder.auth(tokens, AuthConfig::new()).build().unwrap_err();
+        let wymcp::BuildError::MissingState { state, item } = &error else {
+            panic!("not MissingState: {error}");
+        };
+        assert!(state.ends_with(&format!("::{ty}")), "{state}");
+        assert_eq!(*item, what);
+        let message = error.to_string();
+        assert!(
+            message.contains(".state(") && message.contains(what),
+            "{message}"
+        );
+    }
+    // A free function (`ping`) and an associated function (`hello`) need no state.
+    let hello = Shelf::prompts()
+        .into_iter()
+        .find(|p| format!("{p:?}").contains("hello"));
+    Server::builder()
+        .tool(ping_tool())
+        .prompts(hello)
+        .build()
+        .unwrap();
+}

@@ -93,6 +93,9 @@ pub fn tool_annotations(hints: &[(&str, bool)]) -> serde_json::Value {
 /// # Panics
 ///
 /// When the server was given no `T` (as [`Context::state`](crate::Context::state)).
+/// `ServerBuilder::build` refuses such a server (`BuildError::MissingState`,
+/// from [`method_of`]), so this is reached only by an item added at run
+/// time through the `Catalog`, which does not check it yet.
 #[must_use]
 #[track_caller]
 pub fn state_of<T: Send + Sync + 'static>(cx: &Context) -> Arc<T> {
@@ -104,6 +107,22 @@ pub fn state_of<T: Send + Sync + 'static>(cx: &Context) -> Arc<T> {
             std::any::type_name::<T>()
         ),
     }
+}
+
+/// Records that `item`'s handler is a `&self` method of the state type `T`
+/// (`what` names the item), so `ServerBuilder::build` refuses a server
+/// without a `T` instead of the first call panicking.
+#[must_use]
+pub fn method_of<T: Send + Sync + 'static, K>(
+    mut item: crate::Item<K>,
+    what: &'static str,
+) -> crate::Item<K> {
+    item.about.method_of = Some(crate::surface::MethodOf {
+        state: std::any::type_name::<T>(),
+        item: what,
+        given: |state| state.get::<Arc<T>>().is_some(),
+    });
+    item
 }
 
 /// What a `#[tool]` answering `Result<O, E>` answers.

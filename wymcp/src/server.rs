@@ -360,6 +360,18 @@ pub enum BuildError {
     /// A tool, prompt or resource could not be registered.
     #[error(transparent)]
     Surface(#[from] SurfaceError),
+    /// A handler is a `&self` method of a state type the server was not
+    /// given (`ServerBuilder::state`).
+    #[error(
+        "{item} is a method of `{state}`, which the server was not given: add \
+         `.state(…)` with a `{state}` to the builder"
+    )]
+    MissingState {
+        /// The state type's name.
+        state: &'static str,
+        /// The item (`tool \`add_note\``).
+        item: &'static str,
+    },
     /// An allowed origin or host cannot be parsed.
     #[error(transparent)]
     Origin(#[from] OriginError),
@@ -895,6 +907,18 @@ impl ServerBuilder {
             Some(relay) => ChangeBus::relayed(relay),
             None => ChangeBus::new(),
         };
+        let needs = (self.surface.tools.iter().map(|i| i.about.method_of))
+            .chain(self.surface.prompts.iter().map(|i| i.about.method_of))
+            .chain(self.surface.resources.iter().map(|i| i.about.method_of))
+            .chain(self.surface.templates.iter().map(|i| i.about.method_of));
+        for need in needs.flatten() {
+            if !(need.given)(&self.surface.state) {
+                return Err(BuildError::MissingState {
+                    state: need.state,
+                    item: need.item,
+                });
+            }
+        }
         let authenticates = self.auth.is_some();
         let limits = self.limits;
         let surface_shares = self.surface.shares();

@@ -431,15 +431,22 @@ fn builder(tool: &ToolFn, in_impl: bool) -> TokenStream {
     } else {
         quote!(_)
     };
+    let mut built = quote! {
+        #chain.#handler(|#arguments_pattern: #argument_type, #context_pattern: ::wymcp::Context| async move {
+            #take_state
+            #answer
+        })
+    };
+    if tool.method {
+        let what = format!("tool `{name}`");
+        built = quote!(::wymcp::__private::method_of::<Self, _>(#built, #what));
+    }
     quote! {
         #[doc = #doc]
         #[must_use]
         #vis fn #builder_ident() -> ::wymcp::Tool {
             #definition
-            #chain.#handler(|#arguments_pattern: #argument_type, #context_pattern: ::wymcp::Context| async move {
-                #take_state
-                #answer
-            })
+            #built
         }
     }
 }

@@ -550,6 +550,22 @@ impl Other {
                 }
             }
         };
+        let handler_tokens = if function.method {
+            let what = match self.which {
+                Which::Resource | Which::Template => format!(
+                    "{} `{}`",
+                    self.which.tag().replace('_', " "),
+                    self.keys
+                        .uri
+                        .as_ref()
+                        .map_or_else(String::new, LitStr::value)
+                ),
+                Which::Prompt => format!("prompt `{name}`"),
+            };
+            quote!(::wymcp::__private::method_of::<Self, _>({ #handler_tokens }, #what))
+        } else {
+            handler_tokens
+        };
         let returns = match self.which {
             Which::Resource => quote!(::wymcp::Resource),
             Which::Template => quote!(::wymcp::ResourceTemplate),

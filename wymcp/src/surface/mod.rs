@@ -67,6 +67,7 @@ pub use error::{SkillError, SurfaceError};
 pub(crate) use finish::CachePolicy;
 pub use finish::{CacheScope, ServerInfo};
 pub use item::Item;
+pub(crate) use item::MethodOf;
 pub use listen::ListenLimits;
 pub(crate) use listen::ListenStream;
 pub use methods::DEFAULT_PAGE_SIZE;
