@@ -512,3 +512,32 @@ fn a_method_without_its_state_is_a_build_error() {
         .build()
         .unwrap();
 }
+
+/// Every count so far, as a list.
+#[wymcp::tool(read_only)]
+async fn counts(upto: usize) -> Vec<Count> {
+    (1..=upto).map(|count| Count { count }).collect()
+}
+
+/// Rule (documented on `ToolOutput`): a tool answering `Vec<T>` answers the
+/// object `{"items": [...]}`, and its `outputSchema` is that object's, with
+/// `items` required: an `outputSchema` is always an object.
+#[tokio::test]
+async fn a_list_answer_is_an_object_of_items() {
+    let server = Arc::new(Server::builder().tool(counts_tool()).build().unwrap());
+    let client = Client::new(server.clone());
+    let tools = client.list_tools().await.unwrap();
+    let schema = &tools[0]["outputSchema"];
+    assert_eq!(schema["type"], "object", "{schema:#}");
+    assert_eq!(schema["required"], json!(["items"]), "{schema:#}");
+    assert_eq!(schema["properties"]["items"]["type"], "array", "{schema:#}");
+    let called = client
+        .call_tool("counts", json!({"upto": 2}))
+        .await
+        .unwrap();
+    assert_schema("2026-07-28", "CallToolResult", &called.result);
+    assert_eq!(
+        called.result["structuredContent"],
+        json!({"items": [{"count": 1}, {"count": 2}]})
+    );
+}
