@@ -40,7 +40,7 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
         ));
         return with_errors(&original, cx);
     };
-    let tool = ToolFn::from_syn(&cx, keys, item);
+    let tool = ToolFn::from_syn(&cx, attr::TOOL, keys, item);
     check::check_name(&cx, &tool);
     let builder = if cx.has_errors() {
         stub(&tool)
@@ -125,7 +125,7 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
                 sig: method.sig,
                 block: Box::new(method.block),
             };
-            let function = ToolFn::from_syn(&cx, attr::Keys::default(), item);
+            let function = ToolFn::from_syn(&cx, which.tag(), attr::Keys::default(), item);
             let other = others::Other {
                 which,
                 keys,
@@ -154,7 +154,7 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
             sig: method.sig,
             block: Box::new(method.block),
         };
-        let tool = ToolFn::from_syn(&cx, keys, item);
+        let tool = ToolFn::from_syn(&cx, attr::TOOL, keys, item);
         check::check_name(&cx, &tool);
         items.push(Err(Served::Tool(tools.len())));
         tools.push((index, tool));
