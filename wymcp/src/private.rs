@@ -114,9 +114,9 @@ pub fn state_of<T: Send + Sync + 'static>(cx: &Context) -> Arc<T> {
 /// without a `T` instead of the first call panicking.
 #[must_use]
 pub fn method_of<T: Send + Sync + 'static, K>(
-    mut item: crate::Item<K>,
+    mut item: crate::surface::Item<K>,
     what: &'static str,
-) -> crate::Item<K> {
+) -> crate::surface::Item<K> {
     item.about.method_of = Some(crate::surface::MethodOf {
         state: std::any::type_name::<T>(),
         item: what,
