@@ -267,7 +267,11 @@ async fn a_subscribe_is_bounded_and_held_to_the_resources_scopes() {
         "x".repeat(ListenLimits::default().max_uri_bytes)
     );
     let over = subscription(&client, &token, "resources/subscribe", &long).await;
+    assert_eq!(over.response().unwrap()["id"], over.request["id"]);
+    assert!(over.header("mcp-session-id").is_empty(), "{over:?}");
     let error = over.result().unwrap_err();
+    // A 2025 method's error is answered on a 200, as its era answers one.
+    assert_eq!(error.status, StatusCode::OK, "{error:?}");
     assert_eq!(error.code, Some(-32602));
     assert_eq!(error.data.unwrap()["limit"], "max_uri_bytes");
     let untokened = client

@@ -564,15 +564,9 @@ impl Listen {
                 });
                 pending.push_back(event(&ack));
                 result_meta.insert(SUBSCRIPTION_ID.into(), id.clone());
-                let meta = filter
-                    .resource_subscriptions
-                    .is_some()
-                    .then(|| json!({ SUBSCRIPTION_ID: id }));
-                Envelopes::new(
-                    Some(&json!({ SUBSCRIPTION_ID: id })),
-                    meta.as_ref(),
-                    &filter,
-                )
+                let tag = json!({ SUBSCRIPTION_ID: id });
+                let updated = filter.resource_subscriptions.is_some().then_some(&tag);
+                Envelopes::new(Some(&tag), updated, &filter)
             }
             Mode::Session { .. } => Envelopes::new(None, None, &filter),
         };
@@ -781,7 +775,6 @@ impl ListenStream {
             nonce,
             max_watched,
             max_uri_bytes,
-            ..
         } = &self.mode
         else {
             return;

@@ -599,15 +599,8 @@ fn subscription(s: &Surface, call: &Call<'_>, on: bool) -> Answer {
         .into();
     }
     if on {
-        let target = match s.catalog.resource(uri) {
-            Some(found) => Some(Target::Resource(found)),
-            None => s
-                .catalog
-                .template_for(uri)
-                .map(|(template, vars)| Target::Template(template, vars)),
-        };
         let what = || format!("resource `{}`", truncated(uri));
-        if let Err(refused) = reach(call, what, target, target_scopes) {
+        if let Err(refused) = reach(call, what, target_of(&s.catalog, uri), target_scopes) {
             return refused;
         }
     }
@@ -634,6 +627,17 @@ fn subscribe(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
 #[allow(clippy::needless_pass_by_value)] // every row's answer takes the call by value
 fn unsubscribe(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
     subscription(s, &call, false)
+}
+
+/// What a URI names in `catalog`: the resource at it, else a template it
+/// matches (with its variables), else nothing.
+fn target_of(catalog: &Catalog, uri: &str) -> Option<Target> {
+    match catalog.resource(uri) {
+        Some(found) => Some(Target::Resource(found)),
+        None => catalog
+            .template_for(uri)
+            .map(|(template, vars)| Target::Template(template, vars)),
+    }
 }
 
 /// What a resource target requires of a caller.
@@ -794,13 +798,7 @@ fn tools_call(s: &Surface, call: Call<'_>, env: Env<'_>) -> Answer {
 /// [`resource::read`] once the call is readied.
 fn resources_read(s: &Surface, call: Call<'_>, env: Env<'_>) -> Answer {
     let uri = text(call.params.as_ref(), "uri").to_owned();
-    let target = match s.catalog.resource(&uri) {
-        Some(found) => Some(Target::Resource(found)),
-        None => s
-            .catalog
-            .template_for(&uri)
-            .map(|(template, vars)| Target::Template(template, vars)),
-    };
+    let target = target_of(&s.catalog, &uri);
     let what = || format!("resource `{}`", truncated(&uri));
     match reach(&call, what, target, target_scopes) {
         Err(refused) => refused,
@@ -1042,12 +1040,8 @@ impl Surface {
         let (catalog, holder, list_all) = (self.catalog.clone(), principal.cloned(), self.list_all);
         Permits::new(move |uri| {
             list_all
-                || match catalog.resource(uri) {
-                    Some(resource) => resource.about.scopes.permit(holder.as_ref()),
-                    None => catalog.template_for(uri).is_none_or(|(template, _)| {
-                        template.template.about.scopes.permit(holder.as_ref())
-                    }),
-                }
+                || target_of(&catalog, uri)
+                    .is_none_or(|target| target_scopes(&target).permit(holder.as_ref()))
         })
     }
 
