@@ -323,6 +323,29 @@ impl Shelf {
     async fn greet() -> wymcp::PromptResult {
         wymcp::PromptResult::new().user("hello")
     }
+
+    /// The indexes of the texts, for the prompt's `index`.
+    #[complete(prompt = "summarize", argument = "index")]
+    async fn indexes(&self, value: String) -> wymcp::Completions {
+        let count = self.0.lock().unwrap().len();
+        let all: Vec<String> = (0..count).map(|i| i.to_string()).collect();
+        wymcp::Completions::matching(&value, all.iter().map(String::as_str))
+    }
+
+    /// The same, for the template's `index`, with what else was given.
+    #[complete(template = "shelf://text/{index}", argument = "index")]
+    async fn text_indexes(
+        &self,
+        value: String,
+        context: std::collections::BTreeMap<String, String>,
+        cx: &Context,
+    ) -> Result<wymcp::Completions, HandlerError> {
+        let who = cx.principal().map_or("nobody", |p| p.subject.as_str());
+        Ok(wymcp::Completions::new([
+            format!("{value}0"),
+            format!("{who}:{}", context.len()),
+        ]))
+    }
 }
 
 fn shelf() -> Arc<Server> {
@@ -342,9 +365,108 @@ fn shelf() -> Arc<Server> {
             .resources(Shelf::resources())
             .resource_templates(Shelf::resource_templates())
             .prompts(Shelf::prompts())
+            .completer(Shelf::completer())
             .build()
             .unwrap(),
     )
+}
+
+/// Rule: a `#[complete]` method answers `completion/complete` for its
+/// prompt argument or template variable (given what the user typed, the
+/// other arguments and the context), through `Shelf::completer()`; an
+/// argument that exists but that nothing completes is 400 / -32602 with
+/// the request's id (no fallback handler); a server with `#[complete]`
+/// methods advertises `completions`.
+#[tokio::test]
+async fn completion_methods_answer_their_keys() {
+    let server = shelf();
+    let reader = Client::new(server.clone()).bearer("reader");
+    let prompt = json!({"type": "ref/prompt", "name": "summarize"});
+    assert_eq!(
+        reader.complete(prompt.clone(), "index", "1").await.unwrap(),
+        ["1"]
+    );
+    assert_eq!(
+        reader.complete(prompt.clone(), "index", "").await.unwrap(),
+        ["0", "1"]
+    );
+    let template = json!({"type": "ref/resource", "uri": "shelf://text/{index}"});
+    let params = json!({"ref": template, "argument": {"name": "index", "value": "4"},
+                        "context": {"arguments": {"a": "b"}}});
+    let answer = reader.send("completion/complete", params).await;
+    let result = answer.result().unwrap();
+    assert_schema("2026-07-28", "CompleteResult", result);
+    assert_eq!(result["completion"], json!({"values": ["40", "reader:1"]}));
+
+    let missing = reader.complete(prompt, "words", "").await.unwrap_err();
+    let response = missing.exchange.response().unwrap();
+    assert_eq!(response["id"], missing.exchange.request["id"], "{missing}");
+    assert_eq!(missing.status, StatusCode::BAD_REQUEST, "{missing}");
+    assert_eq!(missing.code, Some(-32602), "{missing}");
+    assert_eq!(
+        missing.exchange.header("content-type"),
+        "application/json",
+        "{missing}"
+    );
+    assert!(
+        missing
+            .message
+            .contains("completes no argument `words` of prompt `summarize`"),
+        "{missing}"
+    );
+    let init = reader.send("server/discover", json!({})).await;
+    let caps = &init.result().unwrap()["capabilities"];
+    assert_eq!(caps["completions"], json!({}), "{caps}");
+}
+
+/// Rule: the completer's table goes before the `completion` fallback (for
+/// its keys); the fallback answers the rest; one key in two completers is
+/// a build error naming it.
+#[tokio::test]
+async fn the_completer_goes_before_the_fallback() {
+    let tokens = StaticTokens::new().token("reader", Principal::new("reader", ["shelf:read"]));
+    let server = Arc::new(
+        Server::builder()
+            .auth(tokens, AuthConfig::new())
+            .state(Shelf::default())
+            .prompts(Shelf::prompts())
+            .resource_templates(Shelf::resource_templates())
+            .completer(Shelf::indexes_completion())
+            .completion(|_, _| async { Ok(wymcp::Completions::new(["fallback"])) })
+            .build()
+            .unwrap(),
+    );
+    let client = Client::new(server).bearer("reader");
+    let prompt = json!({"type": "ref/prompt", "name": "summarize"});
+    assert_eq!(
+        client.complete(prompt.clone(), "index", "").await.unwrap(),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        client.complete(prompt, "words", "").await.unwrap(),
+        ["fallback"]
+    );
+
+    let twice = Server::builder()
+        .state(Shelf::default())
+        .completer(Shelf::completer())
+        .completer(Shelf::indexes_completion())
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&twice, wymcp::BuildError::RepeatedCompletion(key)
+            if key == "argument `index` of prompt `summarize`"),
+        "{twice}"
+    );
+    let no_state = Server::builder()
+        .completer(Shelf::completer())
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&no_state, wymcp::BuildError::MissingState { item, .. }
+            if *item == "completion of argument `index` of prompt `summarize`"),
+        "{no_state}"
+    );
 }
 
 /// Rule: a `#[resource("uri")]` method is listed at its URI, named by

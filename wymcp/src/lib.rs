@@ -69,7 +69,7 @@ pub use server::{BuildError, Limits, Server, ServerBuilder};
 pub use stage::{Role, Stage, StageInfo, StageKind};
 pub use surface::{
     Annotations, AnswerFeed, AnswerRelay, BoxFuture, CacheScope, Catalog, Change, ChangeFeed,
-    ChangeRelay, CompletionRef, CompletionRequest, Completions, Content, Context,
+    ChangeRelay, Completer, CompletionRef, CompletionRequest, Completions, Content, Context,
     DEFAULT_PAGE_SIZE, Emitter, HandlerError, Icon, IconTheme, Item, LEGACY_LOG_LEVEL,
     LegacyRequests, ListenLimits, LogLevel, MAX_COMPATIBILITY_CHARS, MAX_COMPLETION_VALUES,
     MAX_DESCRIPTION_CHARS, MAX_FRONTMATTER_BYTES, MAX_FRONTMATTER_KEYS, MAX_SKILL_BYTES,

@@ -19,7 +19,9 @@ pub use crate::stage::{Role, Stage, StageInfo, StageKind};
 
 use crate::protocol::error::ErrorCode;
 use crate::reply::Rejection;
-use crate::surface::{Context, HandlerError, PromptResult, ResourceContents, ToolOutput};
+use crate::surface::{
+    Completions, Context, HandlerError, PromptResult, ResourceContents, ToolOutput,
+};
 
 /// Marks `name` as the running stage and returns its span.
 pub fn enter(ex: &mut Exchange<'_>, name: &'static str) -> tracing::Span {
@@ -123,6 +125,35 @@ pub fn method_of<T: Send + Sync + 'static, K>(
         given: |state| state.get::<Arc<T>>().is_some(),
     });
     item
+}
+
+/// Records that every handler of `completer` is a `&self` method of the
+/// state type `T` (`what` names them), as [`method_of`] for an item.
+#[must_use]
+pub fn completer_method_of<T: Send + Sync + 'static>(
+    mut completer: crate::surface::Completer,
+    what: &'static str,
+) -> crate::surface::Completer {
+    completer.set_method_of(crate::surface::MethodOf {
+        state: std::any::type_name::<T>(),
+        item: what,
+        given: |state| state.get::<Arc<T>>().is_some(),
+    });
+    completer
+}
+
+/// What a `#[complete]` method answering `Result<Completions, E>` answers.
+pub fn completion_fallible<E>(result: Result<Completions, E>) -> Result<Completions, HandlerError>
+where
+    E: Into<HandlerError>,
+{
+    result.map_err(Into::into)
+}
+
+/// What a `#[complete]` method answering `Completions` answers.
+#[allow(clippy::unnecessary_wraps)] // the handler's shape
+pub fn completion_infallible(completions: Completions) -> Result<Completions, HandlerError> {
+    Ok(completions)
 }
 
 /// What a `#[tool]` answering `Result<O, E>` answers.

@@ -15,7 +15,7 @@ use crate::protocol::headers::HeaderParam;
 use crate::protocol::revision::Revision;
 use crate::protocol::schema::{SchemaError, Schemas};
 use crate::surface::{
-    AnswerRelay, CachePolicy, CacheScope, Catalog, Change, ChangeBus, ChangeRelay,
+    AnswerRelay, CachePolicy, CacheScope, Catalog, Change, ChangeBus, ChangeRelay, Completer,
     CompletionRequest, Completions, Context, HandlerError, Icon, LegacyRequests, ListenLimits,
     Prompt, Resource, ResourceTemplate, Skill, Surface, SurfaceBuilder, SurfaceError, TaskLimits,
     Tool, boxed_completion,
@@ -372,6 +372,10 @@ pub enum BuildError {
         /// The item (`tool \`add_note\``).
         item: &'static str,
     },
+    /// Two completion handlers for one key (a prompt's argument or a
+    /// template's variable), across the [`Completer`]s given.
+    #[error("two completion handlers for the {0}: give each key one")]
+    RepeatedCompletion(String),
     /// An allowed origin or host cannot be parsed.
     #[error(transparent)]
     Origin(#[from] OriginError),
@@ -881,6 +885,18 @@ impl ServerBuilder {
         self
     }
 
+    /// Serves `completion/complete` for the keys of `completer` (a prompt's
+    /// argument, a resource template's variable), each with its handler;
+    /// the [`completion`](Self::completion) handler, if any, answers the
+    /// others. May be called more than once: the tables add up, and a key
+    /// given twice is a `build()` error ([`BuildError::RepeatedCompletion`]).
+    #[must_use]
+    pub fn completer(mut self, completer: Completer) -> Self {
+        let table = std::mem::take(&mut self.surface.completer);
+        self.surface.completer = table.merge(completer);
+        self
+    }
+
     /// Builds the server, checking the configuration.
     pub fn build(self) -> Result<Server, BuildError> {
         if !self.endpoint.starts_with('/') {
@@ -910,7 +926,8 @@ impl ServerBuilder {
         let needs = (self.surface.tools.iter().map(|i| i.about.method_of))
             .chain(self.surface.prompts.iter().map(|i| i.about.method_of))
             .chain(self.surface.resources.iter().map(|i| i.about.method_of))
-            .chain(self.surface.templates.iter().map(|i| i.about.method_of));
+            .chain(self.surface.templates.iter().map(|i| i.about.method_of))
+            .chain(self.surface.completer.needs().map(Some));
         for need in needs.flatten() {
             if !(need.given)(&self.surface.state) {
                 return Err(BuildError::MissingState {
@@ -918,6 +935,9 @@ impl ServerBuilder {
                     item: need.item,
                 });
             }
+        }
+        if let Some(key) = self.surface.completer.repeated() {
+            return Err(BuildError::RepeatedCompletion(key));
         }
         let authenticates = self.auth.is_some();
         let limits = self.limits;

@@ -103,6 +103,10 @@ impl ToolFn {
                             "prompt `{name}` answers nothing: return a `PromptResult`, or a \
                              `Result` of one with a `HandlerError`"
                         ),
+                        "complete" => format!(
+                            "`{name}` answers nothing: return `Completions`, or a `Result` of \
+                             them with a `HandlerError`"
+                        ),
                         _ => format!(
                             "`{name}` answers nothing: return the contents (a `String`, a \
                              `ResourceContents`, a `Vec` of them, an `Option` of one), or a \

@@ -19,12 +19,13 @@ use syn::spanned::Spanned;
 use syn::{ImplItem, ItemFn, ItemImpl};
 
 use super::ast::{Answer, Param, ToolFn};
-use super::{attr, check, others};
+use super::{attr, check, complete, others};
 
 /// Where a served method of a `#[tools]` impl was read into.
 enum Served {
     Tool(usize),
     Other(usize),
+    Complete(usize),
 }
 use crate::ctxt::Ctxt;
 
@@ -78,6 +79,7 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
     }
     let mut tools: Vec<(usize, ToolFn)> = Vec::new();
     let mut served_others: Vec<others::Other> = Vec::new();
+    let mut completes: Vec<complete::Complete> = Vec::new();
     let mut items: Vec<Result<ImplItem, Served>> = Vec::new();
     for (index, item) in std::mem::take(&mut imp.items).into_iter().enumerate() {
         cx.at(index);
@@ -96,8 +98,50 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
             .filter(|a| attr::is_tool(a))
             .cloned()
             .collect();
-        if tags.is_empty() && other_tags.is_empty() {
+        let complete_tags: Vec<_> = method
+            .attrs
+            .iter()
+            .filter(|a| complete::is_complete(a))
+            .cloned()
+            .collect();
+        if tags.is_empty() && other_tags.is_empty() && complete_tags.is_empty() {
             items.push(Ok(ImplItem::Fn(method)));
+            continue;
+        }
+        if let Some(first) = complete_tags.first() {
+            method.attrs.retain(|a| {
+                !complete::is_complete(a) && others::which(a).is_none() && !attr::is_tool(a)
+            });
+            for repeated in tags
+                .iter()
+                .chain(other_tags.iter().map(|(_, a)| a))
+                .chain(&complete_tags[1..])
+            {
+                cx.error_spanned_by(
+                    repeated,
+                    format!(
+                        "`{}` is already a `#[complete]`: a method serves one thing; remove this \
+                         attribute",
+                        method.sig.ident
+                    ),
+                );
+            }
+            let (target, argument) = complete::parse_attr(&cx, first);
+            let item = ItemFn {
+                attrs: method.attrs,
+                vis: method.vis,
+                sig: method.sig,
+                block: Box::new(method.block),
+            };
+            let function = ToolFn::from_syn(&cx, complete::COMPLETE, attr::Keys::default(), item);
+            let one = complete::Complete {
+                target,
+                argument,
+                function,
+            };
+            one.check(&cx);
+            items.push(Err(Served::Complete(completes.len())));
+            completes.push(one);
             continue;
         }
         if let Some((which, first)) = other_tags.first().cloned() {
@@ -159,7 +203,10 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
         items.push(Err(Served::Tool(tools.len())));
         tools.push((index, tool));
     }
-    if tools.is_empty() && served_others.is_empty() {
+    for one in &completes {
+        one.check_target(&cx, &served_others);
+    }
+    if tools.is_empty() && served_others.is_empty() && completes.is_empty() {
         cx.at(usize::MAX);
         cx.error_spanned_by(
             &imp.self_ty,
@@ -181,6 +228,11 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
                 } else {
                     other.builder()
                 });
+            }
+            Err(Served::Complete(at)) => {
+                let one = &completes[at];
+                written_back(&one.function).to_tokens(&mut body);
+                body.extend(if failed { one.stub() } else { one.builder() });
             }
             Err(Served::Tool(at)) => {
                 let tool = &tools[at].1;
@@ -236,6 +288,21 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
             #[must_use]
             pub fn #list_ident() -> ::std::vec::Vec<#item_type> {
                 #list
+            }
+        });
+    }
+    if !completes.is_empty() {
+        let each = completes.iter().map(complete::Complete::builder_ident);
+        let table = if failed {
+            quote!(::wymcp::Completer::new())
+        } else {
+            quote!(::wymcp::Completer::new()#(.merge(Self::#each()))*)
+        };
+        body.extend(quote! {
+            /// Every `#[complete]` of this impl, for `ServerBuilder::completer`.
+            #[must_use]
+            pub fn completer() -> ::wymcp::Completer {
+                #table
             }
         });
     }

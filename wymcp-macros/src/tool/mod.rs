@@ -9,6 +9,7 @@
 mod ast;
 mod attr;
 mod check;
+mod complete;
 mod expand;
 mod others;
 

@@ -341,7 +341,7 @@ impl Other {
     }
 
     /// The name it is listed under: `name = "…"` or the method's.
-    fn name(&self) -> String {
+    pub fn name(&self) -> String {
         self.keys
             .name
             .as_ref()

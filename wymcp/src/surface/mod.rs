@@ -60,7 +60,9 @@ mod tool;
 pub(crate) use bus::ChangeBus;
 pub use bus::{Change, ChangeFeed, ChangeRelay};
 pub use catalog::Catalog;
-pub use completion::{CompletionRef, CompletionRequest, Completions, MAX_COMPLETION_VALUES};
+pub use completion::{
+    Completer, CompletionRef, CompletionRequest, Completions, MAX_COMPLETION_VALUES,
+};
 pub use content::{Annotations, Content, Icon, IconTheme, PromptRole, ResourceContents};
 pub use context::{BoxFuture, Context, HandlerError};
 pub use error::{SkillError, SurfaceError};
