@@ -276,7 +276,7 @@ async fn methods_share_the_state_and_scopes_guard_them() {
 #[derive(Default)]
 struct Shelf(Mutex<Vec<String>>);
 
-#[wymcp::tools]
+#[wymcp::handlers]
 impl Shelf {
     /// Every text, one per line.
     #[resource("shelf://all", name = "all texts", mime_type = "text/plain", scopes = ["shelf:read"])]
@@ -417,6 +417,61 @@ async fn completion_methods_answer_their_keys() {
     let init = reader.send("server/discover", json!({})).await;
     let caps = &init.result().unwrap()["capabilities"];
     assert_eq!(caps["completions"], json!({}), "{caps}");
+}
+
+/// Rule: `Shelf::handlers()`, registered with `ServerBuilder::handlers`,
+/// serves everything the impl declares: its resources, templates, prompts
+/// and completions (and `Notes::handlers()`, of an impl still written
+/// `#[wymcp::tools]`, its tools).
+#[tokio::test]
+async fn one_registration_serves_the_whole_impl() {
+    let tokens = StaticTokens::new().token(
+        "reader",
+        Principal::new("reader", ["shelf:read", "notes:read", "notes:write"]),
+    );
+    let server = Arc::new(
+        Server::builder()
+            .auth(tokens, AuthConfig::new())
+            .state(Shelf::default())
+            .state(Notes::default())
+            .handlers(Shelf::handlers())
+            .handlers(Notes::handlers())
+            .build()
+            .unwrap(),
+    );
+    let reader = Client::new(server).bearer("reader");
+    let names = |listed: Vec<Value>, key: &str| -> Vec<String> {
+        let mut names: Vec<String> = listed
+            .iter()
+            .map(|item| item[key].as_str().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(
+        names(reader.list_tools().await.unwrap(), "name"),
+        ["add_note", "count_notes"]
+    );
+    assert_eq!(
+        names(reader.list_resources().await.unwrap(), "uri"),
+        ["shelf://all", "shelf://count"]
+    );
+    assert_eq!(
+        names(
+            reader.list_resource_templates().await.unwrap(),
+            "uriTemplate"
+        ),
+        ["shelf://text/{index}"]
+    );
+    assert_eq!(
+        names(reader.list_prompts().await.unwrap(), "name"),
+        ["hello", "summarize"]
+    );
+    let prompt = json!({"type": "ref/prompt", "name": "summarize"});
+    assert_eq!(
+        reader.complete(prompt, "index", "").await.unwrap(),
+        Vec::<String>::new()
+    );
 }
 
 /// Rule: the completer's table goes before the `completion` fallback (for

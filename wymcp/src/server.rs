@@ -16,9 +16,9 @@ use crate::protocol::revision::Revision;
 use crate::protocol::schema::{SchemaError, Schemas};
 use crate::surface::{
     AnswerRelay, CachePolicy, CacheScope, Catalog, Change, ChangeBus, ChangeRelay, Completer,
-    CompletionRequest, Completions, Context, HandlerError, Icon, LegacyRequests, ListenLimits,
-    Prompt, Resource, ResourceTemplate, Skill, Surface, SurfaceBuilder, SurfaceError, TaskLimits,
-    Tool, boxed_completion,
+    CompletionRequest, Completions, Context, HandlerError, Handlers, Icon, LegacyRequests,
+    ListenLimits, Prompt, Resource, ResourceTemplate, Skill, Surface, SurfaceBuilder, SurfaceError,
+    TaskLimits, Tool, boxed_completion,
 };
 use crate::tasks::TaskStore;
 
@@ -617,6 +617,28 @@ impl ServerBuilder {
     pub fn tools(mut self, tools: impl IntoIterator<Item = Tool>) -> Self {
         self.surface.tools.extend(tools);
         self
+    }
+
+    /// Registers everything a `#[wymcp::handlers]` impl declares (its
+    /// `handlers()`: tools, resources, resource templates, prompts and
+    /// completions), or any [`Handlers`] gathered by hand. The same as
+    /// `.tools(..)`, `.resources(..)`, `.resource_templates(..)`,
+    /// `.prompts(..)` and `.completer(..)` one by one; the state its `&self`
+    /// methods take is still given with [`state`](Self::state).
+    #[must_use]
+    pub fn handlers(self, handlers: Handlers) -> Self {
+        let Handlers {
+            tools,
+            resources,
+            templates,
+            prompts,
+            completer,
+        } = handlers;
+        self.tools(tools)
+            .resources(resources)
+            .resource_templates(templates)
+            .prompts(prompts)
+            .completer(completer)
     }
 
     /// Registers a prompt.

@@ -306,6 +306,38 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
             }
         });
     }
+    // `handlers()`: everything above, for `ServerBuilder::handlers`.
+    let bundle = if failed {
+        quote!(::wymcp::Handlers::new())
+    } else {
+        let tools = tools.iter().map(|(_, tool)| builder_ident(tool));
+        let of = |which| {
+            served_others
+                .iter()
+                .filter(move |o| o.which == which)
+                .map(others::Other::builder_ident)
+        };
+        let resources = of(others::Which::Resource);
+        let templates = of(others::Which::Template);
+        let prompts = of(others::Which::Prompt);
+        let completions = completes.iter().map(complete::Complete::builder_ident);
+        quote! {
+            ::wymcp::Handlers::new()
+                .tools(::std::vec::Vec::<::wymcp::Tool>::from([#(Self::#tools()),*]))
+                .resources(::std::vec::Vec::<::wymcp::Resource>::from([#(Self::#resources()),*]))
+                .resource_templates(::std::vec::Vec::<::wymcp::ResourceTemplate>::from([#(Self::#templates()),*]))
+                .prompts(::std::vec::Vec::<::wymcp::Prompt>::from([#(Self::#prompts()),*]))
+                .completer(::wymcp::Completer::new()#(.merge(Self::#completions()))*)
+        }
+    };
+    body.extend(quote! {
+        /// Every tool, resource, resource template, prompt and completion of
+        /// this impl, for `ServerBuilder::handlers`.
+        #[must_use]
+        pub fn handlers() -> ::wymcp::Handlers {
+            #bundle
+        }
+    });
     body.extend(quote! {
         /// Every `#[tool]` of this impl, for `ServerBuilder::tools`.
         #[must_use]
