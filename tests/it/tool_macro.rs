@@ -474,6 +474,72 @@ async fn one_registration_serves_the_whole_impl() {
     );
 }
 
+/// Rule: an item added at run time through the `Catalog` whose handler is
+/// a `&self` method of a state type the server was not given is refused
+/// with `SurfaceError::MissingState` naming the type and the item (as
+/// `build()` refuses it), instead of panicking at its first call; given the
+/// state, it is added.
+#[test]
+fn a_method_added_at_run_time_without_its_state_is_refused() {
+    let without = Server::builder().build().unwrap();
+    let adds: [(
+        &str,
+        Box<dyn Fn(&wymcp::Catalog) -> Result<(), wymcp::SurfaceError>>,
+    ); 4] = [
+        (
+            "tool `add_note`",
+            Box::new(|c| c.add_tool(Notes::add_note_tool())),
+        ),
+        ("prompt `hello`", Box::new(|_| Ok(()))),
+        (
+            "resource `shelf://count`",
+            Box::new(|c| c.add_resource(Shelf::count_resource())),
+        ),
+        (
+            "resource template `shelf://text/{index}`",
+            Box::new(|c| c.add_resource_template(Shelf::text_resource_template())),
+        ),
+    ];
+    for (what, add) in &adds {
+        let result = add(without.catalog());
+        if *what == "prompt `hello`" {
+            // `greet` is no method: it needs no state.
+            without.catalog().add_prompt(Shelf::greet_prompt()).unwrap();
+            let error = without
+                .catalog()
+                .add_prompt(Shelf::summarize_prompt())
+                .unwrap_err();
+            assert!(
+                matches!(&error, wymcp::SurfaceError::MissingState { item, .. }
+                    if *item == "prompt `summarize`"),
+                "{error}"
+            );
+            continue;
+        }
+        let error = result.unwrap_err();
+        let wymcp::SurfaceError::MissingState { state, item } = &error else {
+            panic!("not MissingState: {error}");
+        };
+        assert_eq!(item, what);
+        assert!(
+            state.ends_with("Notes") || state.ends_with("Shelf"),
+            "{state}"
+        );
+        assert!(error.to_string().contains(".state("), "{error}");
+    }
+    let with = Server::builder()
+        .state(Notes::default())
+        .state(Shelf::default())
+        .build()
+        .unwrap();
+    for (_, add) in &adds {
+        add(with.catalog()).unwrap();
+    }
+    with.catalog()
+        .add_prompt(Shelf::summarize_prompt())
+        .unwrap();
+}
+
 /// Rule: the completer's table goes before the `completion` fallback (for
 /// its keys); the fallback answers the rest; one key in two completers is
 /// a build error naming it.

@@ -96,8 +96,9 @@ pub fn tool_annotations(hints: &[(&str, bool)]) -> serde_json::Value {
 ///
 /// When the server was given no `T` (as [`Context::state`](crate::Context::state)).
 /// `ServerBuilder::build` refuses such a server (`BuildError::MissingState`,
-/// from [`method_of`]), so this is reached only by an item added at run
-/// time through the `Catalog`, which does not check it yet.
+/// from [`method_of`]), and so does the `Catalog` an item added at run
+/// time (`SurfaceError::MissingState`): unreachable through the library's
+/// own paths.
 #[must_use]
 #[track_caller]
 pub fn state_of<T: Send + Sync + 'static>(cx: &Context) -> Arc<T> {

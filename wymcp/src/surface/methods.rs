@@ -335,7 +335,7 @@ impl SurfaceBuilder {
             self.task_limits,
             ledger.clone(),
         ));
-        let catalog = Catalog::new(changes.clone());
+        let catalog = Catalog::new(changes.clone(), Some(Arc::new(self.state.clone())));
         for tool in self.tools {
             catalog.insert_tool(Arc::new(tool.register()?))?;
         }
