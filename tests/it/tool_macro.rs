@@ -481,11 +481,9 @@ async fn one_registration_serves_the_whole_impl() {
 /// state, it is added.
 #[test]
 fn a_method_added_at_run_time_without_its_state_is_refused() {
+    type Add = Box<dyn Fn(&wymcp::Catalog) -> Result<(), wymcp::SurfaceError>>;
     let without = Server::builder().build().unwrap();
-    let adds: [(
-        &str,
-        Box<dyn Fn(&wymcp::Catalog) -> Result<(), wymcp::SurfaceError>>,
-    ); 4] = [
+    let adds: [(&str, Add); 4] = [
         (
             "tool `add_note`",
             Box::new(|c| c.add_tool(Notes::add_note_tool())),
