@@ -166,3 +166,23 @@ fn a_resource_template_of_the_state_type() {
         }
     }));
 }
+
+/// `#[complete(…)]`: `NAME_completion()`, a `Completer` of one key whose
+/// handler passes `value` and `context` to the method; `completer()` and
+/// `handlers()` gather them.
+#[test]
+fn completion_methods_of_the_state_type() {
+    assert_expansion!(expand_tools(quote! {
+        impl Notes {
+            #[prompt]
+            async fn summarize(&self, id: u64) -> PromptResult {
+                todo!()
+            }
+
+            #[complete(prompt = "summarize", argument = "id")]
+            async fn ids(&self, value: String, context: BTreeMap<String, String>) -> Completions {
+                todo!()
+            }
+        }
+    }));
+}
