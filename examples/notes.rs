@@ -1,17 +1,17 @@
-//! A notes server to start from: tools written with `#[wymcp::tool]` on the
-//! state they share, `notes://{id}` (its id a `u64`) and `notes://all`, a
-//! prompt, and two bearer tokens of which only the writer's may change notes:
+//! A notes server to start from: tools, `notes://{id}` (its id a `u64`),
+//! `notes://all` and a prompt, all methods of the state they share
+//! (`#[wymcp::handlers]`), and two bearer tokens of which only the writer's may change notes:
 //! `--reader-token R --writer-token W` (or env `NOTES_READER_TOKEN`, …: a
 //! command line is visible to every user), `--port 3000`. On start it prints
-//! how to connect (`how_to_connect`). `RUST_LOG=info` logs each request;
+//! how to connect (`wymcp::serve::DevTokens`). `RUST_LOG=info` logs each request;
 //! Ctrl-C stops it gracefully. Tested in `tests/it/notes.rs`.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard, PoisonError, atomic::AtomicU64, atomic::Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, atomic::AtomicU64, atomic::Ordering};
 
-use wymcp::auth::{AuthConfig, Principal, StaticTokens};
-use wymcp::{Content, Context, HandlerError, Prompt, PromptResult, Resource, ResourceContents};
-use wymcp::{ResourceTemplate, Server, Structured, ToolResult, chain};
+use wymcp::auth::AuthConfig;
+use wymcp::serve::{DevTokens, arg_or_env};
+use wymcp::{Content, Context, HandlerError, PromptResult, Server, Structured, ToolResult, chain};
 
 /// The notes and the last id given (never reused): the server's state, `&self`.
 #[derive(Default)]
@@ -24,13 +24,7 @@ struct Added {
     uri: String,
 }
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct NoteId {
-    /// The note's id.
-    id: u64,
-}
-
-#[wymcp::tools]
+#[wymcp::handlers]
 impl Notes {
     fn book(&self) -> MutexGuard<'_, BTreeMap<u64, String>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
@@ -85,94 +79,63 @@ impl Notes {
         cx.resources_changed();
         Ok(ToolResult::text(format!("deleted note {id}")))
     }
+
+    /// Every note, one per line.
+    #[resource("notes://all", name = "all notes", scopes = ["notes:read"])]
+    async fn all(&self) -> String {
+        self.book().values().cloned().collect::<Vec<_>>().join("\n")
+    }
+
+    /// A note, by id (`None`: resource not found).
+    #[resource_template("notes://{id}", name = "note", scopes = ["notes:read"])]
+    async fn note(&self, id: u64) -> Option<String> {
+        self.book().get(&id).cloned()
+    }
+
+    /// Asks for a one-line summary of note `id`.
+    #[prompt(scopes = ["notes:read"])]
+    async fn summarize(&self, id: u64) -> Result<PromptResult, HandlerError> {
+        let text = self.book().get(&id).cloned();
+        let text = text.ok_or(HandlerError::invalid_params("no such note"))?;
+        Ok(PromptResult::new().user(format!("Summarise this note in a line:\n\n{text}")))
+    }
+}
+
+/// The two roles, with these tokens: only the writer may change notes.
+fn tokens(reader: &str, writer: &str) -> DevTokens {
+    let (read, write) = (["notes:read"], ["notes:read", "notes:write"]);
+    DevTokens::new("NOTES") // --reader-token, NOTES_READER_TOKEN, …: `from_args_and_env`
+        .role("reader", "R", read, "search and read notes")
+        .role("writer", "W", write, "also add, import and delete notes")
+        .given("reader", reader)
+        .given("writer", writer)
 }
 
 /// The server, `reader` and `writer` its two tokens.
-pub fn server(reader: &str, writer: &str) -> Result<Server, wymcp::BuildError> {
-    let (read, write) = (["notes:read"], ["notes:read", "notes:write"]);
-    let tokens = StaticTokens::new()
-        .token(reader, Principal::new("reader", read))
-        .token(writer, Principal::new("writer", write));
-    let all = Resource::new("notes://all", "all notes").scopes(["notes:read"]);
-    let all = all.handler(|uri: String, cx: Context| async move {
-        let book = cx.state::<Notes>().book();
-        let all: Vec<&str> = book.values().map(String::as_str).collect();
-        Ok(vec![ResourceContents::text(uri, all.join("\n"))])
-    });
-    let note = ResourceTemplate::new("notes://{id}", "note").scopes(["notes:read"]);
-    let note = note.handler(|uri: String, note: NoteId, cx: Context| async move {
-        let text = cx.state::<Notes>().book().get(&note.id).cloned();
-        let text = text.ok_or(HandlerError::resource_not_found(&uri))?;
-        Ok(vec![ResourceContents::text(uri, text)])
-    });
-    let prompt = Prompt::new("summarize").scopes(["notes:read"]);
-    let prompt = prompt.handler(|note: NoteId, cx: Context| async move {
-        let text = cx.state::<Notes>().book().get(&note.id).cloned();
-        let text = text.ok_or(HandlerError::invalid_params("no such note"))?;
-        Ok(PromptResult::new().user(format!("Summarise this note in a line:\n\n{text}")))
-    });
-    Server::builder()
+pub fn server(reader: &str, writer: &str) -> Result<Server, Box<dyn std::error::Error>> {
+    Ok(Server::builder()
         .info("notes", env!("CARGO_PKG_VERSION"))
-        .auth(tokens, AuthConfig::new())
+        .auth(tokens(reader, writer).static_tokens()?, AuthConfig::new())
         .state(Notes::default())
-        .tools(Notes::tools())
-        .resource(all)
-        .resource_template(note)
-        .prompt(prompt)
-        .build()
+        .handlers(Notes::handlers())
+        .build()?)
 }
 
-/// What `main` prints on start: the URL, the tokens (only the defaults are
-/// shown: a token of your own is a secret), and a curl line listing the tools.
+/// What `main` prints on start: URL, tokens, a curl line (`DevTokens::how_to_connect`).
 pub fn how_to_connect(url: &str, reader: &str, writer: &str) -> String {
-    let defaults = (reader, writer) == ("R", "W");
-    let (reader, writer) = if defaults {
-        ("R", "W")
-    } else {
-        ("<reader token>", "<writer token>")
-    };
-    let source = if defaults {
-        "development defaults; set your own with"
-    } else {
-        "given by"
-    };
-    format!(
-        "listening on {url}\n\
-         reader token: {reader} (search and read notes)\n\
-         writer token: {writer} (also add, import and delete notes)\n\
-         ({source} --reader-token/--writer-token or NOTES_READER_TOKEN/NOTES_WRITER_TOKEN)\n\
-         list the tools:\n  \
-         curl -s -H 'Authorization: Bearer {writer}' -H 'Content-Type: application/json' \
-         -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}}' {url}\n\
-         or with the MCP Inspector (Node.js):\n  \
-         npx @modelcontextprotocol/inspector --cli {url} --method tools/list \
-         --header 'Authorization: Bearer {writer}'"
-    )
+    tokens(reader, writer).how_to_connect(url)
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt::init(); // RUST_LOG=info: a line per request
-    let args: Vec<String> = std::env::args().collect();
-    let flag = |name: &str, env: &str, default: &str| {
-        let at = args.iter().position(|arg| arg == name);
-        let given = at.and_then(|at| args.get(at + 1)).cloned();
-        given
-            .or_else(|| std::env::var(env).ok())
-            .unwrap_or_else(|| default.into())
-    };
-    let (reader, writer) = (
-        flag("--reader-token", "NOTES_READER_TOKEN", "R"),
-        flag("--writer-token", "NOTES_WRITER_TOKEN", "W"),
-    );
-    if reader == writer {
-        return Err("the reader and writer tokens must differ".into());
-    }
-    let server = std::sync::Arc::new(server(&reader, &writer)?);
-    let port: u16 = flag("--port", "NOTES_PORT", "3000").parse()?; // 0: any free port
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    let tokens = tokens("R", "W").from_args_and_env();
+    let token = |role| tokens.token(role).unwrap_or_default();
+    let server = Arc::new(server(token("reader"), token("writer"))?);
+    let port = arg_or_env("--port", "NOTES_PORT").unwrap_or_else(|| "3000".into()); // 0: any
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port.parse::<u16>()?)).await?;
     let url = format!("http://{}/mcp", listener.local_addr()?);
-    println!("{}", how_to_connect(&url, &reader, &writer));
+    println!("{}", tokens.how_to_connect(&url));
     wymcp::serve(listener, chain::post::router(server.clone()))
         .with_graceful_shutdown(wymcp::serve::shutdown_signal())
         .closing_streams_of(&server)

@@ -256,3 +256,31 @@ async fn the_start_message_says_how_to_connect() {
         ["add_note", "import_notes", "search_notes", "delete_note"]
     );
 }
+
+/// Lines of Rust code: blank lines and `//` comment lines (`///`, `//!`
+/// included) aside.
+fn lines_of_code(source: &str) -> usize {
+    source
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("//"))
+        .count()
+}
+
+/// Rule (issue 24): `examples/notes.rs` stays under 110 lines of code,
+/// blank and comment lines aside. The control: the count skips blank and
+/// comment lines, and the same file padded to 110 lines of code fails the
+/// check.
+#[test]
+fn the_example_is_under_110_lines_of_code() {
+    let source = include_str!("../../examples/notes.rs");
+    let count = lines_of_code(source);
+    let under = |count: usize| count < 110;
+    assert!(
+        under(count),
+        "examples/notes.rs has {count} lines of code (blank and `//` lines aside): keep it under 110"
+    );
+    assert_eq!(lines_of_code("a\n\n  // b\n/// c\n//! d\n    e\n"), 2);
+    let padded = format!("{source}{}", "let _ = 0;\n".repeat(110 - count));
+    assert!(!under(lines_of_code(&padded)));
+}

@@ -183,11 +183,14 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     tool::tool(args.into(), input.into()).into()
 }
 
-/// Serves the `#[tool]` methods of an `impl` block of the server's state
-/// type, and adds `tools()`: every one of them, for `ServerBuilder::tools`.
+/// Serves the methods of an `impl` block of the server's state type: its
+/// `#[tool]`s, `#[resource]`s, `#[resource_template]`s, `#[prompt]`s and
+/// `#[complete]`s; adds `handlers()`, every one of them, for
+/// `ServerBuilder::handlers`, and one list per kind (`tools()`, …) to pick
+/// a subset.
 ///
 /// ```ignore
-/// #[wymcp::tools]
+/// #[wymcp::handlers]
 /// impl Notes {
 ///     /// Adds a note.
 ///     #[tool(scopes = ["notes:write"])]
@@ -196,11 +199,57 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
 ///     }
 /// }
 ///
-/// let server = Server::builder().state(Notes::default()).tools(Notes::tools());
+/// let server = Server::builder().state(Notes::default()).handlers(Notes::handlers());
 /// ```
 ///
 /// Inside the impl, `#[tool]` needs no import. Besides `#[tool]`'s own
 /// rules, two methods may not serve one tool name.
+///
+/// # Resources, templates and prompts as methods
+///
+/// In the same impl, also without an import:
+///
+/// * `#[resource("notes://all", …)]` on an `async fn` taking at most the
+///   context: a resource at that URI, listed under `name = "…"` (or the
+///   method's name) and described by the doc comment; the keys `title`,
+///   `description`, `mime_type`, `scopes`. It answers a `String` (text at
+///   the URI), a `ResourceContents`, a `Vec` of them, an `Option` of one
+///   (`None`: resource not found), or a `Result` of one. Adds
+///   `NAME_resource()` and `resources()`, for `ServerBuilder::resources`.
+/// * `#[resource_template("notes://{id}", …)]`: the same keys and answers;
+///   each parameter (besides the context) is a variable of the template,
+///   by name, read into its type (a URI whose variable does not read is
+///   resource not found), and each variable is a parameter. Adds
+///   `NAME_resource_template()` and `resource_templates()`.
+/// * `#[prompt(…)]`: a prompt whose arguments are the parameters (an
+///   `Option` optional, a parameter's doc comment its description), its
+///   doc comment the description; the keys `name`, `title`, `description`,
+///   `scopes`. It answers a `PromptResult` or a `Result` of one. Adds
+///   `NAME_prompt()` and `prompts()`.
+/// * `#[complete(prompt = "summarize", argument = "id")]` or
+///   `#[complete(template = "notes://{id}", argument = "id")]`: completes
+///   that prompt argument or template variable. The prompt (by its listed
+///   name) or template (by its URI template) must be one of the impl's, and
+///   the argument one of its arguments or variables, checked at compile
+///   time. It takes `value: String` (what the user typed), optionally
+///   `context: BTreeMap<String, String>` (the other arguments' values) and
+///   the context; it answers `Completions` or a `Result` of them. Adds
+///   `NAME_completion()` and `completer()`, a `wymcp::Completer` for
+///   `ServerBuilder::completer`; the `ServerBuilder::completion` handler,
+///   if any, answers what the table does not complete.
+///
+/// A method serves one thing: two of these attributes on one method is an
+/// error.
+#[proc_macro_attribute]
+pub fn handlers(args: TokenStream, input: TokenStream) -> TokenStream {
+    tool::tools(args.into(), input.into()).into()
+}
+
+/// The former name of [`macro@handlers`], which it expands exactly as.
+///
+/// Deprecated: it serves more than tools now. Kept working until 0.2;
+/// write `#[wymcp::handlers]`. (A proc-macro attribute cannot warn at its
+/// use sites on stable Rust, so no compiler warning says so.)
 #[proc_macro_attribute]
 pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
     tool::tools(args.into(), input.into()).into()

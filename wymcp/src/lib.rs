@@ -54,7 +54,7 @@ pub mod fuzzing;
 pub struct Guide;
 
 pub use axum;
-pub use wymcp_macros::{body_bound, pipeline, tool, tools, wire_check};
+pub use wymcp_macros::{body_bound, handlers, pipeline, tool, tools, wire_check};
 
 pub use exchange::{BodyError, Exchange};
 pub use origin::{BoundTo, ClientAddr, IpNet, IpNetError, OriginError};
@@ -69,8 +69,8 @@ pub use server::{BuildError, Limits, Server, ServerBuilder};
 pub use stage::{Role, Stage, StageInfo, StageKind};
 pub use surface::{
     Annotations, AnswerFeed, AnswerRelay, BoxFuture, CacheScope, Catalog, Change, ChangeFeed,
-    ChangeRelay, CompletionRef, CompletionRequest, Completions, Content, Context,
-    DEFAULT_PAGE_SIZE, Emitter, HandlerError, Icon, IconTheme, Item, LEGACY_LOG_LEVEL,
+    ChangeRelay, Completer, CompletionRef, CompletionRequest, Completions, Content, Context,
+    DEFAULT_PAGE_SIZE, Emitter, HandlerError, Handlers, Icon, IconTheme, Item, LEGACY_LOG_LEVEL,
     LegacyRequests, ListenLimits, LogLevel, MAX_COMPATIBILITY_CHARS, MAX_COMPLETION_VALUES,
     MAX_DESCRIPTION_CHARS, MAX_FRONTMATTER_BYTES, MAX_FRONTMATTER_KEYS, MAX_SKILL_BYTES,
     MAX_SKILL_DEPTH, MAX_SKILL_FILES, MAX_SKILLS, MAX_SKILLS_BYTES, NoArgs, Prompt, PromptArgs,

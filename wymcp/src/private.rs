@@ -19,7 +19,9 @@ pub use crate::stage::{Role, Stage, StageInfo, StageKind};
 
 use crate::protocol::error::ErrorCode;
 use crate::reply::Rejection;
-use crate::surface::{Context, HandlerError, ToolOutput};
+use crate::surface::{
+    Completions, Context, HandlerError, PromptResult, ResourceContents, ToolOutput,
+};
 
 /// Marks `name` as the running stage and returns its span.
 pub fn enter(ex: &mut Exchange<'_>, name: &'static str) -> tracing::Span {
@@ -93,6 +95,10 @@ pub fn tool_annotations(hints: &[(&str, bool)]) -> serde_json::Value {
 /// # Panics
 ///
 /// When the server was given no `T` (as [`Context::state`](crate::Context::state)).
+/// `ServerBuilder::build` refuses such a server (`BuildError::MissingState`,
+/// from [`method_of`]), and so does the `Catalog` an item added at run
+/// time (`SurfaceError::MissingState`): unreachable through the library's
+/// own paths.
 #[must_use]
 #[track_caller]
 pub fn state_of<T: Send + Sync + 'static>(cx: &Context) -> Arc<T> {
@@ -104,6 +110,51 @@ pub fn state_of<T: Send + Sync + 'static>(cx: &Context) -> Arc<T> {
             std::any::type_name::<T>()
         ),
     }
+}
+
+/// Records that `item`'s handler is a `&self` method of the state type `T`
+/// (`what` names the item), so `ServerBuilder::build` refuses a server
+/// without a `T` instead of the first call panicking.
+#[must_use]
+pub fn method_of<T: Send + Sync + 'static, K>(
+    mut item: crate::surface::Item<K>,
+    what: &'static str,
+) -> crate::surface::Item<K> {
+    item.about.method_of = Some(crate::surface::MethodOf {
+        state: std::any::type_name::<T>(),
+        item: what,
+        given: |state| state.get::<Arc<T>>().is_some(),
+    });
+    item
+}
+
+/// Records that every handler of `completer` is a `&self` method of the
+/// state type `T` (`what` names them), as [`method_of`] for an item.
+#[must_use]
+pub fn completer_method_of<T: Send + Sync + 'static>(
+    mut completer: crate::surface::Completer,
+    what: &'static str,
+) -> crate::surface::Completer {
+    completer.set_method_of(crate::surface::MethodOf {
+        state: std::any::type_name::<T>(),
+        item: what,
+        given: |state| state.get::<Arc<T>>().is_some(),
+    });
+    completer
+}
+
+/// What a `#[complete]` method answering `Result<Completions, E>` answers.
+pub fn completion_fallible<E>(result: Result<Completions, E>) -> Result<Completions, HandlerError>
+where
+    E: Into<HandlerError>,
+{
+    result.map_err(Into::into)
+}
+
+/// What a `#[complete]` method answering `Completions` answers.
+#[allow(clippy::unnecessary_wraps)] // the handler's shape
+pub fn completion_infallible(completions: Completions) -> Result<Completions, HandlerError> {
+    Ok(completions)
 }
 
 /// What a `#[tool]` answering `Result<O, E>` answers.
@@ -119,4 +170,90 @@ where
 #[allow(clippy::unnecessary_wraps)] // the handler's shape
 pub fn tool_infallible<O: ToolOutput>(output: O) -> Result<O, HandlerError> {
     Ok(output)
+}
+
+/// What a `#[resource]` or `#[resource_template]` method may answer: the
+/// contents, one of them, text at the resource's URI, or an `Option` of
+/// one (`None`: no resource at that URI, resource not found).
+pub trait ResourceOutput {
+    /// The contents read at `uri`.
+    fn into_contents(self, uri: String) -> Result<Vec<ResourceContents>, HandlerError>;
+}
+
+impl ResourceOutput for Vec<ResourceContents> {
+    fn into_contents(self, _: String) -> Result<Vec<ResourceContents>, HandlerError> {
+        Ok(self)
+    }
+}
+
+impl ResourceOutput for ResourceContents {
+    fn into_contents(self, _: String) -> Result<Vec<ResourceContents>, HandlerError> {
+        Ok(vec![self])
+    }
+}
+
+impl ResourceOutput for String {
+    fn into_contents(self, uri: String) -> Result<Vec<ResourceContents>, HandlerError> {
+        Ok(vec![ResourceContents::text(uri, self)])
+    }
+}
+
+impl<O: ResourceOutput> ResourceOutput for Option<O> {
+    fn into_contents(self, uri: String) -> Result<Vec<ResourceContents>, HandlerError> {
+        match self {
+            Some(output) => output.into_contents(uri),
+            None => Err(HandlerError::resource_not_found(uri)),
+        }
+    }
+}
+
+/// The contents of a resource method's answer, each given the resource's
+/// `mime_type` unless it has its own (as a static resource's are).
+fn contents_of<O: ResourceOutput>(
+    uri: String,
+    mime_type: Option<&str>,
+    output: O,
+) -> Result<Vec<ResourceContents>, HandlerError> {
+    let mut contents = output.into_contents(uri)?;
+    if let Some(mime_type) = mime_type {
+        for c in contents.iter_mut().filter(|c| c.mime_type.is_none()) {
+            c.mime_type = Some(mime_type.to_owned());
+        }
+    }
+    Ok(contents)
+}
+
+/// What a resource method answering `Result<O, E>` reads.
+pub fn resource_fallible<O, E>(
+    uri: String,
+    mime_type: Option<&str>,
+    result: Result<O, E>,
+) -> Result<Vec<ResourceContents>, HandlerError>
+where
+    O: ResourceOutput,
+    E: Into<HandlerError>,
+{
+    contents_of(uri, mime_type, result.map_err(Into::into)?)
+}
+
+/// What a resource method answering `O` reads.
+pub fn resource_infallible<O: ResourceOutput>(
+    uri: String,
+    mime_type: Option<&str>,
+    output: O,
+) -> Result<Vec<ResourceContents>, HandlerError> {
+    contents_of(uri, mime_type, output)
+}
+
+/// What a `#[prompt]` answering `Result<PromptResult, E>` renders.
+pub fn prompt_fallible<E: Into<HandlerError>>(
+    result: Result<PromptResult, E>,
+) -> Result<PromptResult, HandlerError> {
+    result.map_err(Into::into)
+}
+
+/// What a `#[prompt]` answering `PromptResult` renders.
+#[allow(clippy::unnecessary_wraps)] // the handler's shape
+pub fn prompt_infallible(result: PromptResult) -> Result<PromptResult, HandlerError> {
+    Ok(result)
 }

@@ -15,10 +15,10 @@ use crate::protocol::headers::HeaderParam;
 use crate::protocol::revision::Revision;
 use crate::protocol::schema::{SchemaError, Schemas};
 use crate::surface::{
-    AnswerRelay, CachePolicy, CacheScope, Catalog, Change, ChangeBus, ChangeRelay,
-    CompletionRequest, Completions, Context, HandlerError, Icon, LegacyRequests, ListenLimits,
-    Prompt, Resource, ResourceTemplate, Skill, Surface, SurfaceBuilder, SurfaceError, TaskLimits,
-    Tool, boxed_completion,
+    AnswerRelay, CachePolicy, CacheScope, Catalog, Change, ChangeBus, ChangeRelay, Completer,
+    CompletionRequest, Completions, Context, HandlerError, Handlers, Icon, LegacyRequests,
+    ListenLimits, Prompt, Resource, ResourceTemplate, Skill, Surface, SurfaceBuilder, SurfaceError,
+    TaskLimits, Tool, boxed_completion,
 };
 use crate::tasks::TaskStore;
 
@@ -374,6 +374,22 @@ pub enum BuildError {
     /// A tool, prompt or resource could not be registered.
     #[error(transparent)]
     Surface(#[from] SurfaceError),
+    /// A handler is a `&self` method of a state type the server was not
+    /// given (`ServerBuilder::state`).
+    #[error(
+        "{item} is a method of `{state}`, which the server was not given: add \
+         `.state(…)` with a `{state}` to the builder"
+    )]
+    MissingState {
+        /// The state type's name.
+        state: &'static str,
+        /// The item (`tool \`add_note\``).
+        item: &'static str,
+    },
+    /// Two completion handlers for one key (a prompt's argument or a
+    /// template's variable), across the [`Completer`]s given.
+    #[error("two completion handlers for the {0}: give each key one")]
+    RepeatedCompletion(String),
     /// An allowed origin or host cannot be parsed.
     #[error(transparent)]
     Origin(#[from] OriginError),
@@ -629,6 +645,28 @@ impl ServerBuilder {
         self
     }
 
+    /// Registers everything a `#[wymcp::handlers]` impl declares (its
+    /// `handlers()`: tools, resources, resource templates, prompts and
+    /// completions), or any [`Handlers`] gathered by hand. The same as
+    /// `.tools(..)`, `.resources(..)`, `.resource_templates(..)`,
+    /// `.prompts(..)` and `.completer(..)` one by one; the state its `&self`
+    /// methods take is still given with [`state`](Self::state).
+    #[must_use]
+    pub fn handlers(self, handlers: Handlers) -> Self {
+        let Handlers {
+            tools,
+            resources,
+            templates,
+            prompts,
+            completer,
+        } = handlers;
+        self.tools(tools)
+            .resources(resources)
+            .resource_templates(templates)
+            .prompts(prompts)
+            .completer(completer)
+    }
+
     /// Registers a prompt.
     #[must_use]
     pub fn prompt(mut self, prompt: Prompt) -> Self {
@@ -636,10 +674,37 @@ impl ServerBuilder {
         self
     }
 
+    /// Registers prompts: the `prompts()` of a `#[wymcp::tools]` impl, or
+    /// any list of them.
+    #[must_use]
+    pub fn prompts(mut self, prompts: impl IntoIterator<Item = Prompt>) -> Self {
+        self.surface.prompts.extend(prompts);
+        self
+    }
+
+    /// Registers resources: the `resources()` of a `#[wymcp::tools]` impl,
+    /// or any list of them.
+    #[must_use]
+    pub fn resources(mut self, resources: impl IntoIterator<Item = Resource>) -> Self {
+        self.surface.resources.extend(resources);
+        self
+    }
+
     /// Registers a resource.
     #[must_use]
     pub fn resource(mut self, resource: Resource) -> Self {
         self.surface.resources.push(resource);
+        self
+    }
+
+    /// Registers resource templates: the `resource_templates()` of a
+    /// `#[wymcp::tools]` impl, or any list of them.
+    #[must_use]
+    pub fn resource_templates(
+        mut self,
+        templates: impl IntoIterator<Item = ResourceTemplate>,
+    ) -> Self {
+        self.surface.templates.extend(templates);
         self
     }
 
@@ -870,6 +935,18 @@ impl ServerBuilder {
         self
     }
 
+    /// Serves `completion/complete` for the keys of `completer` (a prompt's
+    /// argument, a resource template's variable), each with its handler;
+    /// the [`completion`](Self::completion) handler, if any, answers the
+    /// others. May be called more than once: the tables add up, and a key
+    /// given twice is a `build()` error ([`BuildError::RepeatedCompletion`]).
+    #[must_use]
+    pub fn completer(mut self, completer: Completer) -> Self {
+        let table = std::mem::take(&mut self.surface.completer);
+        self.surface.completer = table.merge(completer);
+        self
+    }
+
     /// Builds the server, checking the configuration.
     pub fn build(mut self) -> Result<Server, BuildError> {
         if !self.endpoint.starts_with('/') {
@@ -897,6 +974,22 @@ impl ServerBuilder {
             Some(relay) => ChangeBus::relayed(relay),
             None => ChangeBus::new(),
         };
+        let needs = (self.surface.tools.iter().map(|i| i.about.method_of))
+            .chain(self.surface.prompts.iter().map(|i| i.about.method_of))
+            .chain(self.surface.resources.iter().map(|i| i.about.method_of))
+            .chain(self.surface.templates.iter().map(|i| i.about.method_of))
+            .chain(self.surface.completer.needs().map(Some));
+        for need in needs.flatten() {
+            if !(need.given)(&self.surface.state) {
+                return Err(BuildError::MissingState {
+                    state: need.state,
+                    item: need.item,
+                });
+            }
+        }
+        if let Some(key) = self.surface.completer.repeated() {
+            return Err(BuildError::RepeatedCompletion(key));
+        }
         let authenticates = self.auth.is_some();
         let limits = self.limits;
         let surface_shares = self.surface.shares();

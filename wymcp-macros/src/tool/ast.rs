@@ -57,15 +57,17 @@ pub enum Answer {
 }
 
 impl ToolFn {
-    /// Reads one function. Every mistake is recorded in `cx`; what could be
-    /// understood is returned, so the expansion can still write stubs.
-    pub fn from_syn(cx: &Ctxt, keys: Keys, mut item: ItemFn) -> ToolFn {
+    /// Reads one function, written under `#[tag]` (`tool`, `resource`,
+    /// `resource_template`, `prompt`: the messages name it). Every mistake
+    /// is recorded in `cx`; what could be understood is returned, so the
+    /// expansion can still write stubs.
+    pub fn from_syn(cx: &Ctxt, tag: &str, keys: Keys, mut item: ItemFn) -> ToolFn {
         let sig = &item.sig;
         if sig.asyncness.is_none() {
             cx.error_spanned_by(
                 sig.fn_token,
                 format!(
-                    "`#[tool]` goes on an `async fn`: a tool's handler is awaited; write \
+                    "`#[{tag}]` goes on an `async fn`: its handler is awaited; write \
                      `async fn {}(…)`",
                     sig.ident
                 ),
@@ -74,8 +76,10 @@ impl ToolFn {
         if !sig.generics.params.is_empty() {
             cx.error_spanned_by(
                 &sig.generics,
-                "a `#[tool]` function is not generic: its arguments and answer have one schema; \
-                 name concrete types",
+                format!(
+                    "a `#[{tag}]` function is not generic: its arguments and answer have one \
+                     schema; name concrete types"
+                ),
             );
         }
         let (name, name_span) = match &keys.name {
@@ -90,10 +94,25 @@ impl ToolFn {
             ReturnType::Default => {
                 cx.error_spanned_by(
                     &sig.ident,
-                    format!(
-                        "tool `{name}` answers nothing: return a `ToolResult`, a \
-                         `Structured<T>`, or a `Result` of one with a `HandlerError`"
-                    ),
+                    match tag {
+                        "tool" => format!(
+                            "tool `{name}` answers nothing: return a `ToolResult`, a \
+                             `Structured<T>`, or a `Result` of one with a `HandlerError`"
+                        ),
+                        "prompt" => format!(
+                            "prompt `{name}` answers nothing: return a `PromptResult`, or a \
+                             `Result` of one with a `HandlerError`"
+                        ),
+                        "complete" => format!(
+                            "`{name}` answers nothing: return `Completions`, or a `Result` of \
+                             them with a `HandlerError`"
+                        ),
+                        _ => format!(
+                            "`{name}` answers nothing: return the contents (a `String`, a \
+                             `ResourceContents`, a `Vec` of them, an `Option` of one), or a \
+                             `Result` of one with a `HandlerError`"
+                        ),
+                    },
                 );
                 Answer::Nothing
             }
@@ -113,9 +132,11 @@ impl ToolFn {
                     if receiver.reference.is_none() || receiver.mutability.is_some() {
                         cx.error_spanned_by(
                             &*receiver,
-                            "a `#[tool]` method takes `&self`: the server's state is shared by \
-                             every call, never owned or borrowed mutably by one; keep what changes \
-                             behind a lock",
+                            format!(
+                                "a `#[{tag}]` method takes `&self`: the server's state is shared \
+                                 by every call, never owned or borrowed mutably by one; keep what \
+                                 changes behind a lock"
+                            ),
                         );
                     }
                 }
@@ -147,7 +168,7 @@ impl ToolFn {
                         if context_seen {
                             cx.error_spanned_by(
                                 &typed.ty,
-                                "the context is already a parameter: a tool takes it once",
+                                "the context is already a parameter: it is taken once",
                             );
                         }
                         context_seen = true;
@@ -157,7 +178,7 @@ impl ToolFn {
                     if let Type::Reference(_) | Type::ImplTrait(_) | Type::Infer(_) = &*typed.ty {
                         cx.error_spanned_by(
                             &typed.ty,
-                            "unsupported parameter type: a tool's arguments are read from JSON into \
+                            "unsupported parameter type: arguments are read from JSON into \
                              an owned type that names its schema (`String`, not `&str`; no \
                              `impl Trait`)",
                         );

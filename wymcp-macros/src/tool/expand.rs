@@ -19,7 +19,14 @@ use syn::spanned::Spanned;
 use syn::{ImplItem, ItemFn, ItemImpl};
 
 use super::ast::{Answer, Param, ToolFn};
-use super::{attr, check};
+use super::{attr, check, complete, others};
+
+/// Where a served method of a `#[tools]` impl was read into.
+enum Served {
+    Tool(usize),
+    Other(usize),
+    Complete(usize),
+}
 use crate::ctxt::Ctxt;
 
 /// The expansion of `#[tool]` on one function.
@@ -34,7 +41,7 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
         ));
         return with_errors(&original, cx);
     };
-    let tool = ToolFn::from_syn(&cx, keys, item);
+    let tool = ToolFn::from_syn(&cx, attr::TOOL, keys, item);
     check::check_name(&cx, &tool);
     let builder = if cx.has_errors() {
         stub(&tool)
@@ -71,21 +78,106 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
         );
     }
     let mut tools: Vec<(usize, ToolFn)> = Vec::new();
-    let mut items: Vec<Result<ImplItem, usize>> = Vec::new();
+    let mut served_others: Vec<others::Other> = Vec::new();
+    let mut completes: Vec<complete::Complete> = Vec::new();
+    let mut items: Vec<Result<ImplItem, Served>> = Vec::new();
     for (index, item) in std::mem::take(&mut imp.items).into_iter().enumerate() {
         cx.at(index);
         let ImplItem::Fn(mut method) = item else {
             items.push(Ok(item));
             continue;
         };
+        let other_tags: Vec<_> = method
+            .attrs
+            .iter()
+            .filter_map(|a| others::which(a).map(|which| (which, a.clone())))
+            .collect();
         let tags: Vec<_> = method
             .attrs
             .iter()
             .filter(|a| attr::is_tool(a))
             .cloned()
             .collect();
-        if tags.is_empty() {
+        let complete_tags: Vec<_> = method
+            .attrs
+            .iter()
+            .filter(|a| complete::is_complete(a))
+            .cloned()
+            .collect();
+        if tags.is_empty() && other_tags.is_empty() && complete_tags.is_empty() {
             items.push(Ok(ImplItem::Fn(method)));
+            continue;
+        }
+        if let Some(first) = complete_tags.first() {
+            method.attrs.retain(|a| {
+                !complete::is_complete(a) && others::which(a).is_none() && !attr::is_tool(a)
+            });
+            for repeated in tags
+                .iter()
+                .chain(other_tags.iter().map(|(_, a)| a))
+                .chain(&complete_tags[1..])
+            {
+                cx.error_spanned_by(
+                    repeated,
+                    format!(
+                        "`{}` is already a `#[complete]`: a method serves one thing; remove this \
+                         attribute",
+                        method.sig.ident
+                    ),
+                );
+            }
+            let (target, argument) = complete::parse_attr(&cx, first);
+            let item = ItemFn {
+                attrs: method.attrs,
+                vis: method.vis,
+                sig: method.sig,
+                block: Box::new(method.block),
+            };
+            let function = ToolFn::from_syn(&cx, complete::COMPLETE, attr::Keys::default(), item);
+            let one = complete::Complete {
+                target,
+                argument,
+                function,
+            };
+            one.check(&cx);
+            items.push(Err(Served::Complete(completes.len())));
+            completes.push(one);
+            continue;
+        }
+        if let Some((which, first)) = other_tags.first().cloned() {
+            method.attrs.retain(|a| others::which(a).is_none());
+            for (_, repeated) in tags
+                .iter()
+                .map(|t| (which, t))
+                .chain(other_tags[1..].iter().map(|(w, a)| (*w, a)))
+            {
+                cx.error_spanned_by(
+                    repeated,
+                    format!(
+                        "`{}` is already a `#[{}]`: a method serves one thing; remove this \
+                         attribute",
+                        method.sig.ident,
+                        which.tag()
+                    ),
+                );
+            }
+            method.attrs.retain(|a| !attr::is_tool(a));
+            let keys = others::parse_attr(&cx, which, &first);
+            let item = ItemFn {
+                attrs: method.attrs,
+                vis: method.vis,
+                sig: method.sig,
+                block: Box::new(method.block),
+            };
+            let function = ToolFn::from_syn(&cx, which.tag(), attr::Keys::default(), item);
+            let other = others::Other {
+                which,
+                keys,
+                function,
+            };
+            other.check(&cx);
+            items.push(Err(Served::Other(served_others.len())));
+            served_others.push(other);
             continue;
         }
         method.attrs.retain(|a| !attr::is_tool(a));
@@ -106,17 +198,20 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
             sig: method.sig,
             block: Box::new(method.block),
         };
-        let tool = ToolFn::from_syn(&cx, keys, item);
+        let tool = ToolFn::from_syn(&cx, attr::TOOL, keys, item);
         check::check_name(&cx, &tool);
-        items.push(Err(tools.len()));
+        items.push(Err(Served::Tool(tools.len())));
         tools.push((index, tool));
     }
-    if tools.is_empty() {
+    for one in &completes {
+        one.check_target(&cx, &served_others);
+    }
+    if tools.is_empty() && served_others.is_empty() && completes.is_empty() {
         cx.at(usize::MAX);
         cx.error_spanned_by(
             &imp.self_ty,
-            "`#[tools]` found no `#[tool]` method in this impl: mark each method to serve with \
-             `#[tool]`",
+            "`#[tools]` found no `#[tool]`, `#[resource]`, `#[resource_template]` or `#[prompt]` \
+             method in this impl: mark each method to serve with one",
         );
     }
     check::check_unique(&cx, &tools);
@@ -125,7 +220,21 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
     for item in items {
         match item {
             Ok(item) => item.to_tokens(&mut body),
-            Err(at) => {
+            Err(Served::Other(at)) => {
+                let other = &served_others[at];
+                written_back(&other.function).to_tokens(&mut body);
+                body.extend(if failed {
+                    other.stub()
+                } else {
+                    other.builder()
+                });
+            }
+            Err(Served::Complete(at)) => {
+                let one = &completes[at];
+                written_back(&one.function).to_tokens(&mut body);
+                body.extend(if failed { one.stub() } else { one.builder() });
+            }
+            Err(Served::Tool(at)) => {
                 let tool = &tools[at].1;
                 written_back(tool).to_tokens(&mut body);
                 let builder = if failed {
@@ -143,6 +252,92 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
     } else {
         quote!(::std::vec![#(Self::#each()),*])
     };
+    for (which, list_ident, item_type) in [
+        (
+            others::Which::Resource,
+            "resources",
+            quote!(::wymcp::Resource),
+        ),
+        (
+            others::Which::Template,
+            "resource_templates",
+            quote!(::wymcp::ResourceTemplate),
+        ),
+        (others::Which::Prompt, "prompts", quote!(::wymcp::Prompt)),
+    ] {
+        let each: Vec<_> = served_others
+            .iter()
+            .filter(|o| o.which == which)
+            .map(others::Other::builder_ident)
+            .collect();
+        if each.is_empty() {
+            continue;
+        }
+        let list_ident = Ident::new(list_ident, Span::call_site());
+        let list = if failed {
+            quote!(::std::vec::Vec::new())
+        } else {
+            quote!(::std::vec![#(Self::#each()),*])
+        };
+        let doc = format!(
+            " Every `#[{}]` of this impl, for `ServerBuilder::{list_ident}`.",
+            which.tag()
+        );
+        body.extend(quote! {
+            #[doc = #doc]
+            #[must_use]
+            pub fn #list_ident() -> ::std::vec::Vec<#item_type> {
+                #list
+            }
+        });
+    }
+    if !completes.is_empty() {
+        let each = completes.iter().map(complete::Complete::builder_ident);
+        let table = if failed {
+            quote!(::wymcp::Completer::new())
+        } else {
+            quote!(::wymcp::Completer::new()#(.merge(Self::#each()))*)
+        };
+        body.extend(quote! {
+            /// Every `#[complete]` of this impl, for `ServerBuilder::completer`.
+            #[must_use]
+            pub fn completer() -> ::wymcp::Completer {
+                #table
+            }
+        });
+    }
+    // `handlers()`: everything above, for `ServerBuilder::handlers`.
+    let bundle = if failed {
+        quote!(::wymcp::Handlers::new())
+    } else {
+        let tools = tools.iter().map(|(_, tool)| builder_ident(tool));
+        let of = |which| {
+            served_others
+                .iter()
+                .filter(move |o| o.which == which)
+                .map(others::Other::builder_ident)
+        };
+        let resources = of(others::Which::Resource);
+        let templates = of(others::Which::Template);
+        let prompts = of(others::Which::Prompt);
+        let completions = completes.iter().map(complete::Complete::builder_ident);
+        quote! {
+            ::wymcp::Handlers::new()
+                .tools(::std::vec::Vec::<::wymcp::Tool>::from([#(Self::#tools()),*]))
+                .resources(::std::vec::Vec::<::wymcp::Resource>::from([#(Self::#resources()),*]))
+                .resource_templates(::std::vec::Vec::<::wymcp::ResourceTemplate>::from([#(Self::#templates()),*]))
+                .prompts(::std::vec::Vec::<::wymcp::Prompt>::from([#(Self::#prompts()),*]))
+                .completer(::wymcp::Completer::new()#(.merge(Self::#completions()))*)
+        }
+    };
+    body.extend(quote! {
+        /// Every tool, resource, resource template, prompt and completion of
+        /// this impl, for `ServerBuilder::handlers`.
+        #[must_use]
+        pub fn handlers() -> ::wymcp::Handlers {
+            #bundle
+        }
+    });
     body.extend(quote! {
         /// Every `#[tool]` of this impl, for `ServerBuilder::tools`.
         #[must_use]
@@ -335,15 +530,22 @@ fn builder(tool: &ToolFn, in_impl: bool) -> TokenStream {
     } else {
         quote!(_)
     };
+    let mut built = quote! {
+        #chain.#handler(|#arguments_pattern: #argument_type, #context_pattern: ::wymcp::Context| async move {
+            #take_state
+            #answer
+        })
+    };
+    if tool.method {
+        let what = format!("tool `{name}`");
+        built = quote!(::wymcp::__private::method_of::<Self, _>(#built, #what));
+    }
     quote! {
         #[doc = #doc]
         #[must_use]
         #vis fn #builder_ident() -> ::wymcp::Tool {
             #definition
-            #chain.#handler(|#arguments_pattern: #argument_type, #context_pattern: ::wymcp::Context| async move {
-                #take_state
-                #answer
-            })
+            #built
         }
     }
 }

@@ -115,3 +115,74 @@ fn a_tool_with_errors_expands_to_a_stub_and_errors() {
         }
     ));
 }
+
+/// `#[resource("uri")]` and `#[prompt]` beside a tool: `NAME_resource()`,
+/// `NAME_prompt()` (its arguments gathered as a tool's), and the lists.
+#[test]
+fn resources_and_prompts_of_the_state_type() {
+    assert_expansion!(expand_tools(quote! {
+        impl Notes {
+            /// Every note, one per line.
+            #[resource("notes://all", name = "all notes", mime_type = "text/plain", scopes = ["notes:read"])]
+            async fn all(&self) -> String {
+                todo!()
+            }
+
+            #[wymcp::resource("notes://count", title = "Count")]
+            async fn count(&self, cx: &Context) -> Result<Vec<ResourceContents>, HandlerError> {
+                todo!()
+            }
+
+            /// Asks for a summary of a note.
+            #[prompt(scopes = ["notes:read"])]
+            async fn summarize(
+                &self,
+                /// The note's id.
+                id: u64,
+                words: Option<u32>,
+            ) -> Result<PromptResult, HandlerError> {
+                todo!()
+            }
+
+            #[prompt(name = "hello")]
+            async fn greet() -> PromptResult {
+                todo!()
+            }
+        }
+    }));
+}
+
+/// `#[resource_template("uri{var}")]`: its variables, typed parameters,
+/// gathered into a struct for `ResourceTemplate::handler`.
+#[test]
+fn a_resource_template_of_the_state_type() {
+    assert_expansion!(expand_tools(quote! {
+        impl Notes {
+            /// A note, by id.
+            #[resource_template("notes://{id}/{+path}", name = "note", scopes = ["notes:read"])]
+            async fn note(&self, id: u64, path: String, cx: Context) -> Result<String, HandlerError> {
+                todo!()
+            }
+        }
+    }));
+}
+
+/// `#[complete(…)]`: `NAME_completion()`, a `Completer` of one key whose
+/// handler passes `value` and `context` to the method; `completer()` and
+/// `handlers()` gather them.
+#[test]
+fn completion_methods_of_the_state_type() {
+    assert_expansion!(expand_tools(quote! {
+        impl Notes {
+            #[prompt]
+            async fn summarize(&self, id: u64) -> PromptResult {
+                todo!()
+            }
+
+            #[complete(prompt = "summarize", argument = "id")]
+            async fn ids(&self, value: String, context: BTreeMap<String, String>) -> Completions {
+                todo!()
+            }
+        }
+    }));
+}

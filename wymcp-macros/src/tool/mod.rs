@@ -9,7 +9,9 @@
 mod ast;
 mod attr;
 mod check;
+mod complete;
 mod expand;
+mod others;
 
 #[cfg(test)]
 mod expansion;

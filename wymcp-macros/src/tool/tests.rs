@@ -14,7 +14,7 @@ use crate::ctxt::Ctxt;
 fn run(args: TokenStream, item: TokenStream) -> (ToolFn, Vec<String>) {
     let cx = Ctxt::new();
     let keys = attr::parse_keys(&cx, args);
-    let tool = ToolFn::from_syn(&cx, keys, syn::parse2(item).expect("a fn"));
+    let tool = ToolFn::from_syn(&cx, attr::TOOL, keys, syn::parse2(item).expect("a fn"));
     check::check_name(&cx, &tool);
     (tool, messages(cx))
 }
@@ -256,6 +256,7 @@ fn two_tools_of_one_name_are_refused() {
     let read = |keys: TokenStream, item: TokenStream| {
         ToolFn::from_syn(
             &cx,
+            attr::TOOL,
             attr::parse_keys(&cx, keys),
             syn::parse2(item).expect("a fn"),
         )
@@ -302,5 +303,44 @@ fn two_tools_of_one_name_are_refused() {
         errors[0].contains("two tools named `add`: `add` and `plus`"),
         "{}",
         errors[0]
+    );
+}
+
+/// The variables of a URI template, as `#[resource_template]` checks its
+/// parameters against them: simple and reserved expansion, lists, modifiers.
+#[test]
+fn a_templates_variables_are_read() {
+    use super::others::variables;
+    assert_eq!(variables("notes://{id}"), ["id"]);
+    assert_eq!(variables("files://{+path}/x/{a,b*}"), ["path", "a", "b"]);
+    assert_eq!(variables("q{?page:3}"), ["page"]);
+    assert_eq!(variables("notes://all"), Vec::<String>::new());
+    assert_eq!(variables("broken{id"), Vec::<String>::new());
+}
+
+/// The reader's messages name the attribute the method is written under.
+#[test]
+fn the_messages_name_the_attribute() {
+    let cx = Ctxt::new();
+    let item = syn::parse2(quote!(
+        fn summarize<T>(&mut self) {}
+    ))
+    .expect("a fn");
+    let _ = ToolFn::from_syn(&cx, "prompt", attr::Keys::default(), item);
+    let errors = messages(cx);
+    assert_eq!(errors.len(), 4, "{errors:#?}");
+    assert!(
+        errors
+            .iter()
+            .all(|e| !e.contains("#[tool]") && !e.contains("tool `")),
+        "{errors:#?}"
+    );
+    assert!(
+        errors[0].starts_with("`#[prompt]` goes on an `async fn`"),
+        "{errors:#?}"
+    );
+    assert!(
+        errors[2].starts_with("prompt `summarize` answers nothing"),
+        "{errors:#?}"
     );
 }

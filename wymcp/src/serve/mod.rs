@@ -67,6 +67,8 @@
 mod accept;
 mod config;
 mod connection;
+mod dev;
 
 pub use accept::{Serve, serve, serve_with, shutdown_signal};
 pub use config::ServeConfig;
+pub use dev::{DevTokens, arg_or_env};

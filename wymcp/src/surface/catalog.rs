@@ -9,6 +9,7 @@ use tokio::sync::broadcast;
 use super::bus::{Change, ChangeBus};
 use super::context::Context;
 use super::error::SurfaceError;
+use super::item::About;
 use super::notify::Emitter;
 use super::prompt::Prompt;
 use super::resource::{RegisteredTemplate, Resource, ResourceTemplate, TemplateVars};
@@ -34,20 +35,38 @@ struct Registries {
 pub struct Catalog {
     inner: Arc<RwLock<Registries>>,
     changes: ChangeBus,
+    /// The server's state, which an item added at run time whose handler
+    /// is a `&self` method needs (none: a catalog of no server, unchecked).
+    state: Option<Arc<http::Extensions>>,
 }
 
 impl Default for Catalog {
     fn default() -> Self {
-        Catalog::new(ChangeBus::new())
+        Catalog::new(ChangeBus::new(), None)
     }
 }
 
 impl Catalog {
-    /// An empty catalog announcing its changes on `changes`.
-    pub(crate) fn new(changes: ChangeBus) -> Self {
+    /// An empty catalog announcing its changes on `changes`, whose items'
+    /// methods need `state`.
+    pub(crate) fn new(changes: ChangeBus, state: Option<Arc<http::Extensions>>) -> Self {
         Catalog {
             inner: Arc::default(),
             changes,
+            state,
+        }
+    }
+
+    /// Refuses an item whose handler is a `&self` method of a state type
+    /// the server was not given, as `ServerBuilder::build` does, instead
+    /// of the first call panicking.
+    fn check_state(&self, about: &About) -> Result<(), SurfaceError> {
+        match (&self.state, about.method_of) {
+            (Some(state), Some(need)) if !(need.given)(state) => Err(SurfaceError::MissingState {
+                state: need.state,
+                item: need.item,
+            }),
+            _ => Ok(()),
         }
     }
 
@@ -90,6 +109,7 @@ impl Catalog {
         Catalog {
             inner: Arc::clone(&self.inner),
             changes: ChangeBus::silent(),
+            state: self.state.clone(),
         }
     }
 
@@ -121,6 +141,7 @@ impl Catalog {
     /// `x-mcp-header` annotations must be registered with the builder, where
     /// `HeaderBinding`'s table is made; added later it is refused.
     pub fn add_tool(&self, tool: Tool) -> Result<(), SurfaceError> {
+        self.check_state(&tool.about)?;
         let registered = Arc::new(tool.register()?);
         if !registered.header_params.is_empty() {
             return Err(SurfaceError::HeaderParamsAtRunTime(
@@ -165,6 +186,7 @@ impl Catalog {
 
     /// Adds a prompt.
     pub fn add_prompt(&self, prompt: Prompt) -> Result<(), SurfaceError> {
+        self.check_state(&prompt.about)?;
         prompt
             .about
             .scopes
@@ -203,6 +225,7 @@ impl Catalog {
 
     /// Adds a resource.
     pub fn add_resource(&self, resource: Resource) -> Result<(), SurfaceError> {
+        self.check_state(&resource.about)?;
         resource
             .about
             .scopes
@@ -241,6 +264,7 @@ impl Catalog {
 
     /// Adds a resource template.
     pub fn add_resource_template(&self, template: ResourceTemplate) -> Result<(), SurfaceError> {
+        self.check_state(&template.about)?;
         let registered = Arc::new(template.register()?);
         {
             let mut registries = self.write();

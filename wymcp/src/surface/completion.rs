@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::call::{Answer, Call, Env};
 use super::catalog::Catalog;
 use super::context::{BoxFuture, Context, HandlerError};
+use super::item::MethodOf;
 use crate::protocol::text::truncated;
 
 pub(crate) type CompletionFn = dyn Fn(CompletionRequest, Context) -> BoxFuture<Result<Completions, HandlerError>>
@@ -134,6 +135,181 @@ impl Completions {
     }
 }
 
+/// Completion handlers by what they complete: a prompt's argument or a
+/// resource template's variable. Written by `#[complete(…)]` methods of a
+/// `#[wymcp::handlers]` impl (its `completer()`), or by hand; given to
+/// [`ServerBuilder::completer`](crate::ServerBuilder::completer).
+///
+/// A request for a key of the table is answered by its handler; any other
+/// by the server's [`ServerBuilder::completion`](crate::ServerBuilder::completion)
+/// handler, the fallback, if it has one, and otherwise with -32602. One key
+/// given twice (in one `Completer` or across several) is a `build()` error.
+///
+/// ```
+/// use wymcp::{Completer, Completions};
+///
+/// let completer = Completer::new().prompt("summarize", "id", |request, _cx| async move {
+///     Ok(Completions::matching(&request.value, ["1", "2", "10"]))
+/// });
+/// assert_eq!(completer.len(), 1);
+/// ```
+#[derive(Clone, Default)]
+pub struct Completer {
+    entries: Vec<Entry>,
+}
+
+#[derive(Clone)]
+struct Entry {
+    reference: CompletionRef,
+    argument: String,
+    handler: Arc<CompletionFn>,
+    method_of: Option<MethodOf>,
+}
+
+impl std::fmt::Debug for Completer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.entries.iter().map(|e| (&e.reference, &e.argument)))
+            .finish()
+    }
+}
+
+impl Completer {
+    /// An empty table.
+    #[must_use]
+    pub fn new() -> Self {
+        Completer::default()
+    }
+
+    /// Completes the argument `argument` of the prompt named `prompt`.
+    #[must_use]
+    pub fn prompt<F, Fut>(
+        self,
+        prompt: impl Into<String>,
+        argument: impl Into<String>,
+        handler: F,
+    ) -> Self
+    where
+        F: Fn(CompletionRequest, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Completions, HandlerError>> + Send + 'static,
+    {
+        self.with(
+            CompletionRef::Prompt(prompt.into()),
+            argument.into(),
+            handler,
+        )
+    }
+
+    /// Completes the variable `argument` of the resource template whose URI
+    /// template is `uri_template` (`notes://{id}`).
+    #[must_use]
+    pub fn template<F, Fut>(
+        self,
+        uri_template: impl Into<String>,
+        argument: impl Into<String>,
+        handler: F,
+    ) -> Self
+    where
+        F: Fn(CompletionRequest, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Completions, HandlerError>> + Send + 'static,
+    {
+        self.with(
+            CompletionRef::Resource(uri_template.into()),
+            argument.into(),
+            handler,
+        )
+    }
+
+    fn with<F, Fut>(mut self, reference: CompletionRef, argument: String, handler: F) -> Self
+    where
+        F: Fn(CompletionRequest, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Completions, HandlerError>> + Send + 'static,
+    {
+        self.entries.push(Entry {
+            reference,
+            argument,
+            handler: boxed(handler),
+            method_of: None,
+        });
+        self
+    }
+
+    /// This table and `other`'s entries.
+    #[must_use]
+    pub fn merge(mut self, other: Completer) -> Self {
+        self.entries.extend(other.entries);
+        self
+    }
+
+    /// How many keys it completes.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether it completes nothing.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Records that every entry's handler is a `&self` method of a state
+    /// type (see `__private::completer_method_of`).
+    pub(crate) fn set_method_of(&mut self, method_of: MethodOf) {
+        for entry in &mut self.entries {
+            entry.method_of = Some(method_of);
+        }
+    }
+
+    /// What the handlers need of the server's state.
+    pub(crate) fn needs(&self) -> impl Iterator<Item = MethodOf> + '_ {
+        self.entries.iter().filter_map(|e| e.method_of)
+    }
+
+    /// A key given twice, described: `argument `id` of prompt `summarize``.
+    pub(crate) fn repeated(&self) -> Option<String> {
+        self.entries.iter().enumerate().find_map(|(at, entry)| {
+            self.entries[..at]
+                .iter()
+                .any(|e| e.reference == entry.reference && e.argument == entry.argument)
+                .then(|| entry.describe())
+        })
+    }
+
+    fn find(&self, reference: &CompletionRef, argument: &str) -> Option<Arc<CompletionFn>> {
+        self.entries
+            .iter()
+            .find(|e| &e.reference == reference && e.argument == argument)
+            .map(|e| Arc::clone(&e.handler))
+    }
+}
+
+impl Entry {
+    fn describe(&self) -> String {
+        describe(&self.reference, &self.argument)
+    }
+}
+
+/// `argument `id` of prompt `summarize``, each name cut to a bounded length.
+fn describe(reference: &CompletionRef, argument: &str) -> String {
+    match reference {
+        CompletionRef::Prompt(name) => {
+            format!(
+                "argument `{}` of prompt `{}`",
+                truncated(argument),
+                truncated(name)
+            )
+        }
+        CompletionRef::Resource(uri) => {
+            format!(
+                "variable `{}` of resource template `{}`",
+                truncated(argument),
+                truncated(uri)
+            )
+        }
+    }
+}
+
 /// Whether `request` names something the server has: a prompt of the
 /// catalog and one of its arguments, or a resource template (by its URI
 /// template) and one of its variables. -32602 otherwise: completing what
@@ -182,12 +358,15 @@ fn check_reference(request: &CompletionRequest, catalog: &Catalog) -> Result<(),
     Ok(())
 }
 
-/// `completion/complete` with the server's `handler`: the request read and
-/// its reference checked against `catalog` (-32602 when malformed, or when
-/// it names a prompt, template, argument or variable the server does not
-/// have), the suggestions capped at [`MAX_COMPLETION_VALUES`].
+/// `completion/complete`: the request read and its reference checked
+/// against `catalog` (-32602 when malformed, or when it names a prompt,
+/// template, argument or variable the server does not have), answered by
+/// the `completer`'s handler for its key, else by the `fallback`, else
+/// -32602 (nothing completes that argument); the suggestions capped at
+/// [`MAX_COMPLETION_VALUES`].
 pub(crate) fn complete(
-    handler: Arc<CompletionFn>,
+    completer: &Completer,
+    fallback: Option<&Arc<CompletionFn>>,
     catalog: &Catalog,
     mut call: Call<'_>,
     env: Env<'_>,
@@ -197,6 +376,15 @@ pub(crate) fn complete(
     {
         Ok(request) => request,
         Err(error) => return error.into_rpc(call.era, "completion/complete").into(),
+    };
+    let Some(handler) = completer
+        .find(&request.reference, &request.argument)
+        .or_else(|| fallback.cloned())
+    else {
+        let described = describe(&request.reference, &request.argument);
+        return HandlerError::invalid_params(format!("the server completes no {described}"))
+            .into_rpc(call.era, "completion/complete")
+            .into();
     };
     let handling = match call.handling("completion/complete", env) {
         Ok(handling) => handling,

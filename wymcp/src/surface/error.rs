@@ -5,6 +5,18 @@
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SurfaceError {
+    /// An item added at run time (through the [`Catalog`](super::Catalog))
+    /// is a `&self` method of a state type the server was not given.
+    #[error(
+        "{item} is a method of `{state}`, which the server was not given: add \
+         `.state(…)` with a `{state}` to the builder"
+    )]
+    MissingState {
+        /// The state type's name.
+        state: &'static str,
+        /// The item (`tool 'add_note'`).
+        item: &'static str,
+    },
     /// A tool's `x-mcp-header` annotation breaks a rule of the spec.
     #[error("tool `{tool}`: property `{property}`: invalid `x-mcp-header`: {reason}")]
     HeaderAnnotation {

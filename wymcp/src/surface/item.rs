@@ -53,6 +53,22 @@ pub(crate) struct About {
     /// What a caller must hold to see and use the item.
     pub(crate) scopes: Scopes,
     pub(crate) meta: Option<Value>,
+    /// The state type the item's handler is a method of (a `&self`
+    /// method of a `#[wymcp::tools]` impl): checked when the server is
+    /// built.
+    pub(crate) method_of: Option<MethodOf>,
+}
+
+/// What an item's handler needs of the server's state: a value of one
+/// type, named for the error, and how to tell whether the state holds it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MethodOf {
+    /// The state type's name.
+    pub(crate) state: &'static str,
+    /// What the item is, for the error (`tool \`add_note\``).
+    pub(crate) item: &'static str,
+    /// Whether the server's state holds the type.
+    pub(crate) given: fn(&http::Extensions) -> bool,
 }
 
 impl About {

@@ -26,7 +26,7 @@ use serde_json::{Map, Value, json};
 use super::bus::{Change, ChangeBus};
 use super::call::{Answer, Call, Env, Outcome, Session};
 use super::catalog::Catalog;
-use super::completion::{self, CompletionFn};
+use super::completion::{self, Completer, CompletionFn};
 use super::context::HandlerError;
 use super::error::SurfaceError;
 use super::finish::{CachePolicy, Finishing, ServerInfo};
@@ -80,6 +80,8 @@ pub(crate) struct Surface {
     pub page_size: usize,
     pub catalog: Catalog,
     pub completion: Option<Arc<CompletionFn>>,
+    /// Completion handlers by key, tried before `completion`.
+    pub completer: Completer,
     pub advertised: Advertised,
     /// The revisions served, oldest first.
     pub revisions: Vec<Revision>,
@@ -113,6 +115,7 @@ impl std::fmt::Debug for Surface {
             .field("page_size", &self.page_size)
             .field("catalog", &self.catalog)
             .field("completion", &self.completion.is_some())
+            .field("completer", &self.completer)
             .field("advertised", &self.advertised)
             .field("revisions", &self.revisions)
             .field("sealer", &self.sealer)
@@ -204,6 +207,8 @@ pub(crate) struct SurfaceBuilder {
     pub(crate) resources: Vec<Resource>,
     pub(crate) templates: Vec<ResourceTemplate>,
     pub(crate) completion: Option<Arc<CompletionFn>>,
+    /// Completion handlers by key, before the fallback `completion`.
+    pub(crate) completer: Completer,
     /// No `listChanged`, no `subscribe`, no `subscriptions/listen`.
     pub(crate) quiet: bool,
     pub(crate) logging: bool,
@@ -317,7 +322,7 @@ impl SurfaceBuilder {
                 || serves_skills
                 || !self.resources.is_empty()
                 || !self.templates.is_empty(),
-            completions: self.completion.is_some(),
+            completions: self.completion.is_some() || !self.completer.is_empty(),
             logging: self.logging,
             list_changed: !self.quiet,
             subscribe: !self.quiet,
@@ -330,7 +335,7 @@ impl SurfaceBuilder {
             self.task_limits,
             ledger.clone(),
         ));
-        let catalog = Catalog::new(changes.clone());
+        let catalog = Catalog::new(changes.clone(), Some(Arc::new(self.state.clone())));
         for tool in self.tools {
             catalog.insert_tool(Arc::new(tool.register()?))?;
         }
@@ -361,6 +366,7 @@ impl SurfaceBuilder {
             page_size,
             catalog,
             completion: self.completion,
+            completer: self.completer,
             advertised,
             revisions,
             sealer,
@@ -817,12 +823,13 @@ fn prompts_get(s: &Surface, call: Call<'_>, env: Env<'_>) -> Answer {
     }
 }
 
-/// `completion/complete`, with the server's completion handler.
+/// `completion/complete`, with the server's completer and its fallback
+/// handler; method not found when the server has neither.
 fn complete(s: &Surface, call: Call<'_>, env: Env<'_>) -> Answer {
-    match s.completion.clone() {
-        Some(handler) => completion::complete(handler, &s.catalog, call, env),
-        None => method_not_found(call.method.unwrap_or_default()).into(),
+    if s.completion.is_none() && s.completer.is_empty() {
+        return method_not_found(call.method.unwrap_or_default()).into();
     }
+    completion::complete(&s.completer, s.completion.as_ref(), &s.catalog, call, env)
 }
 
 /// `subscriptions/listen`.

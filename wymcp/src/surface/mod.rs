@@ -28,7 +28,8 @@
 //! `call` is the transport-free call; `item` is what every registered item
 //! has (and its setters, once); `tool`, `resource`,
 //! `prompt` and `completion` define what they register and how a call of
-//! theirs is answered; `skills` (the Skills extension: skills checked at
+//! theirs is answered; `handlers` bundles them, as a `#[wymcp::handlers]`
+//! impl declares them; `skills` (the Skills extension: skills checked at
 //! build, their files resources, `skills/list`, `skills/get`,
 //! `resources/directory/read`); `catalog` holds them; `methods` is the method table
 //! and the [`Surface`] a server holds.
@@ -42,6 +43,7 @@ mod context;
 mod discover;
 mod error;
 mod finish;
+mod handlers;
 mod item;
 mod legacy;
 mod listen;
@@ -60,13 +62,17 @@ mod tool;
 pub(crate) use bus::ChangeBus;
 pub use bus::{Change, ChangeFeed, ChangeRelay};
 pub use catalog::Catalog;
-pub use completion::{CompletionRef, CompletionRequest, Completions, MAX_COMPLETION_VALUES};
+pub use completion::{
+    Completer, CompletionRef, CompletionRequest, Completions, MAX_COMPLETION_VALUES,
+};
 pub use content::{Annotations, Content, Icon, IconTheme, PromptRole, ResourceContents};
 pub use context::{BoxFuture, Context, HandlerError};
 pub use error::{SkillError, SurfaceError};
 pub(crate) use finish::CachePolicy;
 pub use finish::{CacheScope, ServerInfo};
+pub use handlers::Handlers;
 pub use item::Item;
+pub(crate) use item::MethodOf;
 pub use listen::ListenLimits;
 pub(crate) use listen::ListenStream;
 pub use methods::DEFAULT_PAGE_SIZE;

@@ -136,8 +136,11 @@ pub struct ToolResult {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Structured<T>(pub T);
 
-/// What a tool handler may answer with: a [`ToolResult`], or a typed
-/// [`Structured`] value whose type gives the tool its `outputSchema`.
+/// What a tool handler may answer with: a [`ToolResult`], a typed
+/// [`Structured`] value whose type gives the tool its `outputSchema`, or a
+/// `Vec<T>` (`T: Serialize + JsonSchema`), which answers the object
+/// `{"items": [...]}` with that object's `outputSchema` (an `outputSchema`
+/// is always an object, so a list needs no wrapper of your own).
 ///
 /// A handler that only ever fails names its output type:
 ///
@@ -181,6 +184,26 @@ impl<T: Serialize + JsonSchema + Send + 'static> ToolOutput for Structured<T> {
             data: None,
         })?;
         Ok(ToolResult::structured(value))
+    }
+}
+
+/// The object a list answer is wrapped in: `{"items": [...]}`.
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Items")]
+struct Items<T> {
+    items: Vec<T>,
+}
+
+/// A list answers the object `{"items": [...]}`, and its `outputSchema` is
+/// that object's: an `outputSchema` is always an object, so a tool
+/// answering `Vec<T>` needs no wrapper struct of its own.
+impl<T: Serialize + JsonSchema + Send + 'static> ToolOutput for Vec<T> {
+    fn output_schema() -> Option<Value> {
+        Some(schemars::schema_for!(Items<T>).to_value())
+    }
+
+    fn into_result(self) -> Result<ToolResult, HandlerError> {
+        Structured(Items { items: self }).into_result()
     }
 }
 
