@@ -1189,6 +1189,7 @@ mod tests {
             caller: Caller::unknown(),
             raw: Bytes::new(),
             span: tracing::Span::none(),
+            slot: None,
             session: None,
         }
     }
