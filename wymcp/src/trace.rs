@@ -54,13 +54,18 @@ pub(crate) struct SpanSlot(pub(crate) Arc<Slot>);
 pub(crate) struct Slot {
     /// The request span, once classification opened it.
     pub(crate) span: OnceLock<Span>,
-    /// The method as metrics name it: one of [`METHODS`], else `_OTHER`.
+    /// The method as metrics name it: one of [`METHODS`], else `_OTHER`
+    /// (set only with the `metrics` feature, like `tool`).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     method: OnceLock<&'static str>,
     /// The registered tool a `tools/call` called (an unknown name is none).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     tool: OnceLock<Arc<str>>,
     /// The first error answered: a JSON-RPC code, or a tool's `isError`.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     error: OnceLock<ErrorType>,
     /// The stage whose rejection answered.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     rejected: OnceLock<&'static str>,
     /// The request line's text, kept only for an enabled span.
     line: OnceLock<Line>,
@@ -80,6 +85,7 @@ struct Line {
 
 /// What an answer's `error.type` says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
 pub(crate) enum ErrorType {
     /// A JSON-RPC error answer, by its code.
     Code(i64),
@@ -90,6 +96,7 @@ pub(crate) enum ErrorType {
 /// The methods wymcp's metrics name as they are; any other method a
 /// client sends is recorded as `_OTHER` (a client's text never makes a
 /// time series of its own).
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
 pub(crate) const METHODS: &[&str] = &[
     "initialize",
     "ping",
@@ -120,6 +127,7 @@ pub(crate) const METHODS: &[&str] = &[
 
 /// The value metrics record for a method, bounded: a known method's own
 /// name, else `_OTHER`.
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
 pub(crate) fn known_method(method: &str) -> &'static str {
     METHODS
         .iter()
@@ -129,8 +137,10 @@ pub(crate) fn known_method(method: &str) -> &'static str {
 }
 
 /// The value recorded for a client's text that names nothing wymcp knows.
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
 pub(crate) const OTHER: &str = "_OTHER";
 
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
 impl Slot {
     /// The method as metrics name it, once classification saw one.
     pub(crate) fn method(&self) -> Option<&'static str> {
@@ -154,7 +164,11 @@ impl Slot {
 
     /// Records the registered tool a `tools/call` found.
     pub(crate) fn called(&self, tool: &Arc<str>) {
+        // Without metrics, nothing reads it: no reference count to bump.
+        #[cfg(feature = "metrics")]
         let _ = self.tool.set(Arc::clone(tool));
+        #[cfg(not(feature = "metrics"))]
+        let _ = (self, tool);
     }
 
     /// Records the principal's subject, for the request line.
@@ -187,6 +201,7 @@ pub(crate) struct Opening<'a> {
 /// a `tools/call`, the prompt of a `prompts/get` (a resource URI is
 /// high-cardinality: not in the name).
 pub(crate) fn open(opening: Opening<'_>, slot: Option<&Slot>) -> Span {
+    #[cfg(feature = "metrics")]
     if let (Some(slot), Some(method)) = (slot, opening.method) {
         let _ = slot.method.set(known_method(method));
     }
