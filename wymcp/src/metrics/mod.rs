@@ -17,9 +17,17 @@
 //!
 //! Every attribute value is one of a fixed set or a name the server
 //! registered: no text a client sends makes a time series of its own.
-//! The duration is recorded for requests that reach classification (a
-//! message with a method), from the router's receipt to the response's
-//! head; a rejection by any stage counts once.
+//! The duration is recorded for requests through the HTTP router that
+//! reach classification (a message with a method), from the router's
+//! receipt to the response's head; a rejection by any stage counts once
+//! (every JSON-RPC error goes through the one rejection sender, so
+//! `Dispatch` counts method errors such as an unknown tool). The stdio
+//! transport records no metrics yet. Tasks are counted as the ledger
+//! holds them (running, stored), not by their protocol status.
+//!
+//! The gauges' callbacks hold the server's ledger for as long as the meter
+//! provider lives: a process that builds many servers against one SDK
+//! provider keeps each one's ledger (a few hundred bytes).
 //!
 //! [`Prometheus`] is a meter provider whose collection renders as
 //! Prometheus text ([`encode`]); `examples/everything --metrics ADDR`
