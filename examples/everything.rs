@@ -25,6 +25,15 @@
 //! (stateless, keyed with `WYMCP_SEALING_KEY`). With `--redis-url` the
 //! proofs' `jti`s are shared by the replicas (`RedisDpopReplay`).
 //!
+//! `--metrics ADDR` serves the server's metrics (wymcp's `metrics` feature:
+//! the MCP semantic conventions' `mcp.server.operation.duration`, the
+//! rejections per stage, the ledger per kind, the listen streams, the
+//! tasks) as Prometheus text on `GET http://ADDR/metrics`, a listener of its
+//! own, never the MCP endpoint; it prints `metrics on http://ADDR/metrics`
+//! after the `listening on` line (`127.0.0.1:0`: a port the OS picks).
+//! Logs go to stderr through `wymcp::telemetry` (`RUST_LOG`, `warn` when
+//! unset; `WYMCP_LOG_FORMAT=json` for JSON lines).
+//!
 //! `--group-ipv4 PREFIX` / `--group-ipv6 PREFIX` set `Limits::grouping`:
 //! how many leading bits of a client's address name one caller of the
 //! ledger (default 32 and 64). On loopback there is no IPv6 /64 beyond
@@ -961,12 +970,37 @@ const USAGE: &str = "usage: everything [--bind ADDR] [--replica NAME] [--trusted
     [--jwks-url URL --issuer ISS --audience AUD [--accept-generic-typ] | \
     --introspection-url URL --client-id ID --client-secret S [--audience AUD] [--issuer ISS]] \
     [--dpop required|allowed [--dpop-nonce]] [--required-scope S]… [--static-token TOKEN]… [--group-ipv4 PREFIX] [--group-ipv6 PREFIX] \
-    [--redis-url URL] | --stdio \
+    [--redis-url URL] [--metrics ADDR] | --stdio \
     (env WYMCP_REDIS_URL: the Redis the replicas share for the change bus and \
     the task store; WYMCP_TASK_LEASE_MS: a task's lease; \
     WYMCP_SEALING_KEY: a shared requestState secret of at least 32 bytes, \
     WYMCP_SEALING_KEY_ID: its id, `shared` by default; \
     WYMCP_ACCEPT_SEALING_KEY[_ID]: a retired key that still unseals)";
+
+/// `GET /metrics` on its own listener: the Prometheus text of what the
+/// server recorded, collected at each scrape.
+async fn serve_metrics(listener: tokio::net::TcpListener, prometheus: wymcp::metrics::Prometheus) {
+    use wymcp::axum::http::header::CONTENT_TYPE;
+    let router = wymcp::axum::Router::new().route(
+        "/metrics",
+        wymcp::axum::routing::get(move || {
+            let prometheus = prometheus.clone();
+            async move {
+                // The SDK collects synchronously: off the runtime's threads.
+                let text = tokio::task::spawn_blocking(move || prometheus.render())
+                    .await
+                    .unwrap_or_default();
+                (
+                    [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+                    text,
+                )
+            }
+        }),
+    );
+    if let Err(error) = wymcp::axum::serve(listener, router).await {
+        tracing::warn!(%error, "the metrics listener failed");
+    }
+}
 
 /// The auth settings of the command line; none of them: no auth.
 #[derive(Default)]
@@ -1126,16 +1160,17 @@ fn prefix(arg: Option<String>, max: u8) -> Result<u8, Box<dyn std::error::Error>
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Logs go to stderr: over stdio, stdout carries nothing but the protocol.
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .init();
+    // `warn` unless RUST_LOG says more: the tests run it under load.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    wymcp::telemetry::init_with(wymcp::telemetry::Format::from_env(), filter)?;
     let mut args = std::env::args().skip(1);
     let mut bind = "127.0.0.1:3000".to_owned();
     let mut replica: Option<String> = None;
     let mut auth = AuthArgs::default();
     let mut trusted: Vec<wymcp::IpNet> = Vec::new();
     let mut stdio = false;
+    let mut metrics: Option<String> = None;
     let mut grouping = wymcp::ledger::Grouping::default();
     let mut redis = std::env::var("WYMCP_REDIS_URL")
         .ok()
@@ -1147,6 +1182,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ("--replica", args) => replica = Some(args.next().ok_or(USAGE)?),
             ("--trusted-proxy", args) => trusted.push(args.next().ok_or(USAGE)?.parse()?),
             ("--redis-url", args) => redis = Some(args.next().ok_or(USAGE)?),
+            ("--metrics", args) => metrics = Some(args.next().ok_or(USAGE)?),
             ("--jwks-url", args) => auth.jwks_url = Some(args.next().ok_or(USAGE)?),
             ("--accept-generic-typ", _) => auth.accept_generic_typ = true,
             ("--issuer", args) => auth.issuer = Some(args.next().ok_or(USAGE)?),
@@ -1173,6 +1209,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // A stdio client sends no bearer token: auth is HTTP's.
         return Err("--stdio takes no auth flags: over stdio there is no token to check".into());
     }
+    // Installed before the server is built: its instruments come from the
+    // global meter provider.
+    let prometheus = metrics
+        .as_ref()
+        .map(|_| wymcp::metrics::Prometheus::install());
     let server = Arc::new(server(
         Keys::from_env()?,
         resource_server,
@@ -1209,6 +1250,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let listener = tokio::net::TcpListener::bind(&bind).await?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
+    if let (Some(addr), Some(prometheus)) = (metrics, prometheus) {
+        let listener = tokio::net::TcpListener::bind(&addr).await?;
+        println!("metrics on http://{}/metrics", listener.local_addr()?);
+        tokio::spawn(serve_metrics(listener, prometheus));
+    }
     if let Some(mode) = auth_mode {
         println!("auth: {mode}");
     }

@@ -71,6 +71,7 @@ mod stalled;
 mod stdio;
 mod streaming;
 mod tasks;
+mod telemetry;
 mod testing;
 mod tool_macro;
 mod tools;

@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 pub struct Everything {
     child: std::process::Child,
     addr: SocketAddr,
+    /// Where `--metrics` serves `/metrics`, when asked for.
+    metrics: Option<SocketAddr>,
     panics: Arc<AtomicUsize>,
 }
 
@@ -123,6 +125,17 @@ impl Everything {
             .and_then(|rest| rest.strip_suffix("/mcp"))
             .and_then(|a| a.parse().ok())
             .unwrap_or_else(|| panic!("`listening on http://ADDR/mcp`, got {first:?}"));
+        // With --metrics, the next line names the metrics listener.
+        let metrics = args.contains(&"--metrics").then(|| {
+            let line = lines
+                .next()
+                .expect("the metrics line")
+                .expect("a readable metrics line");
+            line.strip_prefix("metrics on http://")
+                .and_then(|rest| rest.strip_suffix("/metrics"))
+                .and_then(|a| a.parse().ok())
+                .unwrap_or_else(|| panic!("`metrics on http://ADDR/metrics`, got {line:?}"))
+        });
         // Keep draining stdout so the child never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
         // Forward stderr, counting panics.
@@ -140,6 +153,7 @@ impl Everything {
         Everything {
             child,
             addr,
+            metrics,
             panics,
         }
     }
@@ -147,6 +161,11 @@ impl Everything {
     /// The address served on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Where `/metrics` is served (started with `--metrics`).
+    pub fn metrics_addr(&self) -> SocketAddr {
+        self.metrics.expect("started with --metrics")
     }
 
     /// How many panics the process reported on stderr so far.

@@ -321,13 +321,16 @@ impl<'a> Exchange<'a> {
         };
         self.era = era_of(&self.parts.headers, message);
         self.kind = Some(kind);
-        let span = trace::open(trace::Opening {
-            version: self.parts.version,
-            client: self.client_addr(),
-            method: self.method(),
-            message: self.message.as_ref(),
-            request: kind == MessageKind::Request,
-        });
+        let span = trace::open(
+            trace::Opening {
+                version: self.parts.version,
+                client: self.client_addr(),
+                method: self.method(),
+                message: self.message.as_ref(),
+                request: kind == MessageKind::Request,
+            },
+            self.slot.as_ref().map(|slot| &*slot.0),
+        );
         self.set_span(span);
         kind
     }
@@ -343,13 +346,16 @@ impl<'a> Exchange<'a> {
         }
         self.body = None;
         self.era = era_of(&self.parts.headers, &Value::Null);
-        let span = trace::open(trace::Opening {
-            version: self.parts.version,
-            client: self.client_addr(),
-            method: None,
-            message: None,
-            request: false,
-        });
+        let span = trace::open(
+            trace::Opening {
+                version: self.parts.version,
+                client: self.client_addr(),
+                method: None,
+                message: None,
+                request: false,
+            },
+            self.slot.as_ref().map(|slot| &*slot.0),
+        );
         self.set_span(span);
         self.era
     }
@@ -376,6 +382,9 @@ impl<'a> Exchange<'a> {
                         &caller,
                     )
                     .await?;
+                if let Some(slot) = &self.slot {
+                    slot.0.authenticated(&principal.subject);
+                }
                 self.principal = Some(principal);
             }
             self.authenticated = true;
@@ -491,11 +500,22 @@ impl<'a> Exchange<'a> {
         &self.span
     }
 
+    /// What the request's line and metrics gather (see [`trace`]), when
+    /// the request came through the router.
+    pub(crate) fn slot(&self) -> Option<&trace::Slot> {
+        self.slot.as_ref().map(|slot| &*slot.0)
+    }
+
+    /// [`slot`](Self::slot), shared, for what outlives the exchange.
+    pub(crate) fn span_slot(&self) -> Option<SpanSlot> {
+        self.slot.clone()
+    }
+
     /// Makes `span` the request span: the stages after this one run in it,
     /// and the router reads it back.
     fn set_span(&mut self, span: tracing::Span) {
         if let Some(slot) = &self.slot {
-            let _ = slot.0.set(span.clone());
+            let _ = slot.0.span.set(span.clone());
         }
         self.span = span;
     }
@@ -536,6 +556,7 @@ impl<'a> Exchange<'a> {
             stage: self.stage(),
             http2: self.is_http2(),
             span: self.span.clone(),
+            slot: self.slot.clone(),
         }
     }
 }

@@ -36,11 +36,15 @@ pub mod stages;
 pub mod __private;
 pub mod chain;
 pub mod memory;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 #[cfg(feature = "redis")]
 pub mod redis;
 mod router;
 pub mod serve;
 pub mod stdio;
+#[cfg(feature = "telemetry")]
+pub mod telemetry;
 // What an application's tests drive a server with.
 pub mod testing;
 

@@ -123,6 +123,9 @@ pub struct Rejector {
     pub(crate) http2: bool,
     /// The request span, which records the error.
     pub(crate) span: tracing::Span,
+    /// What the request's line and metrics say (see [`trace`]), when the
+    /// request came through the router.
+    pub(crate) slot: Option<trace::SpanSlot>,
 }
 
 impl Rejector {
@@ -136,7 +139,10 @@ impl Rejector {
     }
 
     fn record(&self, status: StatusCode, code: ErrorCode, message: &str) {
-        trace::errored(&self.span, code.get());
+        trace::errored(&self.span, None, code.get());
+        if let Some(slot) = &self.slot {
+            slot.0.reject(self.stage, code.get());
+        }
         tracing::info!(
             target: "wymcp::rejection",
             stage = self.stage,

@@ -65,11 +65,15 @@ where
         request.extensions_mut().insert(slot.clone());
         let started = Instant::now();
         let answer = handle(server.clone(), request);
+        #[cfg(feature = "metrics")]
+        let server = server.clone();
         Box::pin(async move {
             let response = answer.await;
-            if let Some(span) = slot.0.get() {
-                trace::finished(span, response.status(), started);
-            }
+            let elapsed = trace::finished(&slot.0, response.status(), started);
+            #[cfg(feature = "metrics")]
+            server.metrics.finished(&slot.0, response.status(), elapsed);
+            #[cfg(not(feature = "metrics"))]
+            let _ = elapsed;
             response
         })
     }

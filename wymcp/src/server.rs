@@ -124,6 +124,9 @@ pub struct Server {
     pub(crate) header_params: HashMap<String, Vec<HeaderParam>>,
     pub(crate) surface: Surface,
     pub(crate) origin: OriginPolicy,
+    /// The instruments it records through (`metrics` feature).
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: crate::metrics::Instruments,
 }
 
 impl Server {
@@ -1026,7 +1029,11 @@ impl ServerBuilder {
         )?;
         let header_params = surface.header_params().collect();
         let origin = OriginPolicy::new(self.allowed_origins, self.allowed_hosts, self.bound_to)?;
+        #[cfg(feature = "metrics")]
+        let metrics = crate::metrics::Instruments::new(&surface.ledger);
         Ok(Server {
+            #[cfg(feature = "metrics")]
+            metrics,
             endpoint: self.endpoint,
             limits: self.limits,
             schemas: Schemas::shared()?,

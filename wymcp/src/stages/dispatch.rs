@@ -75,6 +75,7 @@ impl Stage for Dispatch {
         {
             trace::dispatched(
                 ex.span(),
+                ex.slot(),
                 method,
                 ex.revision()
                     .map(crate::protocol::revision::Revision::as_str),
@@ -111,6 +112,7 @@ impl Stage for Dispatch {
             caller: ex.server().caller_of(ex.principal(), ex.client_addr()),
             raw: ex.bytes().clone(),
             span: ex.span().clone(),
+            slot: ex.span_slot(),
             session: session_token(ex),
         };
         let answer = ex.server().surface.answer(call);
@@ -396,6 +398,7 @@ mod tests {
             stage: "Dispatch",
             http2: false,
             span: tracing::Span::none(),
+            slot: None,
         };
         run(
             Running::new(notifications, handler),

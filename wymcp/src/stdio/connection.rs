@@ -313,6 +313,7 @@ impl Connection {
             raw: line,
             // The request span is the HTTP router's; stdio has none yet.
             span: tracing::Span::none(),
+            slot: None,
             // No header layer: the connection's token, for a subscription
             // only (see above).
             session: session.as_deref(),

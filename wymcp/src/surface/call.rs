@@ -59,6 +59,9 @@ pub(crate) struct Call<'a> {
     /// The request span, when the transport keeps one (see
     /// [`trace`](crate::trace)).
     pub(crate) span: tracing::Span,
+    /// What the request's line and metrics say (see
+    /// [`trace`](crate::trace)), when the request came through the router.
+    pub(crate) slot: Option<crate::trace::SpanSlot>,
     /// A 2025 request's `Mcp-Session-Id`, when the transport has one (see
     /// [`mid_call`](super::mid_call)). The surface opens it into what the
     /// client declared, which it keeps for the call ([`Env::declared`]).

@@ -1196,6 +1196,7 @@ mod tests {
             caller: Caller::unknown(),
             raw: Bytes::new(),
             span: tracing::Span::none(),
+            slot: None,
             session: None,
         }
     }

@@ -35,7 +35,7 @@ use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::headers::{self, HeaderParam};
 use crate::protocol::revision::Era;
 use crate::protocol::text::{Bounded, truncated};
-use crate::trace;
+use crate::trace::{self, SpanSlot};
 
 pub(crate) type ToolFn =
     dyn Fn(Value, Context) -> BoxFuture<Result<ToolResult, HandlerError>> + Send + Sync;
@@ -533,7 +533,7 @@ impl Tool {
             })?;
         Ok(Registered {
             scopes: about.scopes,
-            name: tool.name,
+            name: tool.name.into(),
             definition,
             handler,
             task_support: tool.task_support,
@@ -548,7 +548,7 @@ impl Tool {
 /// A tool once checked: its listing, handler, header parameters and
 /// compiled schemas.
 pub(crate) struct Registered {
-    name: String,
+    name: Arc<str>,
     /// What a caller must hold to see and call it.
     pub(crate) scopes: Scopes,
     /// Its `tools/list` entry, serialised at registration.
@@ -694,8 +694,9 @@ pub(crate) fn call(tool: Arc<Registered>, mut call: Call<'_>, env: Env<'_>) -> A
     match prepare(&tool, &mut call, env) {
         Ok((handling, arguments)) => {
             let span = call.span.clone();
+            let slot = call.slot.clone();
             drop(call);
-            run(tool, handling, arguments, span)
+            run(tool, handling, arguments, span, slot)
         }
         Err(answer) => answer,
     }
@@ -708,6 +709,9 @@ pub(crate) fn prepare(
     call: &mut Call<'_>,
     env: Env<'_>,
 ) -> Result<(Handling, Value), Answer> {
+    if let Some(slot) = &call.slot {
+        slot.0.called(&tool.name);
+    }
     let name = tool.name();
     let empty = Value::Object(Map::new());
     let arguments = match call.params.as_ref().and_then(|p| p.get("arguments")) {
@@ -718,7 +722,7 @@ pub(crate) fn prepare(
     if let Some(problems) = tool.check_arguments(arguments) {
         let reply = call.reply(env.finishing);
         let result = ToolResult::error(invalid_arguments(name, &problems));
-        trace::tool_failed(&call.span);
+        trace::tool_failed(&call.span, call.slot.as_ref().map(|slot| &*slot.0));
         return Err(Answer::done(Outcome::Result(
             reply.result(&result.wire(reply.era(), reply.finishing().meta())),
         )));
@@ -738,6 +742,7 @@ pub(crate) fn run(
     handling: Handling,
     arguments: Value,
     span: tracing::Span,
+    slot: Option<SpanSlot>,
 ) -> Answer {
     // A 2025 call that may ask mid-call runs its handler again with the
     // answers: it keeps the arguments; every other call moves them.
@@ -751,10 +756,11 @@ pub(crate) fn run(
         };
         let tool = Arc::clone(&tool);
         let span = span.clone();
+        let slot = slot.clone();
         Box::pin(async move {
             let result = execute(&tool, arguments, cx).await?;
             if result.is_error {
-                trace::tool_failed(&span);
+                trace::tool_failed(&span, slot.as_ref().map(|slot| &*slot.0));
             }
             Ok(reply.result(&result.wire(reply.era(), reply.finishing().meta())))
         })

@@ -53,8 +53,9 @@ impl Tasks {
             && !when(handling.cx())
         {
             let span = call.span.clone();
+            let slot = call.slot.clone();
             drop(call);
-            return tool::run(tool, handling, arguments, span);
+            return tool::run(tool, handling, arguments, span, slot);
         }
         let owner = call.subject().to_owned();
         let counted = call.caller().clone();
