@@ -18,6 +18,15 @@
 //! `static-token-n`): for the benchmark's auth scenarios and local tests,
 //! never a deployment.
 //!
+//! `--tls-cert FILE --tls-key FILE` serve https (`wymcp::serve::Tls`: the
+//! PEM chain and key, reloaded when they change or on SIGHUP; ALPN h2 and
+//! http/1.1); `--tls-client-ca FILE` verifies client certificates against
+//! a CA bundle (`--tls-client-auth required`, or `optional`, the default);
+//! `--cert-auth` makes the verified certificate's identity the principal
+//! (`wymcp::auth::CertificateAuth`, every holder given the
+//! `--required-scope`s). `--tls-handshake-timeout-ms MS` sets
+//! `ServeConfig::tls_handshake_timeout`.
+//!
 //! `--group-ipv4 PREFIX` / `--group-ipv6 PREFIX` set `Limits::grouping`:
 //! how many leading bits of a client's address name one caller of the
 //! ledger (default 32 and 64). On loopback there is no IPv6 /64 beyond
@@ -28,8 +37,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use wymcp::auth::{
-    AuthConfig, AuthFuture, Authenticator, Credentials, Introspection, JwtVerifier, Principal,
-    StaticTokens,
+    AuthConfig, AuthFuture, Authenticator, CertificateAuth, Credentials, Introspection,
+    JwtVerifier, Principal, StaticTokens,
 };
 use wymcp::axum::http::HeaderValue;
 use wymcp::mrtr::{InputKind, InputRequest, SealingKey};
@@ -949,7 +958,8 @@ const USAGE: &str = "usage: everything [--bind ADDR] [--replica NAME] [--trusted
     [--jwks-url URL --issuer ISS --audience AUD [--accept-generic-typ] | \
     --introspection-url URL --client-id ID --client-secret S [--audience AUD] [--issuer ISS]] \
     [--required-scope S]… [--static-token TOKEN]… [--group-ipv4 PREFIX] [--group-ipv6 PREFIX] \
-    [--redis-url URL] | --stdio \
+    [--redis-url URL] [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE \
+    [--tls-client-auth optional|required]] [--cert-auth] [--tls-handshake-timeout-ms MS]] | --stdio \
     (env WYMCP_REDIS_URL: the Redis the replicas share for the change bus and \
     the task store; WYMCP_TASK_LEASE_MS: a task's lease; \
     WYMCP_SEALING_KEY: a shared requestState secret of at least 32 bytes, \
@@ -970,6 +980,10 @@ struct AuthArgs {
     required_scopes: Vec<String>,
     /// Each a principal of its own: `static-token`, `static-token-2`, …
     static_tokens: Vec<String>,
+    /// The verified client certificate is the principal.
+    cert_auth: bool,
+    /// `https` with `--tls-cert`.
+    scheme: &'static str,
 }
 
 /// The resource server the command line asked for.
@@ -977,6 +991,7 @@ enum ResourceServer {
     Jwt(JwtVerifier),
     Introspection(Introspection),
     Static(StaticTokens),
+    Certificate(CertificateAuth),
 }
 
 impl Authenticator for ResourceServer {
@@ -985,6 +1000,7 @@ impl Authenticator for ResourceServer {
             ResourceServer::Jwt(verifier) => verifier.authenticate(credentials),
             ResourceServer::Introspection(introspection) => introspection.authenticate(credentials),
             ResourceServer::Static(tokens) => tokens.authenticate(credentials),
+            ResourceServer::Certificate(auth) => auth.authenticate(credentials),
         }
     }
 }
@@ -1004,7 +1020,7 @@ impl AuthArgs {
         let audience = self
             .audience
             .clone()
-            .unwrap_or_else(|| format!("http://{bind}/mcp"));
+            .unwrap_or_else(|| format!("{}://{bind}/mcp", self.scheme));
         let config = |issuer: &str| {
             AuthConfig::new()
                 .resource(audience.clone())
@@ -1044,6 +1060,15 @@ impl AuthArgs {
                 authenticator: ResourceServer::Introspection(introspection.build()?),
                 config: config(self.issuer.as_deref().unwrap_or(url)),
                 mode: format!("opaque tokens introspected at {url} for {audience}"),
+            }));
+        }
+        if self.cert_auth {
+            return Ok(Some(AuthSetup {
+                authenticator: ResourceServer::Certificate(
+                    CertificateAuth::new().scopes(self.required_scopes.clone()),
+                ),
+                config: config(self.issuer.as_deref().unwrap_or("https://127.0.0.1/")),
+                mode: format!("client certificates (mTLS) for {audience}"),
             }));
         }
         if !self.static_tokens.is_empty() {
@@ -1093,7 +1118,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let mut bind = "127.0.0.1:3000".to_owned();
     let mut replica: Option<String> = None;
-    let mut auth = AuthArgs::default();
+    let mut auth = AuthArgs {
+        scheme: "http",
+        ..AuthArgs::default()
+    };
+    let mut tls_cert: Option<String> = None;
+    let mut tls_key: Option<String> = None;
+    let mut tls_client_ca: Option<String> = None;
+    let mut tls_client_auth = wymcp::serve::ClientAuth::Optional;
+    let mut handshake_timeout: Option<Duration> = None;
     let mut trusted: Vec<wymcp::IpNet> = Vec::new();
     let mut stdio = false;
     let mut grouping = wymcp::ledger::Grouping::default();
@@ -1118,10 +1151,46 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ("--client-secret", args) => auth.client_secret = Some(args.next().ok_or(USAGE)?),
             ("--required-scope", args) => auth.required_scopes.push(args.next().ok_or(USAGE)?),
             ("--static-token", args) => auth.static_tokens.push(args.next().ok_or(USAGE)?),
+            ("--tls-cert", args) => tls_cert = Some(args.next().ok_or(USAGE)?),
+            ("--tls-key", args) => tls_key = Some(args.next().ok_or(USAGE)?),
+            ("--tls-client-ca", args) => tls_client_ca = Some(args.next().ok_or(USAGE)?),
+            ("--tls-client-auth", args) => {
+                tls_client_auth = match args.next().as_deref() {
+                    Some("optional") => wymcp::serve::ClientAuth::Optional,
+                    Some("required") => wymcp::serve::ClientAuth::Required,
+                    _ => return Err(USAGE.into()),
+                };
+            }
+            ("--tls-handshake-timeout-ms", args) => {
+                let ms: u64 = args.next().ok_or(USAGE)?.parse()?;
+                handshake_timeout = Some(Duration::from_millis(ms));
+            }
+            ("--cert-auth", _) => auth.cert_auth = true,
             ("--group-ipv4", args) => grouping.ipv4_prefix = prefix(args.next(), 32)?,
             ("--group-ipv6", args) => grouping.ipv6_prefix = prefix(args.next(), 128)?,
             _ => return Err(format!("{USAGE}; got `{arg}`").into()),
         }
+    }
+    let tls = match (&tls_cert, &tls_key) {
+        (Some(cert), Some(key)) => {
+            let mut tls = wymcp::serve::Tls::builder(cert, key);
+            if let Some(ca) = &tls_client_ca {
+                tls = tls.client_ca(ca, tls_client_auth);
+            }
+            Some(tls.build()?)
+        }
+        (None, None) if tls_client_ca.is_none() => None,
+        _ => {
+            return Err(
+                "--tls-cert and --tls-key go together (and --tls-client-ca needs them)".into(),
+            );
+        }
+    };
+    if auth.cert_auth && tls_client_ca.is_none() {
+        return Err("--cert-auth needs --tls-client-ca".into());
+    }
+    if tls.is_some() {
+        auth.scheme = "https";
     }
     let resource_server = auth.resource_server(&bind)?;
     // Replicas behind one load balancer share the key that seals MRTR
@@ -1166,15 +1235,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ));
     }
     let listener = tokio::net::TcpListener::bind(&bind).await?;
-    println!("listening on http://{}/mcp", listener.local_addr()?);
+    let scheme = auth.scheme;
+    println!("listening on {scheme}://{}/mcp", listener.local_addr()?);
     if let Some(mode) = auth_mode {
         println!("auth: {mode}");
     }
-    let config = wymcp::ServeConfig::default().trusted_proxies(trusted);
-    wymcp::serve_with(listener, router, config)
+    let mut config = wymcp::ServeConfig::default().trusted_proxies(trusted);
+    if let Some(timeout) = handshake_timeout {
+        config = config.tls_handshake_timeout(timeout);
+    }
+    let mut serve = wymcp::serve_with(listener, router, config)
         .with_graceful_shutdown(wymcp::serve::shutdown_signal())
         .closing_streams_of(&server)
-        .await?;
+        .counting_in(&server);
+    if let Some(tls) = tls {
+        serve = serve.tls(tls);
+    }
+    serve.await?;
     println!("shut down");
     Ok(())
 }

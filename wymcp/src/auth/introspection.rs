@@ -46,7 +46,8 @@ use http::{HeaderValue, Uri};
 use serde_json::Value;
 
 use super::authenticator::{AuthError, AuthFuture, Authenticator, Credentials, Principal, Recheck};
-use super::cache::{InFlight, TokenCache, digest};
+use super::cache::{InFlight, TokenCache, TokenDigest, digest};
+use super::certificate::{ClientCertificate, check_certificate_binding};
 use super::fetch::{FetchSettings, Fetcher, Outage};
 use super::verifier::{self, VerifierConfigError};
 use crate::ledger::{Caller, Kind, Ledger};
@@ -331,8 +332,12 @@ impl Authenticator for Introspection {
         Box::pin(async move {
             let token = verifier::bearer_of(&credentials, self.inner.max_token_bytes)?;
             let (ledger, caller) = (credentials.ledger(), credentials.caller());
-            let mut principal = self.inner.introspect(token, ledger, caller).await?;
-            principal.recheck = Some(self.recheck(token, ledger, caller));
+            let certificate = credentials.client_certificate();
+            let mut principal = self
+                .inner
+                .introspect(token, certificate, ledger, caller)
+                .await?;
+            principal.recheck = Some(self.recheck(token, certificate, ledger, caller));
             Ok(principal)
         })
     }
@@ -345,14 +350,27 @@ impl Introspection {
     /// outliving a revoked token. The token is held by the check alone, in
     /// memory, for as long as what it holds open; never in the cache, never
     /// in the principal a handler sees.
-    fn recheck(&self, token: &str, ledger: &Ledger, caller: &Caller) -> Recheck {
+    fn recheck(
+        &self,
+        token: &str,
+        certificate: Option<&ClientCertificate>,
+        ledger: &Ledger,
+        caller: &Caller,
+    ) -> Recheck {
         let inner = Arc::clone(&self.inner);
         let token: Arc<str> = Arc::from(token);
+        let certificate = certificate.cloned();
         let (ledger, caller) = (ledger.clone(), caller.clone());
         Recheck::new(self.inner.cache_ttl, move || {
             let (inner, token) = (Arc::clone(&inner), Arc::clone(&token));
             let (ledger, caller) = (ledger.clone(), caller.clone());
-            async move { inner.introspect(&token, &ledger, &caller).await.map(|_| ()) }
+            let certificate = certificate.clone();
+            async move {
+                inner
+                    .introspect(&token, certificate.as_ref(), &ledger, &caller)
+                    .await
+                    .map(|_| ())
+            }
         })
     }
 }
@@ -367,13 +385,25 @@ fn claims_of(answer: &Value) -> Result<&serde_json::Map<String, Value>, AuthErro
     }
 }
 
+/// The digest an answer about `token` is cached under: the token's, or,
+/// when the request came with a client certificate, the token's and the
+/// certificate's thumbprint's, so an answer judged with one certificate
+/// (RFC 8705 binding, `cnf.x5t#S256`) is never reused for a request with
+/// another, or with none.
+fn bound_digest(token: &str, certificate: Option<&ClientCertificate>) -> TokenDigest {
+    match certificate {
+        None => digest(token),
+        Some(cert) => digest(&format!("{token}\n{}", cert.thumbprint())),
+    }
+}
+
 impl Introspection {
     /// What the answer `answer` of the endpoint makes of a token: the
     /// principal and how long it may be reused, or the refusal; for the
     /// fuzz target of the answer's rules.
     #[cfg(feature = "fuzzing")]
     pub(crate) fn judge_answer(&self, answer: &Value) -> Result<(Principal, Duration), AuthError> {
-        self.inner.judge(claims_of(answer)?)
+        self.inner.judge(claims_of(answer)?, None)
     }
 }
 
@@ -381,10 +411,11 @@ impl Inner {
     async fn introspect(
         &self,
         token: &str,
+        certificate: Option<&ClientCertificate>,
         ledger: &Ledger,
         caller: &Caller,
     ) -> Result<Principal, AuthError> {
-        let key = digest(token);
+        let key = bound_digest(token, certificate);
         let now = Instant::now();
         if let Some(principal) = self.cache.get(&key, now) {
             return Ok(principal);
@@ -393,7 +424,7 @@ impl Inner {
             return Err(refusal);
         }
         self.in_flight
-            .run(key, || self.call(token, ledger, caller))
+            .run(key, || self.call(token, certificate, ledger, caller))
             .await
     }
 
@@ -402,6 +433,7 @@ impl Inner {
     async fn call(
         &self,
         token: &str,
+        certificate: Option<&ClientCertificate>,
         ledger: &Ledger,
         caller: &Caller,
     ) -> Result<Principal, AuthError> {
@@ -429,9 +461,9 @@ impl Inner {
             }
         };
         let claims = claims_of(&answer)?;
-        let key = digest(token);
+        let key = bound_digest(token, certificate);
         let at = Instant::now();
-        match self.judge(claims) {
+        match self.judge(claims, certificate) {
             Ok((principal, ttl)) => {
                 self.cache.insert(key, principal.clone(), at + ttl, at);
                 Ok(principal)
@@ -449,6 +481,7 @@ impl Inner {
     fn judge(
         &self,
         claims: &serde_json::Map<String, Value>,
+        certificate: Option<&ClientCertificate>,
     ) -> Result<(Principal, Duration), AuthError> {
         if claims.get("active") != Some(&Value::Bool(true)) {
             return Err(AuthError::invalid_token(INACTIVE));
@@ -461,6 +494,7 @@ impl Inner {
         verifier::check_audience(claims, &self.audiences, self.allow_missing_audience)?;
         let now = verifier::now();
         verifier::check_times(claims, now, self.leeway, false)?;
+        check_certificate_binding(claims, certificate)?;
         let principal = verifier::principal(claims, self.leeway)?;
         let mut ttl = self.cache_ttl;
         if let Some(exp) = claims.get("exp").and_then(Value::as_f64) {

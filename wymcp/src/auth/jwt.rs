@@ -28,6 +28,7 @@ use serde_json::{Map, Value};
 
 use super::algorithm::Algorithm;
 use super::authenticator::{AuthError, AuthFuture, Authenticator, Credentials, Principal};
+use super::certificate::{ClientCertificate, check_certificate_binding};
 use super::fetch::{FetchSettings, Fetcher};
 use super::jwks::{self, Key, Keys, Missing, Source};
 use super::verifier::{self, VerifierConfigError};
@@ -298,7 +299,9 @@ impl Authenticator for JwtVerifier {
     fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> AuthFuture<'a> {
         Box::pin(async move {
             let token = verifier::bearer_of(&credentials, self.inner.max_token_bytes)?;
-            self.inner.verify(token).await
+            self.inner
+                .verify(token, credentials.client_certificate())
+                .await
         })
     }
 }
@@ -381,7 +384,11 @@ impl Inner {
         Ok((alg, kid))
     }
 
-    async fn verify(&self, token: &str) -> Result<Principal, AuthError> {
+    async fn verify(
+        &self,
+        token: &str,
+        certificate: Option<&ClientCertificate>,
+    ) -> Result<Principal, AuthError> {
         let jws = compact(token)?;
         let (alg, kid) = self.check_header(&jws.header)?;
         let key = self
@@ -393,7 +400,7 @@ impl Inner {
                 Missing::Ambiguous => AuthError::invalid_token(AMBIGUOUS_KEY),
                 Missing::Unreachable => AuthError::invalid_token(verifier::UNREACHABLE),
             })?;
-        self.verified(&jws, alg, &key)
+        self.verified(&jws, alg, &key, certificate)
     }
 
     /// The token's principal, once `key` was found for it: its signature
@@ -403,6 +410,7 @@ impl Inner {
         jws: &Compact<'_>,
         alg: Algorithm,
         key: &Key,
+        certificate: Option<&ClientCertificate>,
     ) -> Result<Principal, AuthError> {
         if !signature_verifies(alg, key, jws.signing_input, &jws.signature) {
             return Err(AuthError::invalid_token(SIGNATURE));
@@ -413,6 +421,7 @@ impl Inner {
         }
         verifier::check_audience(&claims, &self.audiences, false)?;
         verifier::check_times(&claims, verifier::now(), self.leeway, true)?;
+        check_certificate_binding(&claims, certificate)?;
         verifier::principal(&claims, self.leeway)
     }
 }
@@ -434,7 +443,7 @@ impl JwtVerifier {
             jwks::Selection::NotFound => return Err(AuthError::invalid_token(UNKNOWN_KEY)),
             jwks::Selection::Ambiguous => return Err(AuthError::invalid_token(AMBIGUOUS_KEY)),
         };
-        self.inner.verified(&jws, alg, &key)
+        self.inner.verified(&jws, alg, &key, None)
     }
 }
 

@@ -32,6 +32,7 @@ pub(crate) mod algorithm;
 mod authenticator;
 mod bearer;
 mod cache;
+pub(crate) mod certificate;
 mod config;
 mod fetch;
 pub(crate) mod introspection;
@@ -45,6 +46,7 @@ pub use authenticator::{
     AuthError, AuthFuture, Authenticator, Credentials, Principal, Recheck, RecheckFuture,
 };
 pub use bearer::{BearerAuth, StaticTokens};
+pub use certificate::{CertificateAuth, ClientCertificate};
 pub use config::{
     AuthConfig, AuthConfigError, MAX_ERROR_DESCRIPTION, METADATA_PATH, error_description,
 };

@@ -58,11 +58,17 @@ pub enum Kind {
     /// Open 2025 standalone GET streams, and 2025 clients' stdio session
     /// streams (`Surface::legacy_stream`, `surface/listen.rs`).
     LegacyStreams,
+    /// TLS handshakes in progress on [`serve`](crate::serve) with
+    /// [`Tls`](crate::serve::Tls): from the connection's accept until its
+    /// handshake completes, fails or runs out of
+    /// [`tls_handshake_timeout`](crate::ServeConfig::tls_handshake_timeout).
+    /// Counted by the peer's address: no request exists yet.
+    Handshakes,
 }
 
 impl Kind {
     /// Every kind, in the order of the limits table.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Bodies,
         Kind::ListenStreams,
         Kind::Waits,
@@ -71,6 +77,7 @@ impl Kind {
         Kind::StoredTasks,
         Kind::Notifications,
         Kind::LegacyStreams,
+        Kind::Handshakes,
     ];
 
     fn index(self) -> usize {
@@ -83,6 +90,7 @@ impl Kind {
             Kind::StoredTasks => 5,
             Kind::Notifications => 6,
             Kind::LegacyStreams => 7,
+            Kind::Handshakes => 8,
         }
     }
 
@@ -98,6 +106,7 @@ impl Kind {
             Kind::StoredTasks => "stored_tasks",
             Kind::Notifications => "notifications",
             Kind::LegacyStreams => "legacy_streams",
+            Kind::Handshakes => "handshakes",
         }
     }
 
@@ -113,6 +122,7 @@ impl Kind {
             Kind::AuthCalls => ("auth_calls_per_caller", "auth_calls"),
             Kind::StoredTasks => ("max_stored_per_caller", "max_stored"),
             Kind::Notifications => ("notification_bytes_per_caller", "notification_bytes"),
+            Kind::Handshakes => ("handshakes_per_caller", "handshakes"),
         }
     }
 
@@ -126,6 +136,7 @@ impl Kind {
             Kind::StoredTasks => "task records stored",
             Kind::Notifications => "bytes of notifications queued for clients",
             Kind::LegacyStreams => "open 2025 GET streams",
+            Kind::Handshakes => "TLS handshakes in progress",
         }
     }
 }
@@ -197,8 +208,8 @@ struct Book {
 
 #[derive(Debug)]
 struct Inner {
-    shares: [Share; 8],
-    books: [Mutex<Book>; 8],
+    shares: [Share; 9],
+    books: [Mutex<Book>; 9],
     next: std::sync::atomic::AtomicU64,
 }
 
@@ -242,8 +253,8 @@ impl Ledger {
     /// waiting requests 16 of 1,024; running tasks 16 of 256; authorization
     /// server calls 8 of 64; task records stored 256 of 10,000; queued
     /// notification bytes 8 MiB a caller of 64 MiB; 2025 GET streams 8 of
-    /// 1,024 (as listen streams).
-    pub const DEFAULT_SHARES: [Share; 8] = [
+    /// 1,024 (as listen streams); TLS handshakes in progress 16 of 1,024.
+    pub const DEFAULT_SHARES: [Share; 9] = [
         Share {
             per_caller: 32 * 1024 * 1024,
             global: 256 * 1024 * 1024,
@@ -283,6 +294,11 @@ impl Ledger {
             per_caller: 8,
             global: 1024,
             retry_after: Duration::from_secs(10),
+        },
+        Share {
+            per_caller: 16,
+            global: 1024,
+            retry_after: Duration::from_secs(1),
         },
     ];
 

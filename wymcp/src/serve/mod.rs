@@ -67,6 +67,10 @@
 mod accept;
 mod config;
 mod connection;
+#[cfg(feature = "tls")]
+mod tls;
 
 pub use accept::{Serve, serve, serve_with, shutdown_signal};
 pub use config::ServeConfig;
+#[cfg(feature = "tls")]
+pub use tls::{ClientAuth, Tls, TlsBuilder, TlsError};
