@@ -71,6 +71,7 @@ mod stdio;
 mod streaming;
 mod tasks;
 mod testing;
+mod tls;
 mod tool_macro;
 mod tools;
 mod ui;
