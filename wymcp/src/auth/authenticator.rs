@@ -307,8 +307,10 @@ impl<'a> Credentials<'a> {
     /// (mTLS, [`serve`](crate::serve) with
     /// [`TlsBuilder::client_ca`](crate::serve::TlsBuilder::client_ca)), if any.
     #[must_use]
-    pub fn client_certificate(&self) -> Option<&'a super::ClientCertificate> {
-        self.parts.extensions.get::<super::ClientCertificate>()
+    pub fn client_certificate(&self) -> Option<&'a super::client_certificate::ClientCertificate> {
+        self.parts
+            .extensions
+            .get::<super::client_certificate::ClientCertificate>()
     }
 
     /// The parsed, unvalidated JSON-RPC message.

@@ -47,7 +47,8 @@ use serde_json::Value;
 
 use super::authenticator::{AuthError, AuthFuture, Authenticator, Credentials, Principal, Recheck};
 use super::cache::{InFlight, TokenCache, TokenDigest, digest};
-use super::certificate::{ClientCertificate, check_certificate_binding};
+use super::certificate::check_certificate_binding;
+use super::client_certificate::ClientCertificate;
 use super::fetch::{FetchSettings, Fetcher, Outage};
 use super::verifier::{self, VerifierConfigError};
 use crate::ledger::{Caller, Kind, Ledger};

@@ -28,7 +28,8 @@ use serde_json::{Map, Value};
 
 use super::algorithm::Algorithm;
 use super::authenticator::{AuthError, AuthFuture, Authenticator, Credentials, Principal};
-use super::certificate::{ClientCertificate, check_certificate_binding};
+use super::certificate::check_certificate_binding;
+use super::client_certificate::ClientCertificate;
 use super::fetch::{FetchSettings, Fetcher};
 use super::jwks::{self, Key, Keys, Missing, Source};
 use super::verifier::{self, VerifierConfigError};

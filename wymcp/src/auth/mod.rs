@@ -33,6 +33,7 @@ mod authenticator;
 mod bearer;
 mod cache;
 pub(crate) mod certificate;
+mod client_certificate;
 mod config;
 mod fetch;
 pub(crate) mod introspection;
@@ -46,7 +47,8 @@ pub use authenticator::{
     AuthError, AuthFuture, Authenticator, Credentials, Principal, Recheck, RecheckFuture,
 };
 pub use bearer::{BearerAuth, StaticTokens};
-pub use certificate::{CertificateAuth, ClientCertificate};
+pub use certificate::CertificateAuth;
+pub use client_certificate::ClientCertificate;
 pub use config::{
     AuthConfig, AuthConfigError, MAX_ERROR_DESCRIPTION, METADATA_PATH, error_description,
 };
