@@ -66,7 +66,7 @@ pub struct Limits {
     /// What all requests may hold together; beyond it as above. Default
     /// 64 MiB.
     pub notification_bytes: usize,
-    /// TLS handshakes in progress at once ([`serve`](crate::serve) with
+    /// TLS handshakes in progress at once ([`serve`](crate::serve()) with
     /// [`Tls`](crate::serve::Tls)); a connection over it is closed as soon
     /// as accepted. Default 1,024. The [`ledger`](crate::ledger)'s
     /// [`Kind::Handshakes`](crate::ledger::Kind::Handshakes) cap.

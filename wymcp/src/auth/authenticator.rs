@@ -304,7 +304,7 @@ impl<'a> Credentials<'a> {
     }
 
     /// The client certificate the connection's TLS handshake verified
-    /// (mTLS, [`serve`](crate::serve) with
+    /// (mTLS, [`serve`](crate::serve()) with
     /// [`TlsBuilder::client_ca`](crate::serve::TlsBuilder::client_ca)), if any.
     #[must_use]
     pub fn client_certificate(&self) -> Option<&'a super::client_certificate::ClientCertificate> {

@@ -9,7 +9,7 @@ use sha2::{Digest as _, Sha256};
 /// The certificate a client presented in the TLS handshake, verified against
 /// the CA bundle of [`TlsBuilder::client_ca`](crate::serve::TlsBuilder::client_ca):
 /// a request extension every request of the connection carries. Set only by
-/// [`serve`](crate::serve) after a handshake that verified it; nothing a
+/// [`serve`](crate::serve()) after a handshake that verified it; nothing a
 /// client sends in a request can set it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientCertificate(Arc<Inner>);

@@ -58,7 +58,7 @@ pub enum Kind {
     /// Open 2025 standalone GET streams, and 2025 clients' stdio session
     /// streams (`Surface::legacy_stream`, `surface/listen.rs`).
     LegacyStreams,
-    /// TLS handshakes in progress on [`serve`](crate::serve) with
+    /// TLS handshakes in progress on [`serve`](crate::serve()) with
     /// [`Tls`](crate::serve::Tls): from the connection's accept until its
     /// handshake completes, fails or runs out of
     /// [`tls_handshake_timeout`](crate::ServeConfig::tls_handshake_timeout).

@@ -13,7 +13,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
-use crate::ledger::{Caller, Grouping, Kind, Ledger};
+use crate::ledger::{Grouping, Ledger};
 use crate::server::Server;
 use crate::surface::ChangeBus;
 
@@ -141,7 +141,7 @@ impl Serve {
     }
 
     /// Counts what the accept loop holds for a peer before any request
-    /// exists (TLS handshakes in progress, [`Kind::Handshakes`]) in
+    /// exists (TLS handshakes in progress, [`Kind::Handshakes`](crate::ledger::Kind::Handshakes)) in
     /// `server`'s [ledger](crate::ledger), with its shares
     /// ([`Limits::handshakes`](crate::Limits::handshakes)) and its grouping
     /// of addresses. Without it they are counted in a ledger of the default
@@ -154,7 +154,7 @@ impl Serve {
     /// Terminates TLS with `tls` (see [`Tls`](super::Tls)): every connection
     /// is a TLS handshake first, within
     /// [`tls_handshake_timeout`](ServeConfig::tls_handshake_timeout) and
-    /// holding a [`Kind::Handshakes`] place of the ledger meanwhile, then
+    /// holding a [`Kind::Handshakes`](crate::ledger::Kind::Handshakes) place of the ledger meanwhile, then
     /// HTTP/2 when ALPN chose `h2`, else HTTP/1.1 (or HTTP/2 with prior
     /// knowledge). While served, the certificate files are looked at for
     /// changes (and reloaded on `SIGHUP`).
@@ -246,20 +246,23 @@ async fn run(serve: Serve) -> io::Result<()> {
             // The handshake's place, taken before anything is read: a peer
             // holding its share of handshakes in progress (or the server
             // at its cap) gets no more, and is closed at once.
-            let place =
-                match ledger.take(Kind::Handshakes, &Caller::address(peer.ip(), grouping), 1) {
-                    Ok(place) => place,
-                    Err(refusal) => {
-                        tracing::debug!(
-                            target: "wymcp::serve",
-                            %peer,
-                            share = refusal.is_share(),
-                            "no place for another TLS handshake; closed"
-                        );
-                        drop(stream);
-                        continue;
-                    }
-                };
+            let place = match ledger.take(
+                crate::ledger::Kind::Handshakes,
+                &crate::ledger::Caller::address(peer.ip(), grouping),
+                1,
+            ) {
+                Ok(place) => place,
+                Err(refusal) => {
+                    tracing::debug!(
+                        target: "wymcp::serve",
+                        %peer,
+                        share = refusal.is_share(),
+                        "no place for another TLS handshake; closed"
+                    );
+                    drop(stream);
+                    continue;
+                }
+            };
             let acceptor = tls.acceptor().clone();
             connections.spawn(async move {
                 let mut stop = stop;

@@ -147,9 +147,19 @@ impl TlsBuilder {
 }
 
 /// TLS for [`Serve::tls`](super::Serve::tls): rustls with a certificate
-/// chain and key from PEM files, reloaded when they change (see the
-/// [module docs](self)), ALPN `h2` and `http/1.1`, TLS 1.2 and 1.3 only,
-/// and optionally client certificates.
+/// chain and key from PEM files, reloaded when they change, ALPN `h2` and
+/// `http/1.1`, TLS 1.2 and 1.3 only, and optionally client certificates.
+///
+/// **Reloading.** The files are looked at every
+/// [`reload_every`](TlsBuilder::reload_every) (default 10 s: their
+/// modification times and sizes) and, on Unix, when the process receives
+/// `SIGHUP`; a change is loaded and checked (the key must match the
+/// certificate) before it replaces what is served. Connections already open
+/// keep the certificate they were made with; new handshakes get the new
+/// one. A reload that fails keeps the old certificate and is logged once
+/// (a warning, the reason cut to 200 characters), not again until the files
+/// change again. The CA bundle of client certificates is read once, when
+/// the `Tls` is built.
 ///
 /// ```no_run
 /// # async fn run(router: wymcp::axum::Router) -> Result<(), Box<dyn std::error::Error>> {
