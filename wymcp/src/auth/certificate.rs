@@ -113,3 +113,46 @@ pub(crate) fn check_certificate_binding(
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn claims(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    fn refused(result: Result<(), AuthError>) -> String {
+        match result {
+            Err(AuthError::InvalidToken { description }) => description,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_bound_token_needs_the_certificate_of_its_thumbprint_and_a_malformed_cnf_is_refused() {
+        let cert = ClientCertificate::from_der(vec![0x30, 0x03, 0x02, 0x01, 0x01]);
+        let other = ClientCertificate::from_der(vec![0x30, 0x03, 0x02, 0x01, 0x02]);
+        let bound = claims(json!({"cnf": {"x5t#S256": cert.thumbprint()}}));
+        assert!(check_certificate_binding(&bound, Some(&cert)).is_ok());
+        assert_eq!(
+            refused(check_certificate_binding(&bound, Some(&other))),
+            UNBOUND
+        );
+        assert_eq!(refused(check_certificate_binding(&bound, None)), UNBOUND);
+        // Unbound tokens pass with or without a certificate (a `cnf` of
+        // another kind, e.g. DPoP's `jkt`, is not this check's).
+        for unbound in [json!({}), json!({"cnf": {"jkt": "x"}})] {
+            assert!(check_certificate_binding(&claims(unbound.clone()), None).is_ok());
+            assert!(check_certificate_binding(&claims(unbound), Some(&cert)).is_ok());
+        }
+        for malformed in [json!({"cnf": "x"}), json!({"cnf": {"x5t#S256": 7}})] {
+            assert_eq!(
+                refused(check_certificate_binding(&claims(malformed), Some(&cert))),
+                BAD_CNF
+            );
+        }
+    }
+}
