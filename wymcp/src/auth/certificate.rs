@@ -121,7 +121,10 @@ mod tests {
     use serde_json::json;
 
     fn claims(value: Value) -> Map<String, Value> {
-        value.as_object().unwrap().clone()
+        match value {
+            Value::Object(map) => map,
+            _ => unreachable!(),
+        }
     }
 
     fn refused(result: Result<(), AuthError>) -> String {
