@@ -34,6 +34,15 @@
 //! Logs go to stderr through `wymcp::telemetry` (`RUST_LOG`, `warn` when
 //! unset; `WYMCP_LOG_FORMAT=json` for JSON lines).
 //!
+//! `--tls-cert FILE --tls-key FILE` serve https (`wymcp::serve::Tls`: the
+//! PEM chain and key, reloaded when they change or on SIGHUP; ALPN h2 and
+//! http/1.1); `--tls-client-ca FILE` verifies client certificates against
+//! a CA bundle (`--tls-client-auth required`, or `optional`, the default);
+//! `--cert-auth` makes the verified certificate's identity the principal
+//! (`wymcp::auth::CertificateAuth`, every holder given the
+//! `--required-scope`s). `--tls-handshake-timeout-ms MS` sets
+//! `ServeConfig::tls_handshake_timeout`.
+//!
 //! `--group-ipv4 PREFIX` / `--group-ipv6 PREFIX` set `Limits::grouping`:
 //! how many leading bits of a client's address name one caller of the
 //! ledger (default 32 and 64). On loopback there is no IPv6 /64 beyond
@@ -44,8 +53,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use wymcp::auth::{
-    AuthConfig, AuthFuture, Authenticator, Credentials, Dpop, Introspection, JwtVerifier,
-    Principal, StaticTokens,
+    AuthConfig, AuthFuture, Authenticator, CertificateAuth, Credentials, Dpop, Introspection,
+    JwtVerifier, Principal, StaticTokens,
 };
 use wymcp::axum::http::HeaderValue;
 use wymcp::mrtr::{InputKind, InputRequest, SealingKey};
@@ -970,7 +979,8 @@ const USAGE: &str = "usage: everything [--bind ADDR] [--replica NAME] [--trusted
     [--jwks-url URL --issuer ISS --audience AUD [--accept-generic-typ] | \
     --introspection-url URL --client-id ID --client-secret S [--audience AUD] [--issuer ISS]] \
     [--dpop required|allowed [--dpop-nonce]] [--required-scope S]… [--static-token TOKEN]… [--group-ipv4 PREFIX] [--group-ipv6 PREFIX] \
-    [--redis-url URL] [--metrics ADDR] | --stdio \
+    [--redis-url URL] [--metrics ADDR] [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE \
+    [--tls-client-auth optional|required]] [--cert-auth] [--tls-handshake-timeout-ms MS]] | --stdio \
     (env WYMCP_REDIS_URL: the Redis the replicas share for the change bus and \
     the task store; WYMCP_TASK_LEASE_MS: a task's lease; \
     WYMCP_SEALING_KEY: a shared requestState secret of at least 32 bytes, \
@@ -1020,6 +1030,10 @@ struct AuthArgs {
     dpop: Option<String>,
     /// `--dpop-nonce`: proofs must carry the server's nonce.
     dpop_nonce: bool,
+    /// The verified client certificate is the principal.
+    cert_auth: bool,
+    /// `https` with `--tls-cert`.
+    scheme: &'static str,
 }
 
 /// The resource server the command line asked for.
@@ -1027,6 +1041,7 @@ enum ResourceServer {
     Jwt(JwtVerifier),
     Introspection(Introspection),
     Static(StaticTokens),
+    Certificate(CertificateAuth),
 }
 
 impl Authenticator for ResourceServer {
@@ -1035,6 +1050,7 @@ impl Authenticator for ResourceServer {
             ResourceServer::Jwt(verifier) => verifier.authenticate(credentials),
             ResourceServer::Introspection(introspection) => introspection.authenticate(credentials),
             ResourceServer::Static(tokens) => tokens.authenticate(credentials),
+            ResourceServer::Certificate(auth) => auth.authenticate(credentials),
         }
     }
 }
@@ -1054,7 +1070,7 @@ impl AuthArgs {
         let audience = self
             .audience
             .clone()
-            .unwrap_or_else(|| format!("http://{bind}/mcp"));
+            .unwrap_or_else(|| format!("{}://{bind}/mcp", self.scheme));
         let dpop = match self.dpop.as_deref() {
             None if self.dpop_nonce => return Err("--dpop-nonce needs --dpop".into()),
             None => None,
@@ -1120,6 +1136,15 @@ impl AuthArgs {
                 mode: format!("opaque tokens introspected at {url} for {audience}"),
             }));
         }
+        if self.cert_auth {
+            return Ok(Some(AuthSetup {
+                authenticator: ResourceServer::Certificate(
+                    CertificateAuth::new().scopes(self.required_scopes.clone()),
+                ),
+                config: config(self.issuer.as_deref().unwrap_or("https://127.0.0.1/")),
+                mode: format!("client certificates (mTLS) for {audience}"),
+            }));
+        }
         if !self.static_tokens.is_empty() {
             let mut tokens = StaticTokens::new();
             for (i, token) in self.static_tokens.iter().enumerate() {
@@ -1167,7 +1192,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let mut bind = "127.0.0.1:3000".to_owned();
     let mut replica: Option<String> = None;
-    let mut auth = AuthArgs::default();
+    let mut auth = AuthArgs {
+        scheme: "http",
+        ..AuthArgs::default()
+    };
+    let mut tls_cert: Option<String> = None;
+    let mut tls_key: Option<String> = None;
+    let mut tls_client_ca: Option<String> = None;
+    let mut tls_client_auth = wymcp::serve::ClientAuth::Optional;
+    let mut handshake_timeout: Option<Duration> = None;
     let mut trusted: Vec<wymcp::IpNet> = Vec::new();
     let mut stdio = false;
     let mut metrics: Option<String> = None;
@@ -1196,10 +1229,46 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ("--static-token", args) => auth.static_tokens.push(args.next().ok_or(USAGE)?),
             ("--dpop", args) => auth.dpop = Some(args.next().ok_or(USAGE)?),
             ("--dpop-nonce", _) => auth.dpop_nonce = true,
+            ("--tls-cert", args) => tls_cert = Some(args.next().ok_or(USAGE)?),
+            ("--tls-key", args) => tls_key = Some(args.next().ok_or(USAGE)?),
+            ("--tls-client-ca", args) => tls_client_ca = Some(args.next().ok_or(USAGE)?),
+            ("--tls-client-auth", args) => {
+                tls_client_auth = match args.next().as_deref() {
+                    Some("optional") => wymcp::serve::ClientAuth::Optional,
+                    Some("required") => wymcp::serve::ClientAuth::Required,
+                    _ => return Err(USAGE.into()),
+                };
+            }
+            ("--tls-handshake-timeout-ms", args) => {
+                let ms: u64 = args.next().ok_or(USAGE)?.parse()?;
+                handshake_timeout = Some(Duration::from_millis(ms));
+            }
+            ("--cert-auth", _) => auth.cert_auth = true,
             ("--group-ipv4", args) => grouping.ipv4_prefix = prefix(args.next(), 32)?,
             ("--group-ipv6", args) => grouping.ipv6_prefix = prefix(args.next(), 128)?,
             _ => return Err(format!("{USAGE}; got `{arg}`").into()),
         }
+    }
+    let tls = match (&tls_cert, &tls_key) {
+        (Some(cert), Some(key)) => {
+            let mut tls = wymcp::serve::Tls::builder(cert, key);
+            if let Some(ca) = &tls_client_ca {
+                tls = tls.client_ca(ca, tls_client_auth);
+            }
+            Some(tls.build()?)
+        }
+        (None, None) if tls_client_ca.is_none() => None,
+        _ => {
+            return Err(
+                "--tls-cert and --tls-key go together (and --tls-client-ca needs them)".into(),
+            );
+        }
+    };
+    if auth.cert_auth && tls_client_ca.is_none() {
+        return Err("--cert-auth needs --tls-client-ca".into());
+    }
+    if tls.is_some() {
+        auth.scheme = "https";
     }
     let resource_server = auth.resource_server(&bind)?;
     // Replicas behind one load balancer share the key that seals MRTR
@@ -1249,7 +1318,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ));
     }
     let listener = tokio::net::TcpListener::bind(&bind).await?;
-    println!("listening on http://{}/mcp", listener.local_addr()?);
+    let scheme = auth.scheme;
+    println!("listening on {scheme}://{}/mcp", listener.local_addr()?);
     if let (Some(addr), Some(prometheus)) = (metrics, prometheus) {
         let listener = tokio::net::TcpListener::bind(&addr).await?;
         println!("metrics on http://{}/metrics", listener.local_addr()?);
@@ -1258,11 +1328,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(mode) = auth_mode {
         println!("auth: {mode}");
     }
-    let config = wymcp::ServeConfig::default().trusted_proxies(trusted);
-    wymcp::serve_with(listener, router, config)
+    let mut config = wymcp::ServeConfig::default().trusted_proxies(trusted);
+    if let Some(timeout) = handshake_timeout {
+        config = config.tls_handshake_timeout(timeout);
+    }
+    let mut serve = wymcp::serve_with(listener, router, config)
         .with_graceful_shutdown(wymcp::serve::shutdown_signal())
         .closing_streams_of(&server)
-        .await?;
+        .counting_in(&server);
+    if let Some(tls) = tls {
+        serve = serve.tls(tls);
+    }
+    serve.await?;
     println!("shut down");
     Ok(())
 }

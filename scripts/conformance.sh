@@ -487,26 +487,97 @@ auth_interop() {
 }
 auth_interop
 
+# --- a real client over TLS, and mTLS ----------------------------------------
+
+# examples/everything terminating TLS itself (--tls-cert/--tls-key, the test
+# CA of scripts/test-certs.sh): the Python SDK client, trusting the test CA
+# (SSL_CERT_FILE), runs its whole script over https; then curl with a client
+# certificate against --tls-client-ca … --cert-auth: tools/list over h2 and
+# HTTP/1.1 served, and 401 without the certificate. Details under $work/tls/.
+tls_interop() {
+    if [[ -n $external_url ]]; then
+        record GAP "py-tls" "judging a server started elsewhere: no test CA to point it at"
+        return
+    fi
+    local dir tport mport code
+    dir=$work/tls
+    if ! bash scripts/test-certs.sh "$dir/certs" >"$dir.log" 2>&1; then
+        record FAIL "tls certificates" "scripts/test-certs.sh (openssl) failed: $(tail -n 3 "$dir.log" | tr '\n' ' ')"
+        return
+    fi
+    tport=$(free_port)
+    RUST_LOG=${RUST_LOG:-info} "$server_bin" --bind "127.0.0.1:$tport" \
+        --tls-cert "$dir/certs/server.pem" --tls-key "$dir/certs/server.key" >"$dir/server.log" 2>&1 &
+    auth_pids+=($!)
+    if ! listening "${auth_pids[-1]}" "$tport"; then
+        record FAIL "py-tls server" "examples/everything --tls-cert … not listening: $(tail -n 5 "$dir/server.log" | tr '\n' ' ')"
+        stop_auth
+        return
+    fi
+    SSL_CERT_FILE=$dir/certs/ca.pem run_client py-tls-2026-07-28 "$py" interop/py/client.py "https://127.0.0.1:$tport/mcp" 2026-07-28
+    stop_auth
+    mport=$(free_port)
+    RUST_LOG=${RUST_LOG:-info} "$server_bin" --bind "127.0.0.1:$mport" \
+        --tls-cert "$dir/certs/server.pem" --tls-key "$dir/certs/server.key" \
+        --tls-client-ca "$dir/certs/ca.pem" --cert-auth --required-scope mcp:tools >"$dir/mtls-server.log" 2>&1 &
+    auth_pids+=($!)
+    if ! listening "${auth_pids[-1]}" "$mport"; then
+        record FAIL "curl-mtls server" "examples/everything --tls-client-ca … not listening: $(tail -n 5 "$dir/mtls-server.log" | tr '\n' ' ')"
+        stop_auth
+        return
+    fi
+    local list='{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"curl","version":"1"}}}}'
+    local http
+    for http in --http2 --http1.1; do
+        code=$(curl -sS -o "$dir/mtls$http.json" -w '%{http_code} %{http_version}' "$http" \
+            --cacert "$dir/certs/ca.pem" --cert "$dir/certs/client.pem" --key "$dir/certs/client.key" \
+            -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+            -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/list' \
+            --data-binary "$list" "https://127.0.0.1:$mport/mcp" 2>>"$dir/curl.err")
+        if [[ ${code%% *} == 200 ]] && grep -q '"test_simple_text"' "$dir/mtls$http.json"; then
+            record PASS "curl-mtls $http tools/list with a client certificate ($code)"
+        else
+            record FAIL "curl-mtls $http tools/list with a client certificate" "got $code: $(head -c 300 "$dir/mtls$http.json")"
+        fi
+    done
+    code=$(curl -sS -o /dev/null -w '%{http_code}' --cacert "$dir/certs/ca.pem" \
+        -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+        -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/list' \
+        --data-binary "$list" "https://127.0.0.1:$mport/mcp" 2>>"$dir/curl.err")
+    if [[ $code == 401 ]]; then
+        record PASS "curl-mtls without a client certificate: 401"
+    else
+        record FAIL "curl-mtls without a client certificate" "got $code, not 401"
+    fi
+    stop_auth
+}
+tls_interop
+
 # --- DPoP: a real client making proofs --------------------------------------
 
 # examples/everything --dpop required (JWT tokens of interop/auth/issuer.py,
 # bound.jwt bound to its dpop-key.pem), and the Python SDK client whose HTTP
 # client makes a DPoP proof per request with `cryptography` and PyJWT
 # (interop/auth/dpop_client.py): lists tools, calls one, then a replayed
-# request and the bound token as Bearer are refused. Over plain HTTP on
-# loopback. TODO(tls): switch to https with a test CA once in-process TLS
-# lands (the server's --tls-cert/--tls-key, the client's SSL_CERT_FILE).
+# request and the bound token as Bearer are refused. Over TLS terminated by
+# the server itself, with the test CA tls_interop made (the client trusts it
+# through SSL_CERT_FILE): the proofs' htu is the https URL.
 dpop_interop() {
     if [[ -n $external_url ]]; then
         record GAP "py-dpop" "judging a server started elsewhere: no local issuer to point it at"
         return
     fi
-    local dir aport iport
+    local dir aport iport certs
     dir=$work/dpop
+    certs=$work/tls/certs
+    if [[ ! -f $certs/ca.pem ]]; then
+        record FAIL "py-dpop" "no test CA at $certs (tls_interop makes it)"
+        return
+    fi
     mkdir -p "$dir"
     aport=$(free_port)
     iport=$(free_port)
-    "$py" interop/auth/issuer.py "$iport" "http://127.0.0.1:$aport/mcp" "$dir/tokens" >"$dir/issuer.log" 2>&1 &
+    "$py" interop/auth/issuer.py "$iport" "https://127.0.0.1:$aport/mcp" "$dir/tokens" >"$dir/issuer.log" 2>&1 &
     auth_pids+=($!)
     if ! listening "${auth_pids[-1]}" "$iport"; then
         record FAIL "py-dpop issuer" "interop/auth/issuer.py not listening: $(tail -n 5 "$dir/issuer.log" | tr '\n' ' ')"
@@ -515,15 +586,16 @@ dpop_interop() {
     fi
     RUST_LOG=${RUST_LOG:-info} "$server_bin" --bind "127.0.0.1:$aport" \
         --jwks-url "http://127.0.0.1:$iport/jwks" --issuer "http://127.0.0.1:$iport" \
-        --audience "http://127.0.0.1:$aport/mcp" --required-scope mcp:tools \
+        --audience "https://127.0.0.1:$aport/mcp" --required-scope mcp:tools \
+        --tls-cert "$certs/server.pem" --tls-key "$certs/server.key" \
         --dpop required >"$dir/server.log" 2>&1 &
     auth_pids+=($!)
     if ! listening "${auth_pids[-1]}" "$aport"; then
-        record FAIL "py-dpop server" "examples/everything --dpop required not listening: $(tail -n 5 "$dir/server.log" | tr '\n' ' ')"
+        record FAIL "py-dpop server" "examples/everything --dpop required --tls-cert … not listening: $(tail -n 5 "$dir/server.log" | tr '\n' ' ')"
         stop_auth
         return
     fi
-    run_client py-dpop "$py" interop/auth/dpop_client.py "http://127.0.0.1:$aport/mcp" "$dir/tokens"
+    SSL_CERT_FILE=$certs/ca.pem run_client py-dpop "$py" interop/auth/dpop_client.py "https://127.0.0.1:$aport/mcp" "$dir/tokens"
     stop_auth
 }
 dpop_interop

@@ -25,6 +25,10 @@
 //!   two seconds (the client's own token at once);
 //! * **notifications** — calls of a tool reporting progress as fast as it
 //!   can, to a client that never reads;
+//! * **TLS handshakes** — served over TLS (`--tls-cert`, the certificates
+//!   of scripts/test-certs.sh), connections that never send a ClientHello
+//!   and ones that send half of one, held until the server closes them
+//!   (`--tls-handshake-timeout-ms 2000`); the client speaks TLS too;
 //! * **several subjects** — with `--static-token`s, the listen, waits and
 //!   tasks attacks as eight principals, the client a ninth.
 //!
@@ -100,6 +104,10 @@ pub enum Attack {
     UnknownTokens,
     /// Calls of `test_progress_flood` (50,000 notifications), never read.
     ProgressFlood,
+    /// TLS: connections that send nothing, held.
+    SilentConnections,
+    /// TLS: connections that send half a ClientHello, held.
+    HalfHellos,
 }
 
 impl Attack {
@@ -120,6 +128,8 @@ impl Attack {
             Attack::QuickTasks => "quick tasks (stored)",
             Attack::UnknownTokens => "unknown tokens (introspected)",
             Attack::ProgressFlood => "progress to a reader that never reads",
+            Attack::SilentConnections => "TLS connections that never say hello",
+            Attack::HalfHellos => "TLS connections with half a ClientHello",
         }
     }
 
@@ -136,7 +146,7 @@ impl Attack {
     /// How many workers run it at once.
     fn workers(self) -> usize {
         match self {
-            Attack::UnknownTokens => 16,
+            Attack::UnknownTokens | Attack::SilentConnections | Attack::HalfHellos => 16,
             Attack::QuickTasks
             | Attack::UnansweredElicitations
             | Attack::ListenFlood
@@ -164,6 +174,14 @@ pub struct Scenario {
 }
 
 /// The scenarios, run in this order.
+impl Scenario {
+    /// Whether its server speaks TLS (the handshake scenario).
+    #[must_use]
+    pub fn tls(&self) -> bool {
+        self.kinds.contains(&"handshakes")
+    }
+}
+
 pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "bodies",
@@ -215,6 +233,12 @@ pub const SCENARIOS: &[Scenario] = &[
         kinds: &["notifications"],
         auth: Auth::None,
         attacks: &[Attack::ProgressFlood],
+    },
+    Scenario {
+        name: "TLS handshakes",
+        kinds: &["handshakes"],
+        auth: Auth::None,
+        attacks: &[Attack::SilentConnections, Attack::HalfHellos],
     },
     Scenario {
         name: "several subjects",
@@ -596,7 +620,7 @@ impl Head {
 
 /// Reads a response's head off `buf`/`stream` (the bytes after it stay in
 /// `buf`); `None` when the connection ended first.
-async fn head(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Head> {
+async fn head(stream: &mut (impl tokio::io::AsyncRead + Unpin), buf: &mut Vec<u8>) -> Option<Head> {
     loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             let text = String::from_utf8_lossy(&buf[..end]).into_owned();
@@ -616,7 +640,10 @@ async fn head(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Head> {
 
 /// Reads one response with a `Content-Length` body: its head and body
 /// (`None` when the connection ended first).
-async fn response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(Head, Vec<u8>)> {
+async fn response(
+    stream: &mut (impl tokio::io::AsyncRead + Unpin),
+    buf: &mut Vec<u8>,
+) -> Option<(Head, Vec<u8>)> {
     let head = head(stream, buf).await?;
     let len: usize = head
         .header("content-length")
@@ -649,7 +676,7 @@ fn outcome(head: &Head, body: &[u8]) -> String {
     label
 }
 
-async fn read_more(stream: &mut TcpStream, buf: &mut Vec<u8>) -> usize {
+async fn read_more(stream: &mut (impl tokio::io::AsyncRead + Unpin), buf: &mut Vec<u8>) -> usize {
     let mut chunk = vec![0u8; 16 * 1024];
     match tokio::time::timeout(Duration::from_secs(30), stream.read(&mut chunk)).await {
         Ok(Ok(n)) => {
@@ -673,6 +700,7 @@ async fn client(
     token: Option<&'static str>,
     stop: Arc<AtomicBool>,
     failures: Arc<Counts>,
+    tls: Option<tokio_rustls::TlsConnector>,
 ) -> Vec<Duration> {
     let mut samples = Vec::new();
     let call = request(
@@ -682,10 +710,10 @@ async fn client(
         &bearer(token),
         serde_json::json!({}),
     );
-    let mut conn: Option<(TcpStream, Vec<u8>)> = None;
+    let mut conn: Option<(ClientStream, Vec<u8>)> = None;
     while !stop.load(Ordering::Relaxed) {
         if conn.is_none() {
-            if let Ok(stream) = connect(server, CLIENT_ADDR).await {
+            if let Ok(stream) = client_connect(server, tls.as_ref()).await {
                 conn = Some((stream, Vec::new()));
             } else {
                 failures.add("closed");
@@ -767,6 +795,17 @@ fn run_scenario(
         "24".into(),
     ];
     let mut authorization_server = None;
+    let tls = scenario.tls().then(test_certs).transpose()?;
+    if let Some(dir) = &tls {
+        args.extend([
+            "--tls-cert".into(),
+            dir.join("server.pem").display().to_string(),
+            "--tls-key".into(),
+            dir.join("server.key").display().to_string(),
+            "--tls-handshake-timeout-ms".into(),
+            "2000".into(),
+        ]);
+    }
     match scenario.auth {
         Auth::None => {}
         Auth::Subjects => {
@@ -806,7 +845,21 @@ fn run_scenario(
         .map_err(|e| format!("starting {}: {e}", options.server.display()))?;
     let addr = listening_addr(&mut child);
     let mut report = match addr {
-        Ok(addr) => runtime.block_on(soak(addr, child.id(), scenario, attack, unloaded, stop)),
+        Ok(addr) => {
+            let connector = match &tls {
+                Some(dir) => Some(tls_connector(dir)?),
+                None => None,
+            };
+            runtime.block_on(soak(
+                addr,
+                child.id(),
+                scenario,
+                attack,
+                unloaded,
+                stop,
+                connector,
+            ))
+        }
         Err(e) => {
             let _ = child.kill();
             let _ = child.wait();
@@ -895,11 +948,12 @@ fn listening_addr(child: &mut Child) -> Result<SocketAddr, String> {
             sink.clear();
         }
     });
-    line.trim()
-        .strip_prefix("listening on http://")
+    let line = line.trim();
+    line.strip_prefix("listening on http://")
+        .or_else(|| line.strip_prefix("listening on https://"))
         .and_then(|rest| rest.strip_suffix("/mcp"))
         .and_then(|a| a.parse().ok())
-        .ok_or_else(|| format!("the server said `{}`", line.trim()))
+        .ok_or_else(|| format!("the server said `{line}`"))
 }
 
 /// What an attack's workers share.
@@ -950,6 +1004,7 @@ async fn soak(
     attack: Duration,
     unloaded: Duration,
     stop: Arc<AtomicBool>,
+    tls: Option<tokio_rustls::TlsConnector>,
 ) -> ScenarioReport {
     let mut report = ScenarioReport {
         name: scenario.name.to_owned(),
@@ -962,7 +1017,13 @@ async fn soak(
     let failures = Arc::new(Counts::default());
     // Alone.
     let alone_stop = Arc::new(AtomicBool::new(false));
-    let alone = tokio::spawn(client(addr, token, alone_stop.clone(), failures.clone()));
+    let alone = tokio::spawn(client(
+        addr,
+        token,
+        alone_stop.clone(),
+        failures.clone(),
+        tls.clone(),
+    ));
     tokio::time::sleep(unloaded).await;
     alone_stop.store(true, Ordering::Relaxed);
     report.unloaded = Latencies::of(alone.await.unwrap_or_default());
@@ -1003,7 +1064,13 @@ async fn soak(
     // Let the attacks take hold, then measure the client beside them.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let client_stop = Arc::new(AtomicBool::new(false));
-    let beside = tokio::spawn(client(addr, token, client_stop.clone(), failures.clone()));
+    let beside = tokio::spawn(client(
+        addr,
+        token,
+        client_stop.clone(),
+        failures.clone(),
+        tls.clone(),
+    ));
     tokio::time::sleep(attack).await;
     client_stop.store(true, Ordering::Relaxed);
     report.loaded = Latencies::of(beside.await.unwrap_or_default());
@@ -1243,6 +1310,21 @@ async fn run_attack(attack: Attack, target: Arc<Target>, counts: Arc<Counts>) {
                 }
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
+            Attack::SilentConnections | Attack::HalfHellos => {
+                if attack == Attack::HalfHellos {
+                    // A handshake record announcing 512 bytes, 3 of them sent.
+                    let _ = stream
+                        .write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01])
+                        .await;
+                }
+                counts.add("held");
+                held.push(stream);
+                // Bounded: the oldest let go (the server closed most anyway).
+                if held.len() > MAX_HELD_HANDSHAKES {
+                    held.remove(0);
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
             Attack::ProgressFlood => {
                 if target.floods.load(Ordering::Relaxed) >= MAX_FLOODS {
                     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -1274,6 +1356,116 @@ async fn run_attack(attack: Attack, target: Arc<Target>, counts: Arc<Counts>) {
             }
         }
     }
+}
+
+/// The most connections one handshake worker holds open at once.
+const MAX_HELD_HANDSHAKES: usize = 256;
+
+/// A connection of the well-behaved client: TCP, or TLS over it.
+enum ClientStream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl tokio::io::AsyncRead for ClientStream {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            ClientStream::Plain(s) => std::pin::Pin::new(s).poll_read(cx, buf),
+            ClientStream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl tokio::io::AsyncWrite for ClientStream {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            ClientStream::Plain(s) => std::pin::Pin::new(s).poll_write(cx, buf),
+            ClientStream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            ClientStream::Plain(s) => std::pin::Pin::new(s).poll_flush(cx),
+            ClientStream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            ClientStream::Plain(s) => std::pin::Pin::new(s).poll_shutdown(cx),
+            ClientStream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+/// The well-behaved client's connection, over TLS when `tls` is given.
+async fn client_connect(
+    server: SocketAddr,
+    tls: Option<&tokio_rustls::TlsConnector>,
+) -> std::io::Result<ClientStream> {
+    let stream = connect(server, CLIENT_ADDR).await?;
+    let Some(tls) = tls else {
+        return Ok(ClientStream::Plain(stream));
+    };
+    let name = rustls::pki_types::ServerName::IpAddress(server.ip().into());
+    let stream = tokio::time::timeout(Duration::from_secs(10), tls.connect(name, stream))
+        .await
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
+    Ok(ClientStream::Tls(Box::new(stream)))
+}
+
+/// The test certificates of scripts/test-certs.sh, made in a directory of
+/// this run's.
+fn test_certs() -> Result<PathBuf, String> {
+    let dir = std::env::temp_dir().join(format!("wymcp-hostile-certs-{}", std::process::id()));
+    if dir.join("server.pem").exists() {
+        return Ok(dir);
+    }
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/test-certs.sh");
+    let status = Command::new("bash")
+        .arg(&script)
+        .arg(&dir)
+        .status()
+        .map_err(|e| format!("{}: {e}", script.display()))?;
+    if !status.success() {
+        return Err("scripts/test-certs.sh failed (it needs openssl)".into());
+    }
+    Ok(dir)
+}
+
+/// A TLS client trusting the test CA of `dir`, HTTP/1.1 by ALPN.
+fn tls_connector(dir: &std::path::Path) -> Result<tokio_rustls::TlsConnector, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject as _;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(dir.join("ca.pem")).map_err(|e| e.to_string())? {
+        roots
+            .add(cert.map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
 }
 
 /// The receive buffer of a connection that never reads.

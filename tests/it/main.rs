@@ -73,6 +73,7 @@ mod streaming;
 mod tasks;
 mod telemetry;
 mod testing;
+mod tls;
 mod tool_macro;
 mod tools;
 mod ui;

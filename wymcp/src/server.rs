@@ -76,6 +76,13 @@ pub struct Limits {
     /// What all requests may hold together; beyond it as above. Default
     /// 64 MiB.
     pub notification_bytes: usize,
+    /// TLS handshakes in progress at once ([`serve`](crate::serve()) with
+    /// [`Tls`](crate::serve::Tls)); a connection over it is closed as soon
+    /// as accepted. Default 1,024. The [`ledger`](crate::ledger)'s
+    /// [`Kind::Handshakes`](crate::ledger::Kind::Handshakes) cap.
+    pub handshakes: usize,
+    /// Of those, how many one peer address may hold. Default 16.
+    pub handshakes_per_caller: usize,
     /// How client addresses group into callers for every per-caller share
     /// of the ledger (default: an IPv4 address, an IPv6 /64).
     pub grouping: Grouping,
@@ -107,6 +114,8 @@ impl Default for Limits {
             notification_bytes_per_request: crate::surface::DEFAULT_NOTIFICATION_BYTES_PER_REQUEST,
             notification_bytes_per_caller: 8 * 1024 * 1024,
             notification_bytes: 64 * 1024 * 1024,
+            handshakes: 1024,
+            handshakes_per_caller: 16,
             grouping: Grouping::default(),
             json_values: 250_000,
             id_bytes: crate::protocol::jsonrpc::DEFAULT_MAX_ID_BYTES,
@@ -1015,6 +1024,11 @@ impl ServerBuilder {
             Kind::Notifications => Share {
                 per_caller: limits.notification_bytes_per_caller,
                 global: limits.notification_bytes,
+                retry_after: Duration::from_secs(1),
+            },
+            Kind::Handshakes => Share {
+                per_caller: limits.handshakes_per_caller,
+                global: limits.handshakes,
                 retry_after: Duration::from_secs(1),
             },
             other => surface_shares(other),

@@ -357,6 +357,16 @@ impl<'a> Credentials<'a> {
         bearer_token(self.authorization?)
     }
 
+    /// The client certificate the connection's TLS handshake verified
+    /// (mTLS, [`serve`](crate::serve()) with
+    /// [`TlsBuilder::client_ca`](crate::serve::TlsBuilder::client_ca)), if any.
+    #[must_use]
+    pub fn client_certificate(&self) -> Option<&'a super::client_certificate::ClientCertificate> {
+        self.parts
+            .extensions
+            .get::<super::client_certificate::ClientCertificate>()
+    }
+
     /// The parsed, unvalidated JSON-RPC message.
     #[must_use]
     pub fn message(&self) -> Option<&'a Value> {

@@ -46,7 +46,9 @@ use http::{HeaderValue, Uri};
 use serde_json::Value;
 
 use super::authenticator::{AuthError, AuthFuture, Authenticator, Credentials, Principal, Recheck};
-use super::cache::{InFlight, TokenCache, digest};
+use super::cache::{InFlight, TokenCache, TokenDigest, digest};
+use super::certificate::check_certificate_binding;
+use super::client_certificate::ClientCertificate;
 use super::fetch::{FetchSettings, Fetcher, Outage};
 use super::verifier::{self, VerifierConfigError};
 use crate::ledger::{Caller, Kind, Ledger};
@@ -333,11 +335,15 @@ impl Authenticator for Introspection {
         Box::pin(async move {
             let token = verifier::bearer_of(&credentials, self.inner.max_token_bytes)?;
             let (ledger, caller) = (credentials.ledger(), credentials.caller());
-            let (mut principal, jkt) = self.inner.introspect(token, ledger, caller).await?;
+            let certificate = credentials.client_certificate();
+            let (mut principal, jkt) = self
+                .inner
+                .introspect(token, certificate, ledger, caller)
+                .await?;
             if let Some(jkt) = jkt {
                 credentials.bind_to_key(jkt);
             }
-            principal.recheck = Some(self.recheck(token, ledger, caller));
+            principal.recheck = Some(self.recheck(token, certificate, ledger, caller));
             Ok(principal)
         })
     }
@@ -350,14 +356,27 @@ impl Introspection {
     /// outliving a revoked token. The token is held by the check alone, in
     /// memory, for as long as what it holds open; never in the cache, never
     /// in the principal a handler sees.
-    fn recheck(&self, token: &str, ledger: &Ledger, caller: &Caller) -> Recheck {
+    fn recheck(
+        &self,
+        token: &str,
+        certificate: Option<&ClientCertificate>,
+        ledger: &Ledger,
+        caller: &Caller,
+    ) -> Recheck {
         let inner = Arc::clone(&self.inner);
         let token: Arc<str> = Arc::from(token);
+        let certificate = certificate.cloned();
         let (ledger, caller) = (ledger.clone(), caller.clone());
         Recheck::new(self.inner.cache_ttl, move || {
             let (inner, token) = (Arc::clone(&inner), Arc::clone(&token));
             let (ledger, caller) = (ledger.clone(), caller.clone());
-            async move { inner.introspect(&token, &ledger, &caller).await.map(|_| ()) }
+            let certificate = certificate.clone();
+            async move {
+                inner
+                    .introspect(&token, certificate.as_ref(), &ledger, &caller)
+                    .await
+                    .map(|_| ())
+            }
         })
     }
 }
@@ -375,6 +394,18 @@ fn claims_of(answer: &Value) -> Result<&serde_json::Map<String, Value>, AuthErro
     }
 }
 
+/// The digest an answer about `token` is cached under: the token's, or,
+/// when the request came with a client certificate, the token's and the
+/// certificate's thumbprint's, so an answer judged with one certificate
+/// (RFC 8705 binding, `cnf.x5t#S256`) is never reused for a request with
+/// another, or with none.
+fn bound_digest(token: &str, certificate: Option<&ClientCertificate>) -> TokenDigest {
+    match certificate {
+        None => digest(token),
+        Some(cert) => digest(&format!("{token}\n{}", cert.thumbprint())),
+    }
+}
+
 impl Introspection {
     /// What the answer `answer` of the endpoint makes of a token: the
     /// principal and how long it may be reused, or the refusal; for the
@@ -382,7 +413,7 @@ impl Introspection {
     #[cfg(feature = "fuzzing")]
     pub(crate) fn judge_answer(&self, answer: &Value) -> Result<(Principal, Duration), AuthError> {
         self.inner
-            .judge(claims_of(answer)?)
+            .judge(claims_of(answer)?, None)
             .map(|((principal, _), ttl)| (principal, ttl))
     }
 }
@@ -391,10 +422,11 @@ impl Inner {
     async fn introspect(
         &self,
         token: &str,
+        certificate: Option<&ClientCertificate>,
         ledger: &Ledger,
         caller: &Caller,
     ) -> Result<Bound, AuthError> {
-        let key = digest(token);
+        let key = bound_digest(token, certificate);
         let now = Instant::now();
         if let Some(principal) = self.cache.get(&key, now) {
             return Ok(principal);
@@ -403,7 +435,7 @@ impl Inner {
             return Err(refusal);
         }
         self.in_flight
-            .run(key, || self.call(token, ledger, caller))
+            .run(key, || self.call(token, certificate, ledger, caller))
             .await
     }
 
@@ -412,6 +444,7 @@ impl Inner {
     async fn call(
         &self,
         token: &str,
+        certificate: Option<&ClientCertificate>,
         ledger: &Ledger,
         caller: &Caller,
     ) -> Result<Bound, AuthError> {
@@ -439,9 +472,9 @@ impl Inner {
             }
         };
         let claims = claims_of(&answer)?;
-        let key = digest(token);
+        let key = bound_digest(token, certificate);
         let at = Instant::now();
-        match self.judge(claims) {
+        match self.judge(claims, certificate) {
             Ok((principal, ttl)) => {
                 self.cache.insert(key, principal.clone(), at + ttl, at);
                 Ok(principal)
@@ -459,6 +492,7 @@ impl Inner {
     fn judge(
         &self,
         claims: &serde_json::Map<String, Value>,
+        certificate: Option<&ClientCertificate>,
     ) -> Result<(Bound, Duration), AuthError> {
         if claims.get("active") != Some(&Value::Bool(true)) {
             return Err(AuthError::invalid_token(INACTIVE));
@@ -471,6 +505,7 @@ impl Inner {
         verifier::check_audience(claims, &self.audiences, self.allow_missing_audience)?;
         let now = verifier::now();
         verifier::check_times(claims, now, self.leeway, false)?;
+        check_certificate_binding(claims, certificate)?;
         let principal = verifier::principal(claims, self.leeway)?;
         let jkt = verifier::bound_key(claims)?.map(str::to_owned);
         let mut ttl = self.cache_ttl;

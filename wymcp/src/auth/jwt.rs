@@ -28,6 +28,8 @@ use serde_json::{Map, Value};
 
 use super::algorithm::Algorithm;
 use super::authenticator::{AuthError, AuthFuture, Authenticator, Credentials, Principal};
+use super::certificate::check_certificate_binding;
+use super::client_certificate::ClientCertificate;
 use super::fetch::{FetchSettings, Fetcher};
 use super::jwks::{self, Key, Keys, Missing, Source};
 use super::verifier::{self, VerifierConfigError};
@@ -298,7 +300,10 @@ impl Authenticator for JwtVerifier {
     fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> AuthFuture<'a> {
         Box::pin(async move {
             let token = verifier::bearer_of(&credentials, self.inner.max_token_bytes)?;
-            let (principal, jkt) = self.inner.verify(token).await?;
+            let (principal, jkt) = self
+                .inner
+                .verify(token, credentials.client_certificate())
+                .await?;
             if let Some(jkt) = jkt {
                 credentials.bind_to_key(jkt);
             }
@@ -385,7 +390,11 @@ impl Inner {
         Ok((alg, kid))
     }
 
-    async fn verify(&self, token: &str) -> Result<(Principal, Option<String>), AuthError> {
+    async fn verify(
+        &self,
+        token: &str,
+        certificate: Option<&ClientCertificate>,
+    ) -> Result<(Principal, Option<String>), AuthError> {
         let jws = compact(token)?;
         let (alg, kid) = self.check_header(&jws.header)?;
         let key = self
@@ -397,7 +406,7 @@ impl Inner {
                 Missing::Ambiguous => AuthError::invalid_token(AMBIGUOUS_KEY),
                 Missing::Unreachable => AuthError::invalid_token(verifier::UNREACHABLE),
             })?;
-        self.verified(&jws, alg, &key)
+        self.verified(&jws, alg, &key, certificate)
     }
 
     /// The token's principal and the key it is bound to (`cnf.jkt`), once
@@ -408,6 +417,7 @@ impl Inner {
         jws: &Compact<'_>,
         alg: Algorithm,
         key: &Key,
+        certificate: Option<&ClientCertificate>,
     ) -> Result<(Principal, Option<String>), AuthError> {
         if !signature_verifies(alg, key, jws.signing_input, &jws.signature) {
             return Err(AuthError::invalid_token(SIGNATURE));
@@ -418,6 +428,7 @@ impl Inner {
         }
         verifier::check_audience(&claims, &self.audiences, false)?;
         verifier::check_times(&claims, verifier::now(), self.leeway, true)?;
+        check_certificate_binding(&claims, certificate)?;
         let jkt = verifier::bound_key(&claims)?.map(str::to_owned);
         Ok((verifier::principal(&claims, self.leeway)?, jkt))
     }
@@ -441,7 +452,7 @@ impl JwtVerifier {
             jwks::Selection::Ambiguous => return Err(AuthError::invalid_token(AMBIGUOUS_KEY)),
         };
         self.inner
-            .verified(&jws, alg, &key)
+            .verified(&jws, alg, &key, None)
             .map(|(principal, _)| principal)
     }
 }

@@ -32,6 +32,8 @@ pub(crate) mod algorithm;
 mod authenticator;
 mod bearer;
 mod cache;
+pub(crate) mod certificate;
+mod client_certificate;
 mod config;
 mod dpop;
 mod fetch;
@@ -46,6 +48,8 @@ pub use authenticator::{
     AuthError, AuthFuture, Authenticator, Credentials, Principal, Recheck, RecheckFuture,
 };
 pub use bearer::{BearerAuth, StaticTokens};
+pub use certificate::CertificateAuth;
+pub use client_certificate::ClientCertificate;
 pub use config::{
     AuthConfig, AuthConfigError, MAX_ERROR_DESCRIPTION, METADATA_PATH, error_description,
 };

@@ -62,11 +62,17 @@ pub enum Kind {
     /// acceptance until their `iat` leaves the window. Counted by the
     /// client's address: the proof is recorded by the authentication step.
     DpopProofs,
+    /// TLS handshakes in progress on [`serve`](crate::serve()) with
+    /// [`Tls`](crate::serve::Tls): from the connection's accept until its
+    /// handshake completes, fails or runs out of
+    /// [`tls_handshake_timeout`](crate::ServeConfig::tls_handshake_timeout).
+    /// Counted by the peer's address: no request exists yet.
+    Handshakes,
 }
 
 impl Kind {
     /// Every kind, in the order of the limits table.
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Bodies,
         Kind::ListenStreams,
         Kind::Waits,
@@ -76,6 +82,7 @@ impl Kind {
         Kind::Notifications,
         Kind::LegacyStreams,
         Kind::DpopProofs,
+        Kind::Handshakes,
     ];
 
     fn index(self) -> usize {
@@ -89,6 +96,7 @@ impl Kind {
             Kind::Notifications => 6,
             Kind::LegacyStreams => 7,
             Kind::DpopProofs => 8,
+            Kind::Handshakes => 9,
         }
     }
 
@@ -105,6 +113,7 @@ impl Kind {
             Kind::Notifications => "notifications",
             Kind::LegacyStreams => "legacy_streams",
             Kind::DpopProofs => "dpop_proofs",
+            Kind::Handshakes => "handshakes",
         }
     }
 
@@ -121,6 +130,7 @@ impl Kind {
             Kind::StoredTasks => ("max_stored_per_caller", "max_stored"),
             Kind::Notifications => ("notification_bytes_per_caller", "notification_bytes"),
             Kind::DpopProofs => ("dpop_proofs_per_caller", "dpop_proofs"),
+            Kind::Handshakes => ("handshakes_per_caller", "handshakes"),
         }
     }
 
@@ -135,6 +145,7 @@ impl Kind {
             Kind::Notifications => "bytes of notifications queued for clients",
             Kind::LegacyStreams => "open 2025 GET streams",
             Kind::DpopProofs => "DPoP proofs remembered against replay",
+            Kind::Handshakes => "TLS handshakes in progress",
         }
     }
 }
@@ -206,8 +217,8 @@ struct Book {
 
 #[derive(Debug)]
 struct Inner {
-    shares: [Share; 9],
-    books: [Mutex<Book>; 9],
+    shares: [Share; 10],
+    books: [Mutex<Book>; 10],
     next: std::sync::atomic::AtomicU64,
 }
 
@@ -251,8 +262,9 @@ impl Ledger {
     /// waiting requests 16 of 1,024; running tasks 16 of 256; authorization
     /// server calls 8 of 64; task records stored 256 of 10,000; queued
     /// notification bytes 8 MiB a caller of 64 MiB; 2025 GET streams 8 of
-    /// 1,024 (as listen streams); DPoP proofs remembered 4,096 of 200,000.
-    pub const DEFAULT_SHARES: [Share; 9] = [
+    /// 1,024 (as listen streams); DPoP proofs remembered 4,096 of 200,000;
+    /// TLS handshakes in progress 16 of 1,024.
+    pub const DEFAULT_SHARES: [Share; 10] = [
         Share {
             per_caller: 32 * 1024 * 1024,
             global: 256 * 1024 * 1024,
@@ -296,6 +308,11 @@ impl Ledger {
         Share {
             per_caller: 4096,
             global: 200_000,
+            retry_after: Duration::from_secs(1),
+        },
+        Share {
+            per_caller: 16,
+            global: 1024,
             retry_after: Duration::from_secs(1),
         },
     ];

@@ -13,6 +13,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
+use crate::ledger::{Grouping, Ledger};
 use crate::server::Server;
 use crate::surface::ChangeBus;
 
@@ -61,6 +62,9 @@ pub fn serve_with(listener: TcpListener, router: Router, config: ServeConfig) ->
         config,
         signal: None,
         buses: Vec::new(),
+        ledger: None,
+        #[cfg(feature = "tls")]
+        tls: None,
     }
 }
 
@@ -101,6 +105,9 @@ pub struct Serve {
     config: ServeConfig,
     signal: Option<Signal>,
     buses: Vec<ChangeBus>,
+    ledger: Option<(Ledger, Grouping)>,
+    #[cfg(feature = "tls")]
+    tls: Option<super::tls::Tls>,
 }
 
 impl std::fmt::Debug for Serve {
@@ -109,6 +116,7 @@ impl std::fmt::Debug for Serve {
             .field("listener", &self.listener)
             .field("config", &self.config)
             .field("graceful", &self.signal.is_some())
+            .field("tls", &self.tls_on())
             .finish_non_exhaustive()
     }
 }
@@ -130,6 +138,37 @@ impl Serve {
     pub fn closing_streams_of(mut self, server: &Server) -> Self {
         self.buses.push(server.changes().clone());
         self
+    }
+
+    /// Counts what the accept loop holds for a peer before any request
+    /// exists (TLS handshakes in progress, [`Kind::Handshakes`](crate::ledger::Kind::Handshakes)) in
+    /// `server`'s [ledger](crate::ledger), with its shares
+    /// ([`Limits::handshakes`](crate::Limits::handshakes)) and its grouping
+    /// of addresses. Without it they are counted in a ledger of the default
+    /// shares of the loop's own.
+    pub fn counting_in(mut self, server: &Server) -> Self {
+        self.ledger = Some((server.ledger().clone(), server.limits().grouping));
+        self
+    }
+
+    /// Terminates TLS with `tls` (see [`Tls`](super::Tls)): every connection
+    /// is a TLS handshake first, within
+    /// [`tls_handshake_timeout`](ServeConfig::tls_handshake_timeout) and
+    /// holding a [`Kind::Handshakes`](crate::ledger::Kind::Handshakes) place of the ledger meanwhile, then
+    /// HTTP/2 when ALPN chose `h2`, else HTTP/1.1 (or HTTP/2 with prior
+    /// knowledge). While served, the certificate files are looked at for
+    /// changes (and reloaded on `SIGHUP`).
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, tls: super::tls::Tls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    fn tls_on(&self) -> bool {
+        #[cfg(feature = "tls")]
+        return self.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        false
     }
 
     /// The address served on.
@@ -154,7 +193,11 @@ async fn run(serve: Serve) -> io::Result<()> {
         config,
         signal,
         buses,
+        ledger,
+        #[cfg(feature = "tls")]
+        tls,
     } = serve;
+    let (ledger, grouping) = ledger.unwrap_or_default();
     let bound = listener.local_addr().ok();
     let config = Arc::new(config);
     let permits = Arc::new(Semaphore::new(config.max_connections));
@@ -162,6 +205,10 @@ async fn run(serve: Serve) -> io::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
     let mut signal = signal.unwrap_or_else(|| Box::pin(std::future::pending()));
+    #[cfg(feature = "tls")]
+    let watcher = tls
+        .clone()
+        .map(|tls| tokio::spawn(tls.watch(stop_rx.clone())));
 
     loop {
         // Reap finished connections so the set does not grow.
@@ -194,8 +241,65 @@ async fn run(serve: Serve) -> io::Result<()> {
         let router = router.clone();
         let config = config.clone();
         let stop = stop_rx.clone();
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &tls {
+            // The handshake's place, taken before anything is read: a peer
+            // holding its share of handshakes in progress (or the server
+            // at its cap) gets no more, and is closed at once.
+            let place = match ledger.take(
+                crate::ledger::Kind::Handshakes,
+                &crate::ledger::Caller::address(peer.ip(), grouping),
+                1,
+            ) {
+                Ok(place) => place,
+                Err(refusal) => {
+                    tracing::debug!(
+                        target: "wymcp::serve",
+                        %peer,
+                        share = refusal.is_share(),
+                        "no place for another TLS handshake; closed"
+                    );
+                    drop(stream);
+                    continue;
+                }
+            };
+            let acceptor = tls.acceptor().clone();
+            connections.spawn(async move {
+                let mut stop = stop;
+                let handshake = tokio::select! {
+                    done = tokio::time::timeout(config.tls_handshake_timeout, acceptor.accept(stream)) => done,
+                    _ = stop.changed() => return,
+                };
+                drop(place);
+                let stream = match handshake {
+                    Ok(Ok(stream)) => stream,
+                    Ok(Err(error)) => {
+                        tracing::debug!(target: "wymcp::serve", %peer, %error, "TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::debug!(target: "wymcp::serve", %peer, "no TLS handshake within the timeout");
+                        return;
+                    }
+                };
+                let (_, session) = stream.get_ref();
+                let handshake = connection::Handshake {
+                    h2: session.alpn_protocol() == Some(b"h2"),
+                    certificate: session
+                        .peer_certificates()
+                        .and_then(<[_]>::first)
+                        .map(|cert| crate::auth::ClientCertificate::from_der(cert.to_vec())),
+                };
+                connection::serve(stream, peer, bound, router, &config, stop, Some(handshake)).await;
+                drop(peer_slot);
+                drop(permit);
+            });
+            continue;
+        }
+        let _ = &ledger;
+        let _ = grouping;
         connections.spawn(async move {
-            connection::serve(stream, peer, bound, router, &config, stop).await;
+            connection::serve(stream, peer, bound, router, &config, stop, None).await;
             drop(peer_slot);
             drop(permit);
         });
@@ -204,6 +308,10 @@ async fn run(serve: Serve) -> io::Result<()> {
     // Graceful shutdown: refuse new connections, close listen streams, tell
     // every connection to finish, wait for them up to the drain timeout.
     drop(listener);
+    #[cfg(feature = "tls")]
+    if let Some(watcher) = watcher {
+        watcher.abort();
+    }
     let closed: usize = buses.iter().map(ChangeBus::close_all).sum();
     let _ = stop_tx.send(true);
     tracing::info!(

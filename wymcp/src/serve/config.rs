@@ -45,6 +45,12 @@ pub struct ServeConfig {
     pub h2_max_local_error_reset_streams: usize,
     /// How long a graceful shutdown waits for open connections. Default 30 s.
     pub drain_timeout: Duration,
+    /// With [`Tls`](super::Tls): how long a connection may take from its
+    /// accept to a completed TLS handshake (a client that sends no
+    /// ClientHello, or half of one, is closed then). Each handshake in
+    /// progress is a [`Kind::Handshakes`](crate::ledger::Kind::Handshakes)
+    /// place of the ledger. Default 10 s.
+    pub tls_handshake_timeout: Duration,
 }
 
 impl Default for ServeConfig {
@@ -61,6 +67,7 @@ impl Default for ServeConfig {
             h2_max_pending_accept_reset_streams: 20,
             h2_max_local_error_reset_streams: 256,
             drain_timeout: Duration::from_secs(30),
+            tls_handshake_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -142,6 +149,13 @@ impl ServeConfig {
     #[must_use]
     pub fn h2_max_local_error_reset_streams(mut self, max: usize) -> Self {
         self.h2_max_local_error_reset_streams = max;
+        self
+    }
+
+    /// Sets [`tls_handshake_timeout`](Self::tls_handshake_timeout).
+    #[must_use]
+    pub fn tls_handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.tls_handshake_timeout = timeout;
         self
     }
 

@@ -107,20 +107,82 @@ const HEAD_BUFFER: usize = 417_792;
 /// The HTTP/2 connection preface a prior-knowledge client opens with.
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-/// Serves one connection: recognises the protocol, then drives hyper's
-/// connection with the idle timeout and the shutdown signal.
-pub(super) async fn serve(
-    mut stream: TcpStream,
+/// What a connection's TLS handshake settled: the protocol ALPN chose (`h2`
+/// or not) and the client's verified certificate.
+#[derive(Debug, Default)]
+pub(super) struct Handshake {
+    pub(super) h2: bool,
+    pub(super) certificate: Option<crate::auth::ClientCertificate>,
+}
+
+/// A byte stream a connection is served over: TCP, or TLS over TCP.
+pub(super) trait Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static {
+    /// Writes `bytes` (a small answer) without waiting, as far as the
+    /// socket takes them now.
+    fn write_now(&mut self, bytes: &[u8]);
+}
+
+impl Stream for TcpStream {
+    fn write_now(&mut self, bytes: &[u8]) {
+        let _ = self.try_write(bytes);
+    }
+}
+
+#[cfg(feature = "tls")]
+impl Stream for tokio_rustls::server::TlsStream<TcpStream> {
+    fn write_now(&mut self, bytes: &[u8]) {
+        use std::io::Write as _;
+        let (tcp, tls) = self.get_mut();
+        let _ = tls.writer().write_all(bytes);
+        tls.send_close_notify();
+        while tls.wants_write() {
+            match tls.write_tls(&mut NowWriter(tcp)) {
+                Ok(n) if n > 0 => {}
+                _ => break,
+            }
+        }
+    }
+}
+
+/// `std::io::Write` over a socket's non-blocking writes.
+#[cfg(feature = "tls")]
+struct NowWriter<'a>(&'a mut TcpStream);
+
+#[cfg(feature = "tls")]
+impl std::io::Write for NowWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.try_write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Serves one connection: recognises the protocol (from the first bytes,
+/// or, over TLS, from ALPN), then drives hyper's connection with the idle
+/// timeout and the shutdown signal.
+pub(super) async fn serve<S: Stream>(
+    mut stream: S,
     peer: SocketAddr,
     bound: Option<SocketAddr>,
     router: Router,
     config: &ServeConfig,
     mut stop: watch::Receiver<bool>,
+    handshake: Option<Handshake>,
 ) {
+    let (alpn_h2, certificate) = match handshake {
+        Some(handshake) => (handshake.h2, handshake.certificate),
+        None => (false, None),
+    };
     // The first bytes decide the protocol; a client sending none within the
-    // header read timeout is dropped.
+    // header read timeout is dropped. Over TLS, ALPN's `h2` needs no
+    // sniffing (the preface is hyper's to read).
     let mut prefix = Vec::with_capacity(H2_PREFACE.len());
     let h2 = tokio::time::timeout(config.header_read_timeout, async {
+        if alpn_h2 {
+            return Ok(true);
+        }
         loop {
             let mut byte = [0u8; 24];
             let want = H2_PREFACE.len() - prefix.len();
@@ -166,6 +228,9 @@ pub(super) async fn serve(
             }
             let client = client_of(peer.ip(), request.headers(), &trusted);
             request.extensions_mut().insert(ClientAddr(client));
+            if let Some(certificate) = &certificate {
+                request.extensions_mut().insert(certificate.clone());
+            }
             let call = router.clone().oneshot(request.map(Body::new));
             async move {
                 let response = match call.await {
@@ -356,10 +421,10 @@ impl http_body::Body for Guarded {
 
 /// The TCP stream, replaying the bytes read to recognise the protocol
 /// first, and (HTTP/1.1) measuring each request's first line.
-struct Tracked {
+struct Tracked<S> {
     prefix: Vec<u8>,
     at: usize,
-    stream: TcpStream,
+    stream: S,
     /// HTTP/1.1: the bytes of the connection's first request line read so
     /// far, while it has no end yet; `None` once it has (or over HTTP/2).
     /// Only the first line is measured: later ones cannot be told from a
@@ -367,7 +432,7 @@ struct Tracked {
     line: Option<usize>,
 }
 
-impl Tracked {
+impl<S: Stream> Tracked<S> {
     /// Measures `bytes`, just read, against the request line's limit;
     /// whether the line is over it.
     fn over_long_line(&mut self, bytes: &[u8]) -> bool {
@@ -387,15 +452,14 @@ impl Tracked {
     fn refuse_line(&mut self) {
         tracing::debug!(target: "wymcp::serve", "an over-long request line; answering 414");
         // A best effort: the answer is small, the socket's buffer takes it.
-        let _ = self.stream.try_write(URI_TOO_LONG);
-        let _ = self.stream.try_write(b"");
+        self.stream.write_now(URI_TOO_LONG);
         self.line = None;
         self.prefix = Vec::new();
         self.at = usize::MAX;
     }
 }
 
-impl AsyncRead for Tracked {
+impl<S: Stream> AsyncRead for Tracked<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -435,7 +499,7 @@ impl AsyncRead for Tracked {
     }
 }
 
-impl AsyncWrite for Tracked {
+impl<S: Stream> AsyncWrite for Tracked<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,

@@ -68,7 +68,11 @@ mod accept;
 mod config;
 mod connection;
 mod dev;
+#[cfg(feature = "tls")]
+mod tls;
 
 pub use accept::{Serve, serve, serve_with, shutdown_signal};
 pub use config::ServeConfig;
 pub use dev::{DevTokens, arg_or_env};
+#[cfg(feature = "tls")]
+pub use tls::{ClientAuth, Tls, TlsBuilder, TlsError};
