@@ -1,7 +1,7 @@
 //! How a server presents itself as an OAuth 2.1 protected resource: the
 //! challenges of its `401`/`403` answers and its RFC 9728 metadata document.
 
-use http::HeaderValue;
+use http::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
 use super::dpop::{Dpop, DpopMode};
@@ -306,6 +306,54 @@ impl AuthConfig {
         challenge(&params)
     }
 
+    /// The `WWW-Authenticate` value of a `403` to a request authenticated
+    /// with the `DPoP` scheme (RFC 9449 §7.1: the challenge names the
+    /// scheme the request used): `DPoP error="insufficient_scope",
+    /// scope="…", algs="…", resource_metadata="…"`, each part but the
+    /// error only when configured.
+    #[must_use]
+    pub fn dpop_insufficient_scope_challenge(&self, required: &[String]) -> String {
+        let mut params = vec![format!("error={}", quoted("insufficient_scope"))];
+        if let Some(scope) = scope_list(required) {
+            params.push(format!("scope={}", quoted(&scope)));
+        }
+        if let Some(dpop) = &self.dpop {
+            params.push(format!("algs={}", quoted(&dpop.algs())));
+        }
+        if let Some(url) = self.metadata_url() {
+            params.push(format!("resource_metadata={}", quoted(&url)));
+        }
+        format!("DPoP {}", params.join(", "))
+    }
+
+    /// The `403` challenge for a request with these headers:
+    /// [`dpop_insufficient_scope_challenge`](Self::dpop_insufficient_scope_challenge)
+    /// when the request [uses the `DPoP` scheme](Self::uses_dpop_scheme),
+    /// [`insufficient_scope_challenge`](Self::insufficient_scope_challenge)
+    /// otherwise.
+    #[must_use]
+    pub fn forbidden_challenge(&self, headers: &HeaderMap, required: &[String]) -> String {
+        if self.uses_dpop_scheme(headers) {
+            self.dpop_insufficient_scope_challenge(required)
+        } else {
+            self.insufficient_scope_challenge(required)
+        }
+    }
+
+    /// Whether DPoP is configured and the request's one `Authorization`
+    /// header uses the `DPoP` scheme: a request that passed authentication
+    /// so was authenticated by DPoP (RFC 9449 §7.1).
+    #[must_use]
+    pub fn uses_dpop_scheme(&self, headers: &HeaderMap) -> bool {
+        let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
+        match (values.next(), values.next()) {
+            (Some(value), None) => {
+                self.dpop.is_some() && super::authenticator::scheme_is(value, "dpop")
+            }
+            _ => false,
+        }
+    }
+
     pub(crate) fn check(&self) -> Result<(), AuthConfigError> {
         if let Some(resource) = &self.resource {
             if split_url(resource).is_none() {
@@ -327,6 +375,7 @@ impl AuthConfig {
             self.unauthorized_challenge(),
             self.invalid_token_challenge("x"),
             self.insufficient_scope_challenge(&[]),
+            self.dpop_insufficient_scope_challenge(&[]),
             self.dpop_challenge("invalid_dpop_proof", "x"),
         ] {
             if HeaderValue::try_from(value.as_str()).is_err() {
