@@ -156,7 +156,9 @@ pub(crate) async fn respond(
     body: Option<Place>,
 ) -> Response {
     match answer {
-        Answer::Forbidden { what, scopes } => forbidden(&rejector, auth, dpop_scheme, &what, &scopes),
+        Answer::Forbidden { what, scopes } => {
+            forbidden(&rejector, auth, dpop_scheme, &what, &scopes)
+        }
         Answer::Accepted => reply::accepted(),
         Answer::Done(outcome, Session::Unchanged) => finished(outcome, &rejector, era),
         Answer::Done(outcome, Session::Issued(token)) => {
