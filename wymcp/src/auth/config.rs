@@ -347,8 +347,15 @@ impl AuthConfig {
     pub fn uses_dpop_scheme(&self, headers: &HeaderMap) -> bool {
         let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
         match (values.next(), values.next()) {
+            // The scheme: the first word, case-insensitive (RFC 9110 §11.1).
             (Some(value), None) => {
-                self.dpop.is_some() && super::authenticator::scheme_is(value, "dpop")
+                self.dpop.is_some()
+                    && value
+                        .as_bytes()
+                        .trim_ascii_start()
+                        .split(|b| *b == b' ')
+                        .next()
+                        .is_some_and(|scheme| scheme.eq_ignore_ascii_case(b"dpop"))
             }
             _ => false,
         }
