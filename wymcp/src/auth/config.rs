@@ -488,6 +488,40 @@ mod tests {
         );
     }
 
+    /// RFC 9449 §7.1: the 403 names the scheme the request used; the
+    /// scheme is read case-insensitively, and only when DPoP is configured.
+    #[test]
+    fn a_403_to_a_dpop_request_is_challenged_with_the_dpop_scheme() {
+        let config = AuthConfig::new()
+            .resource("https://mcp.example.com/mcp")
+            .authorization_server("https://auth.example.com")
+            .dpop(Dpop::allowed().algorithms([crate::auth::algorithm::Algorithm::ES256]));
+        let headers = |value: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(http::header::AUTHORIZATION, value.parse().unwrap());
+            h
+        };
+        let dpop = r#"DPoP error="insufficient_scope", scope="admin", algs="ES256", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp""#;
+        for value in ["DPoP abc", "dpop abc", " DPOP abc"] {
+            assert!(config.uses_dpop_scheme(&headers(value)), "{value}");
+            assert_eq!(
+                config.forbidden_challenge(&headers(value), &["admin".into()]),
+                dpop
+            );
+        }
+        for value in ["Bearer abc", "DPoPx abc"] {
+            assert!(!config.uses_dpop_scheme(&headers(value)), "{value}");
+            assert!(
+                config
+                    .forbidden_challenge(&headers(value), &["admin".into()])
+                    .starts_with("Bearer error=\"insufficient_scope\"")
+            );
+        }
+        assert!(!config.uses_dpop_scheme(&HeaderMap::new()));
+        // Without DPoP configured, a DPoP scheme is no DPoP request.
+        assert!(!AuthConfig::new().uses_dpop_scheme(&headers("DPoP abc")));
+    }
+
     #[test]
     fn an_invalid_token_challenge_names_the_error_and_its_description() {
         assert_eq!(
