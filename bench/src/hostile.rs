@@ -30,7 +30,12 @@
 //!   and ones that send half of one, held until the server closes them
 //!   (`--tls-handshake-timeout-ms 2000`); the client speaks TLS too;
 //! * **several subjects** — with `--static-token`s, the listen, waits and
-//!   tasks attacks as eight principals, the client a ninth.
+//!   tasks attacks as eight principals, the client a ninth;
+//! * **DPoP proofs** — `--dpop required` behind the soak's authorization
+//!   server, which binds the attackers' token and the client's to two keys
+//!   (`cnf.jkt`): valid proofs, each with a fresh `jti`, as fast as they are
+//!   answered, filling the attackers' share of the replay cache, while the
+//!   client, its own token and key, keeps calling.
 //!
 //! The well-behaved client calls `test_simple_text` on one kept-alive
 //! connection, first alone (its unloaded latency), then beside the
@@ -72,6 +77,10 @@ pub enum Auth {
     Subjects,
     /// `--introspection-url` at the soak's own authorization server.
     Introspection,
+    /// `--introspection-url` as [`Auth::Introspection`], and `--dpop
+    /// required`: the attackers' token and the client's each bound to a
+    /// key of their own ([`DPOP_ATTACKER`], [`DPOP_CLIENT`]).
+    Dpop,
 }
 
 /// One attack: what a worker does, connection after connection.
@@ -108,6 +117,9 @@ pub enum Attack {
     SilentConnections,
     /// TLS: connections that send half a ClientHello, held.
     HalfHellos,
+    /// Calls with the attackers' DPoP-bound token, each with a valid proof
+    /// of a fresh `jti`, on kept-alive connections, as fast as answered.
+    DpopProofs,
 }
 
 impl Attack {
@@ -130,6 +142,7 @@ impl Attack {
             Attack::ProgressFlood => "progress to a reader that never reads",
             Attack::SilentConnections => "TLS connections that never say hello",
             Attack::HalfHellos => "TLS connections with half a ClientHello",
+            Attack::DpopProofs => "fresh DPoP proofs (remembered)",
         }
     }
 
@@ -147,7 +160,8 @@ impl Attack {
     fn workers(self) -> usize {
         match self {
             Attack::UnknownTokens | Attack::SilentConnections | Attack::HalfHellos => 16,
-            Attack::QuickTasks
+            Attack::DpopProofs
+            | Attack::QuickTasks
             | Attack::UnansweredElicitations
             | Attack::ListenFlood
             | Attack::GetFlood => 4,
@@ -250,6 +264,12 @@ pub const SCENARIOS: &[Scenario] = &[
             Attack::SlowTasks,
         ],
     },
+    Scenario {
+        name: "DPoP proofs",
+        kinds: &["dpop_proofs"],
+        auth: Auth::Dpop,
+        attacks: &[Attack::DpopProofs],
+    },
 ];
 
 /// How many principals attack in [`Auth::Subjects`].
@@ -266,6 +286,127 @@ const AUDIENCE: &str = "http://127.0.0.1/mcp";
 /// How long the soak's authorization server takes to answer a token that is
 /// not the client's.
 const SLOW_ANSWER: Duration = Duration::from_secs(2);
+
+/// A DPoP key of the soak and the opaque token its authorization server
+/// binds to it (`cnf.jkt`). The keys are TEST keys, P-256, generated once
+/// for this file (`openssl ecparam -name prime256v1 -genkey -noout |
+/// openssl pkcs8 -topk8 -nocrypt -outform DER | base64`) and used nowhere
+/// else: they protect nothing.
+#[derive(Debug)]
+pub struct DpopKey {
+    /// The bound token.
+    token: &'static str,
+    /// The private key, PKCS #8 DER in base64.
+    pkcs8: &'static str,
+    /// The public point's x, base64url.
+    x: &'static str,
+    /// The public point's y, base64url.
+    y: &'static str,
+}
+
+/// The well-behaved client's DPoP key and token.
+pub const DPOP_CLIENT: DpopKey = DpopKey {
+    token: "wymcp-bench-hostile-dpop-client",
+    pkcs8: "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgjp23R10dMWZVgiByb8OG8p9aIJU7/XviSe6PgtXWwWShRANCAATpC9Q4d3cU2pnmTZ7xhDCIfN/H3R/48Az5Y/t0gnoQUee/8vxSsX3JNNgCp9MgJAmPQnh3Q+DKXHannysrBxOF",
+    x: "6QvUOHd3FNqZ5k2e8YQwiHzfx90f-PAM-WP7dIJ6EFE",
+    y: "57_y_FKxfck02AKn0yAkCY9CeHdD4MpcdqefKysHE4U",
+};
+
+/// The attackers' DPoP key and token (one token, one key: every proof is
+/// valid; only the `jti`s differ).
+pub const DPOP_ATTACKER: DpopKey = DpopKey {
+    token: "wymcp-bench-hostile-dpop-attacker",
+    pkcs8: "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg/b2mRUH1mx3ZahJQjDiws0LIwxsALI6EPZADjwhqEjqhRANCAAQNkPQMS8WTxRooKAnJD2ogi03CF2aB2tR/tQTQ8hKzIHoHMN5ttJoPXtVUCKb6CHwUdai3SptW9GsSAi9zydLv",
+    x: "DZD0DEvFk8UaKCgJyQ9qIItNwhdmgdrUf7UE0PISsyA",
+    y: "egcw3m20mg9e1VQIpvoIfBR1qLdKm1b0axICL3PJ0u8",
+};
+
+/// The `jti` of the next proof, every key together.
+static NEXT_JTI: AtomicU64 = AtomicU64::new(0);
+
+impl DpopKey {
+    /// The public key as a proof's header carries it.
+    fn jwk(&self) -> serde_json::Value {
+        serde_json::json!({"kty": "EC", "crv": "P-256", "x": self.x, "y": self.y})
+    }
+
+    /// Its RFC 7638 thumbprint: the `cnf.jkt` its token is bound to.
+    fn jkt(&self) -> String {
+        use base64::Engine as _;
+        use sha2::Digest as _;
+        let canonical = format!(
+            r#"{{"crv":"P-256","kty":"EC","x":"{}","y":"{}"}}"#,
+            self.x, self.y
+        );
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(sha2::Sha256::digest(canonical.as_bytes()))
+    }
+
+    /// The header lines of a `POST` to the soak's resource with this key's
+    /// token and a fresh proof (a new `jti`, `iat` now). Without a proof
+    /// if signing fails (the server then refuses it, and that is counted).
+    fn lines(&self) -> String {
+        use base64::Engine as _;
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+        use sha2::Digest as _;
+        let mut lines = format!("Authorization: DPoP {}\r\n", self.token);
+        let Ok(der) = STANDARD.decode(self.pkcs8) else {
+            return lines;
+        };
+        let key = jsonwebtoken::EncodingKey::from_ec_der(&der);
+        let header = serde_json::json!({"typ": "dpop+jwt", "alg": "ES256", "jwk": self.jwk()});
+        let iat = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let claims = serde_json::json!({
+            "htm": "POST",
+            "htu": AUDIENCE,
+            "iat": iat,
+            "jti": format!("{}-{}", std::process::id(), NEXT_JTI.fetch_add(1, Ordering::Relaxed)),
+            "ath": URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(self.token.as_bytes())),
+        });
+        let input = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(header.to_string()),
+            URL_SAFE_NO_PAD.encode(claims.to_string())
+        );
+        if let Ok(signature) =
+            jsonwebtoken::crypto::sign(input.as_bytes(), &key, jsonwebtoken::Algorithm::ES256)
+        {
+            let _ = write!(lines, "DPoP: {input}.{signature}\r\n");
+        }
+        lines
+    }
+}
+
+/// How the well-behaved client authenticates.
+#[derive(Debug, Clone, Copy)]
+enum ClientAuth {
+    None,
+    /// `Authorization: Bearer` with this token.
+    Bearer(&'static str),
+    /// Its DPoP-bound token, a fresh proof each call.
+    Dpop(&'static DpopKey),
+}
+
+impl ClientAuth {
+    fn of(auth: Auth) -> ClientAuth {
+        match auth {
+            Auth::None => ClientAuth::None,
+            Auth::Subjects | Auth::Introspection => ClientAuth::Bearer(CLIENT_TOKEN),
+            Auth::Dpop => ClientAuth::Dpop(&DPOP_CLIENT),
+        }
+    }
+
+    /// The header lines of one call.
+    fn lines(self) -> String {
+        match self {
+            ClientAuth::None => String::new(),
+            ClientAuth::Bearer(token) => bearer(Some(token)),
+            ClientAuth::Dpop(key) => key.lines(),
+        }
+    }
+}
 
 /// What the soak runs.
 #[derive(Debug, Clone)]
@@ -697,21 +838,22 @@ async fn status_of(stream: &mut TcpStream) -> u16 {
 /// counted.
 async fn client(
     server: SocketAddr,
-    token: Option<&'static str>,
+    auth: ClientAuth,
     stop: Arc<AtomicBool>,
     failures: Arc<Counts>,
     tls: Option<tokio_rustls::TlsConnector>,
 ) -> Vec<Duration> {
     let mut samples = Vec::new();
-    let call = request(
-        1,
-        "tools/call",
-        serde_json::json!({"name": "test_simple_text", "arguments": {}}),
-        &bearer(token),
-        serde_json::json!({}),
-    );
     let mut conn: Option<(ClientStream, Vec<u8>)> = None;
     while !stop.load(Ordering::Relaxed) {
+        // A fresh proof each call under DPoP; the same bytes otherwise.
+        let call = request(
+            1,
+            "tools/call",
+            serde_json::json!({"name": "test_simple_text", "arguments": {}}),
+            &auth.lines(),
+            serde_json::json!({}),
+        );
         if conn.is_none() {
             if let Ok(stream) = client_connect(server, tls.as_ref()).await {
                 conn = Some((stream, Vec::new()));
@@ -814,7 +956,7 @@ fn run_scenario(
                 args.extend(["--static-token".into(), attacker_token(i)]);
             }
         }
-        Auth::Introspection => {
+        Auth::Introspection | Auth::Dpop => {
             let listener = runtime
                 .block_on(TcpListener::bind("127.0.0.1:0"))
                 .map_err(|e| e.to_string())?;
@@ -830,6 +972,9 @@ fn run_scenario(
                 "--audience".into(),
                 AUDIENCE.into(),
             ]);
+            if scenario.auth == Auth::Dpop {
+                args.extend(["--dpop".into(), "required".into()]);
+            }
         }
     }
     let log = std::env::temp_dir().join(format!(
@@ -890,8 +1035,10 @@ fn attacker_token(i: usize) -> String {
 }
 
 /// The soak's authorization server: answers an introspection of the
-/// client's token at once (active, for [`AUDIENCE`]), any other after
-/// [`SLOW_ANSWER`] (inactive). Each connection, one request.
+/// client's token at once (active, for [`AUDIENCE`]), and of a DPoP token
+/// of [`DPOP_CLIENT`] or [`DPOP_ATTACKER`] (active, bound to its key by
+/// `cnf.jkt`), any other after [`SLOW_ANSWER`] (inactive). Each
+/// connection, one request.
 async fn authorization(listener: TcpListener) {
     while let Ok((mut stream, _)) = listener.accept().await {
         tokio::spawn(async move {
@@ -914,12 +1061,18 @@ async fn authorization(listener: TcpListener) {
                 .split('&')
                 .find_map(|pair| pair.strip_prefix("token="))
                 .unwrap_or_default();
+            let exp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs())
+                + 3600;
+            let bound = [&DPOP_CLIENT, &DPOP_ATTACKER]
+                .into_iter()
+                .find(|key| key.token == token);
             let answer = if token == CLIENT_TOKEN {
-                let exp = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs())
-                    + 3600;
                 serde_json::json!({"active": true, "sub": "client", "aud": AUDIENCE, "exp": exp})
+            } else if let Some(key) = bound {
+                serde_json::json!({"active": true, "sub": key.token, "aud": AUDIENCE, "exp": exp,
+                    "token_type": "DPoP", "cnf": {"jkt": key.jkt()}})
             } else {
                 tokio::time::sleep(SLOW_ANSWER).await;
                 serde_json::json!({"active": false})
@@ -965,6 +1118,10 @@ struct Target {
     next: AtomicU64,
     /// Calls of the progress flood held, all workers together.
     floods: AtomicUsize,
+    /// Calls answered `200`, the DPoP attack's workers together.
+    accepted: AtomicU64,
+    /// Whether a DPoP attacker was refused yet (its share met).
+    refused: AtomicBool,
 }
 
 impl Target {
@@ -989,6 +1146,7 @@ impl Target {
                 (self.next() % ATTACKER_SUBJECTS as u64) as usize,
             ))),
             Auth::Introspection => bearer(Some(&format!("unknown-{}", self.next()))),
+            Auth::Dpop => DPOP_ATTACKER.lines(),
         }
     }
 
@@ -1013,7 +1171,7 @@ async fn soak(
         ..ScenarioReport::default()
     };
     let _ = Memory::reset_peak(pid);
-    let token = (scenario.auth != Auth::None).then_some(CLIENT_TOKEN);
+    let token = ClientAuth::of(scenario.auth);
     let failures = Arc::new(Counts::default());
     // Alone.
     let alone_stop = Arc::new(AtomicBool::new(false));
@@ -1034,6 +1192,8 @@ async fn soak(
         stop: stop.clone(),
         next: AtomicU64::new(0),
         floods: AtomicUsize::new(0),
+        accepted: AtomicU64::new(0),
+        refused: AtomicBool::new(false),
     });
     let attacks: Vec<(Attack, Arc<Counts>)> = scenario
         .attacks
@@ -1325,6 +1485,7 @@ async fn run_attack(attack: Attack, target: Arc<Target>, counts: Arc<Counts>) {
                 }
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
+            Attack::DpopProofs => dpop_proofs(&mut stream, id, &target, &counts).await,
             Attack::ProgressFlood => {
                 if target.floods.load(Ordering::Relaxed) >= MAX_FLOODS {
                     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -1466,6 +1627,56 @@ fn tls_connector(dir: &std::path::Path) -> Result<tokio_rustls::TlsConnector, St
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+}
+
+/// Up to 100 calls on `stream` with the attackers' DPoP token, each with
+/// a fresh valid proof, each counted by status, code and what the
+/// challenge or `data.limit` said; the first refusal after acceptances is
+/// also counted as where the attackers met their share.
+async fn dpop_proofs(stream: &mut TcpStream, id: u64, target: &Target, counts: &Counts) {
+    let mut buf = Vec::new();
+    for n in 0..100u64 {
+        let call = request(
+            id * 1000 + n,
+            "tools/call",
+            serde_json::json!({"name": "test_simple_text", "arguments": {}}),
+            &target.bearer(),
+            serde_json::json!({}),
+        );
+        if target.stopped() || stream.write_all(&call).await.is_err() {
+            break;
+        }
+        let Some((h, body)) = response(stream, &mut buf).await else {
+            counts.add("closed");
+            break;
+        };
+        let mut label = outcome(&h, &body);
+        if let Some(challenge) = h.header("www-authenticate") {
+            let error = challenge
+                .split("error=\"")
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .unwrap_or("");
+            let scheme = challenge.split(' ').next().unwrap_or("");
+            let _ = write!(label, " {scheme} {error}");
+        }
+        if let Some(after) = h.header("retry-after") {
+            let _ = write!(label, " Retry-After: {after}");
+        }
+        if h.status == 200 {
+            target.accepted.fetch_add(1, Ordering::Relaxed);
+        } else if !target.refused.swap(true, Ordering::Relaxed) {
+            counts.add(format!(
+                "first refusal after {} accepted: {label}",
+                target.accepted.load(Ordering::Relaxed)
+            ));
+        }
+        counts.add(label);
+        if h.status != 200 {
+            // Refused: let the window's places expire a little.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
 }
 
 /// The receive buffer of a connection that never reads.
@@ -1718,6 +1929,8 @@ mod tests {
             stop: Arc::new(AtomicBool::new(false)),
             next: AtomicU64::new(0),
             floods: AtomicUsize::new(0),
+            accepted: AtomicU64::new(0),
+            refused: AtomicBool::new(false),
         };
         let mut seen = std::collections::BTreeSet::new();
         for _ in 0..600 {

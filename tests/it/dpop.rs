@@ -629,3 +629,65 @@ async fn proofs_are_remembered_in_the_ledger_within_the_callers_share() {
     reply.rejected("Auth", 429, -32600, &json!("r-1"));
     assert_eq!(reply.header("retry-after"), "1");
 }
+
+// --- 403 to a DPoP request ----------------------------------------------------
+
+/// RFC 9449 §7.1: a request authenticated with the `DPoP` scheme and
+/// lacking a scope is answered 403 with a `DPoP` challenge
+/// (`insufficient_scope`, the scopes needed, `algs`, `resource_metadata`),
+/// not a Bearer one; -32600 with the request's id. Both places a 403 is
+/// made: the Auth stage (the server's required scope) and Dispatch (an
+/// item's scopes). A Bearer request on an allowed-mode server keeps the
+/// Bearer challenge.
+#[tokio::test]
+async fn a_dpop_request_lacking_a_scope_is_403_with_a_dpop_challenge() {
+    let world = World::new().await;
+    let writer = Tool::new("write_file")
+        .scopes(["files:write"])
+        .handler(|_: NoArgs, _| async { Ok(ToolResult::text("written")) });
+    let server = world.server_with(Dpop::allowed(), |b| b.tool(writer));
+
+    // A bound token without the server's required scope: the Auth stage.
+    let mut narrow = claims(&world.issuer.url);
+    narrow["cnf"] = json!({"jkt": thumbprint(&world.client)});
+    narrow["scope"] = json!("files:read");
+    let narrow = world.as_key.mint(&narrow);
+    let reply = send(&server, &narrow, &[&proof(&world.client, &narrow)]).await;
+    reply.rejected("Auth", 403, -32600, &json!("r-1"));
+    assert_eq!(
+        reply.header("www-authenticate"),
+        format!(
+            r#"DPoP error="insufficient_scope", scope="{SCOPE}", algs="{ALGS}", resource_metadata="{METADATA}""#
+        )
+    );
+
+    // The server's scope but not the tool's: Dispatch names both.
+    let call = |token: &str, scheme: &str| {
+        Req::modern("r-1", "tools/call")
+            .params(json!({"name": "write_file", "arguments": {}}))
+            .set("Authorization", format!("{scheme} {token}"))
+    };
+    let reply = validated(
+        &server,
+        call(&world.token, "DPoP").header("DPoP", proof(&world.client, &world.token)),
+    )
+    .await;
+    reply.rejected("Dispatch", 403, -32600, &json!("r-1"));
+    assert_eq!(
+        reply.header("www-authenticate"),
+        format!(
+            r#"DPoP error="insufficient_scope", scope="{SCOPE} files:write", algs="{ALGS}", resource_metadata="{METADATA}""#
+        )
+    );
+
+    // A Bearer request (allowed mode, an unbound token): the Bearer one.
+    let plain = world.unbound_token();
+    let reply = validated(&server, call(&plain, "Bearer")).await;
+    reply.rejected("Dispatch", 403, -32600, &json!("r-1"));
+    assert_eq!(
+        reply.header("www-authenticate"),
+        format!(
+            r#"Bearer error="insufficient_scope", scope="{SCOPE} files:write", resource_metadata="{METADATA}""#
+        )
+    );
+}

@@ -37,7 +37,7 @@ impl Stage for OutsideAuth {
             Err(AuthError::InsufficientScope { required }) => (
                 StatusCode::FORBIDDEN,
                 "forbidden: the token lacks a scope this request needs".to_owned(),
-                config.insufficient_scope_challenge(&required),
+                config.forbidden_challenge(ex.headers(), &required),
             ),
             Err(AuthError::Unavailable {
                 description,

@@ -113,11 +113,15 @@ pub(crate) async fn open_stream(ex: &mut Exchange<'_>) -> Response {
     let answer = server
         .surface
         .legacy_stream(ex.principal(), &caller, token, behind);
+    let dpop_scheme = server
+        .auth_config()
+        .is_some_and(|config| config.uses_dpop_scheme(ex.headers()));
     crate::stages::respond(
         answer,
         ex.rejector(),
         Era::Legacy,
         server.auth_config(),
+        dpop_scheme,
         None,
     )
     .await

@@ -1,7 +1,7 @@
 //! How a server presents itself as an OAuth 2.1 protected resource: the
 //! challenges of its `401`/`403` answers and its RFC 9728 metadata document.
 
-use http::HeaderValue;
+use http::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
 use super::dpop::{Dpop, DpopMode};
@@ -306,6 +306,61 @@ impl AuthConfig {
         challenge(&params)
     }
 
+    /// The `WWW-Authenticate` value of a `403` to a request authenticated
+    /// with the `DPoP` scheme (RFC 9449 §7.1: the challenge names the
+    /// scheme the request used): `DPoP error="insufficient_scope",
+    /// scope="…", algs="…", resource_metadata="…"`, each part but the
+    /// error only when configured.
+    #[must_use]
+    pub fn dpop_insufficient_scope_challenge(&self, required: &[String]) -> String {
+        let mut params = vec![format!("error={}", quoted("insufficient_scope"))];
+        if let Some(scope) = scope_list(required) {
+            params.push(format!("scope={}", quoted(&scope)));
+        }
+        if let Some(dpop) = &self.dpop {
+            params.push(format!("algs={}", quoted(&dpop.algs())));
+        }
+        if let Some(url) = self.metadata_url() {
+            params.push(format!("resource_metadata={}", quoted(&url)));
+        }
+        format!("DPoP {}", params.join(", "))
+    }
+
+    /// The `403` challenge for a request with these headers:
+    /// [`dpop_insufficient_scope_challenge`](Self::dpop_insufficient_scope_challenge)
+    /// when the request [uses the `DPoP` scheme](Self::uses_dpop_scheme),
+    /// [`insufficient_scope_challenge`](Self::insufficient_scope_challenge)
+    /// otherwise.
+    #[must_use]
+    pub fn forbidden_challenge(&self, headers: &HeaderMap, required: &[String]) -> String {
+        if self.uses_dpop_scheme(headers) {
+            self.dpop_insufficient_scope_challenge(required)
+        } else {
+            self.insufficient_scope_challenge(required)
+        }
+    }
+
+    /// Whether DPoP is configured and the request's one `Authorization`
+    /// header uses the `DPoP` scheme: a request that passed authentication
+    /// so was authenticated by DPoP (RFC 9449 §7.1).
+    #[must_use]
+    pub fn uses_dpop_scheme(&self, headers: &HeaderMap) -> bool {
+        let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
+        match (values.next(), values.next()) {
+            // The scheme: the first word, case-insensitive (RFC 9110 §11.1).
+            (Some(value), None) => {
+                self.dpop.is_some()
+                    && value
+                        .as_bytes()
+                        .trim_ascii_start()
+                        .split(|b| *b == b' ')
+                        .next()
+                        .is_some_and(|scheme| scheme.eq_ignore_ascii_case(b"dpop"))
+            }
+            _ => false,
+        }
+    }
+
     pub(crate) fn check(&self) -> Result<(), AuthConfigError> {
         if let Some(resource) = &self.resource {
             if split_url(resource).is_none() {
@@ -327,6 +382,7 @@ impl AuthConfig {
             self.unauthorized_challenge(),
             self.invalid_token_challenge("x"),
             self.insufficient_scope_challenge(&[]),
+            self.dpop_insufficient_scope_challenge(&[]),
             self.dpop_challenge("invalid_dpop_proof", "x"),
         ] {
             if HeaderValue::try_from(value.as_str()).is_err() {
@@ -430,6 +486,40 @@ mod tests {
             AuthConfig::new().insufficient_scope_challenge(&[]),
             r#"Bearer error="insufficient_scope""#
         );
+    }
+
+    /// RFC 9449 §7.1: the 403 names the scheme the request used; the
+    /// scheme is read case-insensitively, and only when DPoP is configured.
+    #[test]
+    fn a_403_to_a_dpop_request_is_challenged_with_the_dpop_scheme() {
+        let config = AuthConfig::new()
+            .resource("https://mcp.example.com/mcp")
+            .authorization_server("https://auth.example.com")
+            .dpop(Dpop::allowed().algorithms([crate::auth::algorithm::Algorithm::ES256]));
+        let headers = |value: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(http::header::AUTHORIZATION, value.parse().unwrap());
+            h
+        };
+        let dpop = r#"DPoP error="insufficient_scope", scope="admin", algs="ES256", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp""#;
+        for value in ["DPoP abc", "dpop abc", " DPOP abc"] {
+            assert!(config.uses_dpop_scheme(&headers(value)), "{value}");
+            assert_eq!(
+                config.forbidden_challenge(&headers(value), &["admin".into()]),
+                dpop
+            );
+        }
+        for value in ["Bearer abc", "DPoPx abc"] {
+            assert!(!config.uses_dpop_scheme(&headers(value)), "{value}");
+            assert!(
+                config
+                    .forbidden_challenge(&headers(value), &["admin".into()])
+                    .starts_with("Bearer error=\"insufficient_scope\"")
+            );
+        }
+        assert!(!config.uses_dpop_scheme(&HeaderMap::new()));
+        // Without DPoP configured, a DPoP scheme is no DPoP request.
+        assert!(!AuthConfig::new().uses_dpop_scheme(&headers("DPoP abc")));
     }
 
     #[test]

@@ -24,7 +24,10 @@
 //!   the JSON-RPC message carries the same description;
 //! * `403`, `-32600`, `WWW-Authenticate: Bearer error="insufficient_scope",
 //!   scope="…", resource_metadata="…"` when the principal lacks a required
-//!   scope (the configuration's, or the ones the authenticator names).
+//!   scope (the configuration's, or the ones the authenticator names); to a
+//!   request authenticated with the `DPoP` scheme, `DPoP
+//!   error="insufficient_scope", scope="…", algs="…", resource_metadata="…"`
+//!   (RFC 9449 §7.1).
 //! * `503`, `-32600`, `Retry-After` (whole seconds, at least 1) and no
 //!   challenge when the credentials cannot be judged now because a shared
 //!   place is full ([`AuthError::Unavailable`]: the cap of introspection
@@ -100,7 +103,7 @@ impl Stage for Auth {
             Err(AuthError::InsufficientScope { required }) => (
                 StatusCode::FORBIDDEN,
                 "forbidden: the token lacks a scope this request needs".into(),
-                config.insufficient_scope_challenge(&required),
+                config.forbidden_challenge(ex.headers(), &required),
             ),
             Err(
                 ref error @ (AuthError::Unavailable {

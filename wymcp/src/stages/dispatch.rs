@@ -117,10 +117,11 @@ impl Stage for Dispatch {
         };
         let answer = ex.server().surface.answer(call);
         let auth = ex.server().auth_config();
+        let dpop_scheme = auth.is_some_and(|config| config.uses_dpop_scheme(ex.headers()));
         // A streamed answer's handler holds the params parsed from the body:
         // the body's place in the ledger goes with it.
         let body = ex.take_body_place();
-        Flow::Answer(respond(answer, rejector, era, auth, body).await)
+        Flow::Answer(respond(answer, rejector, era, auth, dpop_scheme, body).await)
     }
 }
 
@@ -153,10 +154,13 @@ pub(crate) async fn respond(
     rejector: Rejector,
     era: Era,
     auth: Option<&AuthConfig>,
+    dpop_scheme: bool,
     body: Option<Place>,
 ) -> Response {
     match answer {
-        Answer::Forbidden { what, scopes } => forbidden(&rejector, auth, &what, &scopes),
+        Answer::Forbidden { what, scopes } => {
+            forbidden(&rejector, auth, dpop_scheme, &what, &scopes)
+        }
         Answer::Accepted => reply::accepted(),
         Answer::Done(outcome, Session::Unchanged) => finished(outcome, &rejector, era),
         Answer::Done(outcome, Session::Issued(token)) => {
@@ -203,10 +207,13 @@ fn refusal(rejector: &Rejector, refused: Refused) -> Response {
 /// `403` `insufficient_scope` for a call of `what`, whose item requires
 /// `scopes`: the challenge and the message name every scope the call
 /// needs, the server's own first (SEP-2350: one challenge, all scopes), in
-/// both eras (an HTTP answer, as the Auth stage's).
+/// both eras (an HTTP answer, as the Auth stage's). The challenge is the
+/// `DPoP` one when the request was authenticated with that scheme
+/// (`dpop_scheme`, RFC 9449 §7.1), the Bearer one otherwise.
 fn forbidden(
     rejector: &Rejector,
     auth: Option<&AuthConfig>,
+    dpop_scheme: bool,
     what: &str,
     scopes: &[String],
 ) -> Response {
@@ -217,6 +224,7 @@ fn forbidden(
         }
     }
     let challenge = match auth {
+        Some(config) if dpop_scheme => config.dpop_insufficient_scope_challenge(&required),
         Some(config) => config.insufficient_scope_challenge(&required),
         None => AuthConfig::new().insufficient_scope_challenge(&required),
     };
