@@ -292,6 +292,8 @@ pub struct SchemaFns {
 #[allow(missing_debug_implementations)]
 pub struct Probe<T: ?Sized>(std::marker::PhantomData<T>);
 
+// Only generated code makes one, by name: `Default` would add nothing.
+#[allow(clippy::new_without_default)]
 impl<T: ?Sized> Probe<T> {
     /// The probe of `T`.
     #[must_use]
