@@ -257,3 +257,101 @@ pub fn prompt_fallible<E: Into<HandlerError>>(
 pub fn prompt_infallible(result: PromptResult) -> Result<PromptResult, HandlerError> {
     Ok(result)
 }
+
+/// The schema of a generated arguments struct's field, through
+/// [`SchemaOf`]: its type's own `JsonSchema`, every method passed through
+/// (so the schema, its `$ref`s and whether the property is required are
+/// the type's), when the type has one. When it has none, the macro's
+/// check at the parameter reports it, once; this still compiles, so no
+/// derive or handler bound reports it again.
+#[allow(missing_debug_implementations)]
+pub struct SchemaOf<L: ?Sized>(std::marker::PhantomData<L>);
+
+/// A parameter's place in the arguments struct: [`SchemaFns`] of its type,
+/// picked by [`ProbeSchema`] / [`ProbeNoSchema`].
+pub trait SchemaVia {
+    /// The type's schema functions.
+    fn fns() -> SchemaFns;
+}
+
+/// What `JsonSchema` answers for one type.
+#[derive(Clone, Copy)]
+#[allow(missing_debug_implementations)]
+pub struct SchemaFns {
+    inline: fn() -> bool,
+    name: fn() -> std::borrow::Cow<'static, str>,
+    id: fn() -> std::borrow::Cow<'static, str>,
+    schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+    non_optional: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+    is_option: fn() -> bool,
+}
+
+/// `(&Probe::<T>::new()).schema_fns()`: `T`'s schema when `T` has one
+/// ([`ProbeSchema`]), else a placeholder ([`ProbeNoSchema`]; the build
+/// fails at the macro's check then, so it is never used).
+#[allow(missing_debug_implementations)]
+pub struct Probe<T: ?Sized>(std::marker::PhantomData<T>);
+
+// Only generated code makes one, by name: `Default` would add nothing.
+#[allow(clippy::new_without_default)]
+impl<T: ?Sized> Probe<T> {
+    /// The probe of `T`.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self(std::marker::PhantomData)
+    }
+}
+
+/// The probe of a type with a schema.
+pub trait ProbeSchema {
+    /// The type's schema functions.
+    fn schema_fns(&self) -> SchemaFns;
+}
+
+impl<T: schemars::JsonSchema + ?Sized> ProbeSchema for Probe<T> {
+    fn schema_fns(&self) -> SchemaFns {
+        SchemaFns {
+            inline: T::inline_schema,
+            name: T::schema_name,
+            id: T::schema_id,
+            schema: T::json_schema,
+            non_optional: T::_schemars_private_non_optional_json_schema,
+            is_option: T::_schemars_private_is_option,
+        }
+    }
+}
+
+/// The probe of a type without one.
+pub trait ProbeNoSchema {
+    /// A placeholder's schema functions.
+    fn schema_fns(&self) -> SchemaFns;
+}
+
+impl<T: ?Sized> ProbeNoSchema for &Probe<T> {
+    fn schema_fns(&self) -> SchemaFns {
+        Probe::<()>::new().schema_fns()
+    }
+}
+
+impl<L: SchemaVia + ?Sized> schemars::JsonSchema for SchemaOf<L> {
+    fn inline_schema() -> bool {
+        (L::fns().inline)()
+    }
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        (L::fns().name)()
+    }
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        (L::fns().id)()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        (L::fns().schema)(generator)
+    }
+    fn _schemars_private_non_optional_json_schema(
+        generator: &mut schemars::SchemaGenerator,
+    ) -> schemars::Schema {
+        (L::fns().non_optional)(generator)
+    }
+    fn _schemars_private_is_option() -> bool {
+        (L::fns().is_option)()
+    }
+}

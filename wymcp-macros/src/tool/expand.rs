@@ -414,14 +414,7 @@ fn builder(tool: &ToolFn, in_impl: bool) -> TokenStream {
     let context = Ident::new("context", Span::mixed_site());
     let state = Ident::new("state", Span::mixed_site());
 
-    let fields: Vec<_> = tool
-        .params
-        .iter()
-        .filter_map(|param| match param {
-            Param::Arg { ident, ty, docs } => Some(quote!(#(#docs)* #ident: #ty)),
-            _ => None,
-        })
-        .collect();
+    let (fields, schema_checks) = argument_fields(&tool.params, &format!("the tool `{name}`"));
     let whole = tool.params.iter().find_map(|param| match param {
         Param::Whole { ty } => Some(ty),
         _ => None,
@@ -439,6 +432,7 @@ fn builder(tool: &ToolFn, in_impl: bool) -> TokenStream {
             struct #struct_ident {
                 #(#fields,)*
             }
+            #schema_checks
         };
         (definition, struct_ident.into_token_stream())
     };
@@ -548,6 +542,58 @@ fn builder(tool: &ToolFn, in_impl: bool) -> TokenStream {
             #built
         }
     }
+}
+
+/// The fields of a generated arguments struct, and beside them, for each,
+/// the check that its type has a JSON schema, at the type: one error per
+/// parameter without one, naming it, `what` (`the tool `search``) and the
+/// derive to add. The field's schema goes through
+/// `::wymcp::__private::SchemaOf`, which passes its type's `JsonSchema`
+/// through when it has one and compiles when it has none, so neither the
+/// struct's derive nor the handler's bound reports it again.
+pub(super) fn argument_fields(params: &[Param], what: &str) -> (Vec<TokenStream>, TokenStream) {
+    let mut fields = Vec::new();
+    let mut checks = TokenStream::new();
+    for param in params {
+        let Param::Arg { ident, ty, docs } = param else {
+            continue;
+        };
+        let bare = ident.unraw();
+        let via = format_ident!("__WymcpSchemaOf_{}", bare, span = Span::call_site());
+        let check = format_ident!("__WymcpHasSchema_{}", bare, span = Span::call_site());
+        let with = format!("::wymcp::__private::SchemaOf<{via}>");
+        fields.push(quote! {
+            #(#docs)*
+            #[schemars(with = #with)]
+            #ident: #ty
+        });
+        let message = format!("the parameter `{bare}` of {what} has no JSON schema");
+        let label = "`{Self}` does not implement `JsonSchema`";
+        let note = "add `#[derive(schemars::JsonSchema)]` to the type's definition (for an \
+                    `Option<T>` or a `Vec<T>`, to `T`'s)";
+        let assert = quote_spanned!(ty.span()=> let () = <#ty as #check>::HAS;);
+        checks.extend(quote! {
+            #[allow(non_camel_case_types)]
+            struct #via;
+            impl ::wymcp::__private::SchemaVia for #via {
+                fn fns() -> ::wymcp::__private::SchemaFns {
+                    #[allow(unused_imports)]
+                    use ::wymcp::__private::{ProbeNoSchema as _, ProbeSchema as _};
+                    (&::wymcp::__private::Probe::<#ty>::new()).schema_fns()
+                }
+            }
+            #[allow(non_camel_case_types)]
+            #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
+            trait #check {
+                const HAS: ();
+            }
+            impl<T: ?::std::marker::Sized + ::wymcp::__private::schemars::JsonSchema> #check for T {
+                const HAS: () = ();
+            }
+            #assert
+        });
+    }
+    (fields, checks)
 }
 
 /// `add_note` → `AddNote`.

@@ -34,6 +34,15 @@ pub enum Which {
 
 impl Which {
     /// The attribute's name.
+    /// What it serves, for messages: `prompt`, `resource template`, `resource`.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Which::Resource => "resource",
+            Which::Template => "resource template",
+            Which::Prompt => "prompt",
+        }
+    }
+
     pub fn tag(self) -> &'static str {
         match self {
             Which::Resource => RESOURCE,
@@ -391,14 +400,10 @@ impl Other {
         let state = Ident::new("state", Span::mixed_site());
         let uri = Ident::new("uri", Span::mixed_site());
 
-        let fields: Vec<_> = function
-            .params
-            .iter()
-            .filter_map(|param| match param {
-                Param::Arg { ident, ty, docs } => Some(quote!(#(#docs)* #ident: #ty)),
-                _ => None,
-            })
-            .collect();
+        let (fields, schema_checks) = super::expand::argument_fields(
+            &function.params,
+            &format!("the {} `{name}`", self.which.noun()),
+        );
         let whole = function.params.iter().find_map(|param| match param {
             Param::Whole { ty } => Some(ty),
             _ => None,
@@ -416,6 +421,7 @@ impl Other {
                 struct #struct_ident {
                     #(#fields,)*
                 }
+                #schema_checks
             };
             (definition, struct_ident.into_token_stream())
         };
