@@ -571,7 +571,8 @@ pub(super) fn argument_fields(params: &[Param], what: &str) -> (Vec<TokenStream>
         let label = "`{Self}` does not implement `JsonSchema`";
         let note = "add `#[derive(schemars::JsonSchema)]` to the type's definition (for an \
                     `Option<T>` or a `Vec<T>`, to `T`'s)";
-        let assert = quote_spanned!(ty.span()=> let () = <#ty as #check>::HAS;);
+        let leaf = schema_leaf(ty);
+        let assert = quote_spanned!(leaf.span()=> let () = <#leaf as #check>::HAS;);
         checks.extend(quote! {
             #[allow(non_camel_case_types)]
             struct #via;
@@ -594,6 +595,50 @@ pub(super) fn argument_fields(params: &[Param], what: &str) -> (Vec<TokenStream>
         });
     }
     (fields, checks)
+}
+
+/// The type whose schema decides a parameter's: `T` of an `Option<T>` or a
+/// `Vec<T>` (nested too), else the type itself. The check is asserted on
+/// it so that the error names the parameter: asserted on `Option<T>`,
+/// rustc would report `T`'s missing bound in its own words instead. Sound
+/// because schemars implements `JsonSchema` for `Option<T>` and `Vec<T>`
+/// exactly when `T` has it; only the prelude's spellings (`Option`,
+/// `Vec`, and their `std::`/`core::`/`alloc::` paths) are peeled.
+fn schema_leaf(ty: &syn::Type) -> &syn::Type {
+    let syn::Type::Path(path) = ty else {
+        return ty;
+    };
+    if path.qself.is_some() {
+        return ty;
+    }
+    let names: Vec<String> = path
+        .path
+        .segments
+        .iter()
+        .map(|segment| segment.ident.to_string())
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let peeled = matches!(
+        names.as_slice(),
+        ["Option" | "Vec"] | ["std" | "core", "option", "Option"] | ["std" | "alloc", "vec", "Vec"]
+    );
+    if !peeled || path.path.leading_colon.is_some() && names.len() == 1 {
+        return ty;
+    }
+    let Some(last) = path.path.segments.last() else {
+        return ty;
+    };
+    let syn::PathArguments::AngleBracketed(arguments) = &last.arguments else {
+        return ty;
+    };
+    let mut types = arguments.args.iter().filter_map(|argument| match argument {
+        syn::GenericArgument::Type(inner) => Some(inner),
+        _ => None,
+    });
+    match (types.next(), types.next(), arguments.args.len()) {
+        (Some(inner), None, 1) => schema_leaf(inner),
+        _ => ty,
+    }
 }
 
 /// `add_note` → `AddNote`.
