@@ -414,45 +414,20 @@ fn builder(tool: &ToolFn, in_impl: bool) -> TokenStream {
     let context = Ident::new("context", Span::mixed_site());
     let state = Ident::new("state", Span::mixed_site());
 
-    let (fields, schema_checks) = argument_fields(&tool.params, &format!("the tool `{name}`"));
-    let whole = tool.params.iter().find_map(|param| match param {
-        Param::Whole { ty } => Some(ty),
-        _ => None,
-    });
-    let (definition, argument_type) = if let Some(ty) = whole {
-        (TokenStream::new(), ty.to_token_stream())
-    } else if fields.is_empty() {
-        (TokenStream::new(), quote!(::wymcp::NoArgs))
-    } else {
-        let struct_ident = format_ident!("{}Arguments", camel(&ident.unraw().to_string()));
-        let definition = quote! {
-            #[derive(::wymcp::__private::serde::Deserialize, ::wymcp::__private::schemars::JsonSchema)]
-            #[serde(crate = "::wymcp::__private::serde")]
-            #[schemars(crate = "::wymcp::__private::schemars")]
-            struct #struct_ident {
-                #(#fields,)*
-            }
-            #schema_checks
-        };
-        (definition, struct_ident.into_token_stream())
-    };
-
-    let passed = tool.params.iter().map(|param| match param {
-        Param::Arg { ident, .. } => quote!(#arguments.#ident),
-        Param::Whole { .. } => quote!(#arguments),
-        Param::Context { by_ref: true } => quote!(&#context),
-        Param::Context { by_ref: false } => quote!(#context),
-    });
-    let (take_state, call) = if tool.method {
-        (
-            quote!(let #state = ::wymcp::__private::state_of::<Self>(&#context);),
-            quote!(#state.#ident(#(#passed),*)),
-        )
-    } else if in_impl {
-        (TokenStream::new(), quote!(Self::#ident(#(#passed),*)))
-    } else {
-        (TokenStream::new(), quote!(#ident(#(#passed),*)))
-    };
+    let Invocation {
+        definition,
+        argument_type,
+        arguments_pattern,
+        take_state,
+        call,
+    } = invocation(
+        &tool.params,
+        ident,
+        tool.method,
+        in_impl,
+        &format!("the tool `{name}`"),
+        (&arguments, &context, &state),
+    );
     // The handler's bounds on the answer are reported at the return type too.
     let output_span = match &tool.answer {
         Answer::Fallible(ty) | Answer::Infallible(ty) => ty.span(),
@@ -514,11 +489,6 @@ fn builder(tool: &ToolFn, in_impl: bool) -> TokenStream {
             .params
             .iter()
             .any(|p| matches!(p, Param::Context { .. }));
-    let arguments_pattern = if whole.is_some() || !fields.is_empty() {
-        arguments.to_token_stream()
-    } else {
-        quote!(_)
-    };
     let context_pattern = if uses_context {
         context.to_token_stream()
     } else {
@@ -541,6 +511,84 @@ fn builder(tool: &ToolFn, in_impl: bool) -> TokenStream {
             #definition
             #built
         }
+    }
+}
+
+/// What a generated handler makes of its function's parameters: the
+/// arguments struct (`definition`, none when the function takes one
+/// `#[args]` type whole or nothing), the type the handler reads its
+/// arguments into, the state it takes for a `&self` method, and the call.
+pub(super) struct Invocation {
+    pub(super) definition: TokenStream,
+    pub(super) argument_type: TokenStream,
+    /// The closure's pattern for its arguments: `_` when it takes none.
+    pub(super) arguments_pattern: TokenStream,
+    pub(super) take_state: TokenStream,
+    pub(super) call: TokenStream,
+}
+
+/// The [`Invocation`] of the function `ident` with `params`, for `what`
+/// (`the tool `search``, named by the schema checks' errors): `method`
+/// when it takes `&self`, `in_impl` when it sits in the impl (a function
+/// without `&self` is then called as `Self::NAME`); `names` are the
+/// handler closure's `arguments`, `context` and `state` idents.
+pub(super) fn invocation(
+    params: &[Param],
+    ident: &Ident,
+    method: bool,
+    in_impl: bool,
+    what: &str,
+    (arguments, context, state): (&Ident, &Ident, &Ident),
+) -> Invocation {
+    let (fields, schema_checks) = argument_fields(params, what);
+    let whole = params.iter().find_map(|param| match param {
+        Param::Whole { ty } => Some(ty),
+        _ => None,
+    });
+    let (definition, argument_type) = if let Some(ty) = whole {
+        (TokenStream::new(), ty.to_token_stream())
+    } else if fields.is_empty() {
+        (TokenStream::new(), quote!(::wymcp::NoArgs))
+    } else {
+        let struct_ident = format_ident!("{}Arguments", camel(&ident.unraw().to_string()));
+        let definition = quote! {
+            #[derive(::wymcp::__private::serde::Deserialize, ::wymcp::__private::schemars::JsonSchema)]
+            #[serde(crate = "::wymcp::__private::serde")]
+            #[schemars(crate = "::wymcp::__private::schemars")]
+            struct #struct_ident {
+                #(#fields,)*
+            }
+            #schema_checks
+        };
+        (definition, struct_ident.into_token_stream())
+    };
+    let passed = params.iter().map(|param| match param {
+        Param::Arg { ident, .. } => quote!(#arguments.#ident),
+        Param::Whole { .. } => quote!(#arguments),
+        Param::Context { by_ref: true } => quote!(&#context),
+        Param::Context { by_ref: false } => quote!(#context),
+    });
+    let (take_state, call) = if method {
+        (
+            quote!(let #state = ::wymcp::__private::state_of::<Self>(&#context);),
+            quote!(#state.#ident(#(#passed),*)),
+        )
+    } else if in_impl {
+        (TokenStream::new(), quote!(Self::#ident(#(#passed),*)))
+    } else {
+        (TokenStream::new(), quote!(#ident(#(#passed),*)))
+    };
+    let arguments_pattern = if whole.is_some() || !fields.is_empty() {
+        arguments.to_token_stream()
+    } else {
+        quote!(_)
+    };
+    Invocation {
+        definition,
+        argument_type,
+        arguments_pattern,
+        take_state,
+        call,
     }
 }
 

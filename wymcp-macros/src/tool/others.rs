@@ -400,45 +400,20 @@ impl Other {
         let state = Ident::new("state", Span::mixed_site());
         let uri = Ident::new("uri", Span::mixed_site());
 
-        let (fields, schema_checks) = super::expand::argument_fields(
+        let super::expand::Invocation {
+            definition,
+            argument_type,
+            arguments_pattern,
+            take_state,
+            call,
+        } = super::expand::invocation(
             &function.params,
+            ident,
+            function.method,
+            true,
             &format!("the {} `{name}`", self.which.noun()),
+            (&arguments, &context, &state),
         );
-        let whole = function.params.iter().find_map(|param| match param {
-            Param::Whole { ty } => Some(ty),
-            _ => None,
-        });
-        let (definition, argument_type) = if let Some(ty) = whole {
-            (TokenStream::new(), ty.to_token_stream())
-        } else if fields.is_empty() {
-            (TokenStream::new(), quote!(::wymcp::NoArgs))
-        } else {
-            let struct_ident = format_ident!("{}Arguments", camel(&ident.unraw().to_string()));
-            let definition = quote! {
-                #[derive(::wymcp::__private::serde::Deserialize, ::wymcp::__private::schemars::JsonSchema)]
-                #[serde(crate = "::wymcp::__private::serde")]
-                #[schemars(crate = "::wymcp::__private::schemars")]
-                struct #struct_ident {
-                    #(#fields,)*
-                }
-                #schema_checks
-            };
-            (definition, struct_ident.into_token_stream())
-        };
-        let passed = function.params.iter().map(|param| match param {
-            Param::Arg { ident, .. } => quote!(#arguments.#ident),
-            Param::Whole { .. } => quote!(#arguments),
-            Param::Context { by_ref: true } => quote!(&#context),
-            Param::Context { by_ref: false } => quote!(#context),
-        });
-        let (take_state, call) = if function.method {
-            (
-                quote!(let #state = ::wymcp::__private::state_of::<Self>(&#context);),
-                quote!(#state.#ident(#(#passed),*)),
-            )
-        } else {
-            (TokenStream::new(), quote!(Self::#ident(#(#passed),*)))
-        };
         let (ty, fallible) = match &function.answer {
             Answer::Fallible(ty) => (ty, true),
             Answer::Infallible(ty) => (ty, false),
@@ -495,11 +470,6 @@ impl Other {
             quote!(_)
         };
         let doc;
-        let arguments_pattern = if whole.is_some() || !fields.is_empty() {
-            arguments.to_token_stream()
-        } else {
-            quote!(_)
-        };
         let handler_tokens = match self.which {
             Which::Resource | Which::Template => {
                 let mime_type = self.keys.mime_type.as_ref().map_or_else(
@@ -585,18 +555,4 @@ impl Other {
             }
         }
     }
-}
-
-/// `add_note` → `AddNote`.
-fn camel(snake: &str) -> String {
-    snake
-        .split('_')
-        .filter(|part| !part.is_empty())
-        .map(|part| {
-            let mut chars = part.chars();
-            chars.next().map_or_else(String::new, |first| {
-                first.to_uppercase().chain(chars).collect()
-            })
-        })
-        .collect()
 }
