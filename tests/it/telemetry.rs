@@ -296,3 +296,81 @@ async fn everything_serves_metrics_that_count_the_calls_made() {
     assert!(text.contains("# TYPE wymcp_tasks gauge"));
     assert_eq!(server.panics(), 0);
 }
+
+/// Sends `req` (a [`Req`](crate::support::Req), its standard headers) on
+/// `conn` as raw HTTP to `host`, and answers its JSON.
+async fn raw(conn: &mut RawConn, host: &str, req: &crate::support::Req) -> Value {
+    let mut request = RawRequest::post("/mcp").host(host);
+    for (name, value) in req.headers() {
+        if !name.eq_ignore_ascii_case("host") {
+            request = request.header(name, value);
+        }
+    }
+    let body = serde_json::to_vec(req.message()).unwrap();
+    let answer = conn.request(&request.body(body)).await;
+    assert_eq!(
+        answer.status,
+        200,
+        "{:?}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    answer.json()
+}
+
+/// Rule (issue 24 §2, "task counts by state"): `wymcp.tasks.statuses`
+/// counts the tasks that reached each status, where the change was
+/// written: a task created (`working`) and finished (`completed`) is one of
+/// each, and no other status is counted.
+#[tokio::test]
+async fn everything_counts_the_statuses_its_tasks_reach() {
+    use crate::tasks::{call, task_method};
+    let server = Everything::start(&["--metrics", "127.0.0.1:0"], &[]);
+    let host = server.addr().to_string();
+    let mut conn = RawConn::connect(server.addr()).await;
+    let created = raw(
+        &mut conn,
+        &host,
+        &call(1, "slow_compute", json!({"seconds": 0, "label": "metrics"})),
+    )
+    .await;
+    let task = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no task: {created}"))
+        .to_owned();
+    let mut status = String::new();
+    for attempt in 0..200 {
+        let got = raw(
+            &mut conn,
+            &host,
+            &task_method(100 + attempt, "tasks/get", &task),
+        )
+        .await;
+        status = got["result"]["status"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if status == "completed" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(status, "completed");
+
+    let mut scrape = RawConn::connect(server.metrics_addr()).await;
+    let metrics = scrape
+        .request(&RawRequest::new("GET", "/metrics").host(server.metrics_addr().to_string()))
+        .await;
+    let text = String::from_utf8(metrics.body).unwrap();
+    let statuses = "wymcp_tasks_statuses_total";
+    for (status, want) in [
+        ("working", Some(1.0)),
+        ("completed", Some(1.0)),
+        ("failed", None),
+    ] {
+        assert_eq!(
+            sample(&text, statuses, &[("wymcp_task_status", status)]),
+            want,
+            "{status}: {text}"
+        );
+    }
+}

@@ -14,6 +14,7 @@
 //! | `wymcp.ledger.cap` | gauge | `wymcp.ledger.kind` |
 //! | `wymcp.listen.streams` | gauge, `{stream}` | `wymcp.era` (`2026`: `subscriptions/listen`; `2025`: GET streams) |
 //! | `wymcp.tasks` | gauge, `{task}` | `wymcp.task.state` (`running`: handlers running on this replica; `stored`: records it stores) |
+//! | `wymcp.tasks.statuses` | counter, `{task}` | `wymcp.task.status` (`working` at creation, then each status a task reaches: `input_required`, `working` again, `completed`, `failed`, `cancelled`), counted on the replica that wrote the change |
 //!
 //! Every attribute value is one of a fixed set or a name the server
 //! registered: no text a client sends makes a time series of its own.
@@ -22,8 +23,12 @@
 //! receipt to the response's head; a rejection by any stage counts once
 //! (every JSON-RPC error goes through the one rejection sender, so
 //! `Dispatch` counts method errors such as an unknown tool). The stdio
-//! transport records no metrics yet. Tasks are counted as the ledger
-//! holds them (running, stored), not by their protocol status.
+//! transport records no metrics yet. Tasks are counted both as the ledger
+//! holds them now (running, stored) and by the protocol statuses they
+//! reach: each status change is a compare-and-set on the task store, and
+//! only a write the store accepted is counted, once, by the replica that
+//! made it (replicas sharing a Redis store each count their own writes;
+//! sum them). A record that expires is not counted again.
 //!
 //! The gauges' callbacks hold the server's ledger for as long as the meter
 //! provider lives: a process that builds many servers against one SDK

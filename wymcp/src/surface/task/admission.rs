@@ -277,6 +277,10 @@ pub(crate) struct Tasks {
     pub(super) stored: Mutex<Stored>,
     /// Whether the store is in an outage: one warning per outage.
     pub(super) outage: Outage,
+    /// `wymcp.tasks.statuses`: the tasks that reached each status, counted
+    /// where the change was written (feature `metrics`).
+    #[cfg(feature = "metrics")]
+    statuses: opentelemetry::metrics::Counter<u64>,
 }
 
 impl fmt::Debug for Tasks {
@@ -307,7 +311,35 @@ impl Tasks {
             ledger,
             stored: Mutex::default(),
             outage: Outage::default(),
+            #[cfg(feature = "metrics")]
+            statuses: opentelemetry::global::meter_with_scope(
+                opentelemetry::InstrumentationScope::builder("wymcp")
+                    .with_version(env!("CARGO_PKG_VERSION"))
+                    .build(),
+            )
+            .u64_counter("wymcp.tasks.statuses")
+            .with_unit("{task}")
+            .with_description(
+                "Tasks that reached each status (working at creation), counted on the \
+                 replica that wrote the change",
+            )
+            .build(),
         }
+    }
+
+    /// Counts a task reaching `status` (a write the store accepted).
+    #[cfg_attr(not(feature = "metrics"), allow(clippy::unused_self))]
+    pub(super) fn reached(&self, status: super::record::Status) {
+        #[cfg(feature = "metrics")]
+        self.statuses.add(
+            1,
+            &[opentelemetry::KeyValue::new(
+                "wymcp.task.status",
+                status.name(),
+            )],
+        );
+        #[cfg(not(feature = "metrics"))]
+        let _ = status;
     }
 
     fn stored(&self) -> std::sync::MutexGuard<'_, Stored> {

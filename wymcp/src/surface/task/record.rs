@@ -30,6 +30,18 @@ impl Status {
     pub(super) fn terminal(self) -> bool {
         matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
     }
+
+    /// Its wire spelling.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Status::Working => "working",
+            Status::InputRequired => "input_required",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+        }
+    }
 }
 
 /// What a store keeps of a task (the bytes of its [`TaskEntry`]).
@@ -186,6 +198,7 @@ impl Tasks {
             let Some((entry, mut record)) = self.load(id).await? else {
                 return Ok(None);
             };
+            let before = record.status;
             if caller.is_some_and(|c| c != record.owner) {
                 return Ok(None);
             }
@@ -207,6 +220,9 @@ impl Tasks {
                 data = serde_json::to_vec(&record).unwrap_or_default();
             }
             if self.timed(self.store.replace(entry.next(data))).await? {
+                if record.status != before {
+                    self.reached(record.status);
+                }
                 return Ok(Some(record));
             }
         }

@@ -114,7 +114,10 @@ impl Tasks {
             let expires = now.saturating_add(ttl);
             let entry = TaskEntry::new(id.clone(), expires, data);
             match tasks.attempt(tasks.store.insert_for(entry, quota)).await {
-                Ok(()) => tasks.keep_record(place, expires),
+                Ok(()) => {
+                    tasks.keep_record(place, expires);
+                    tasks.reached(Status::Working);
+                }
                 // A store shared by replicas holds the share across them.
                 Err(TaskStoreError::CallerFull(_)) => {
                     return tasks.refused(Refusal::Share(Kind::StoredTasks));
