@@ -280,7 +280,7 @@ pub(crate) struct Tasks {
     /// `wymcp.tasks.statuses`: the tasks that reached each status, counted
     /// where the change was written (feature `metrics`).
     #[cfg(feature = "metrics")]
-    statuses: opentelemetry::metrics::Counter<u64>,
+    pub(super) statuses: opentelemetry::metrics::Counter<u64>,
 }
 
 impl fmt::Debug for Tasks {
@@ -325,21 +325,6 @@ impl Tasks {
             )
             .build(),
         }
-    }
-
-    /// Counts a task reaching `status` (a write the store accepted).
-    #[cfg_attr(not(feature = "metrics"), allow(clippy::unused_self))]
-    pub(super) fn reached(&self, status: super::record::Status) {
-        #[cfg(feature = "metrics")]
-        self.statuses.add(
-            1,
-            &[opentelemetry::KeyValue::new(
-                "wymcp.task.status",
-                status.name(),
-            )],
-        );
-        #[cfg(not(feature = "metrics"))]
-        let _ = status;
     }
 
     fn stored(&self) -> std::sync::MutexGuard<'_, Stored> {

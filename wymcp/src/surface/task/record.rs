@@ -185,6 +185,21 @@ impl Tasks {
         }
     }
 
+    /// Counts a task reaching `status` (a write the store accepted).
+    #[cfg_attr(not(feature = "metrics"), allow(clippy::unused_self))]
+    pub(super) fn reached(&self, status: Status) {
+        #[cfg(feature = "metrics")]
+        self.statuses.add(
+            1,
+            &[opentelemetry::KeyValue::new(
+                "wymcp.task.status",
+                status.name(),
+            )],
+        );
+        #[cfg(not(feature = "metrics"))]
+        let _ = status;
+    }
+
     /// The task `id` of `caller`, changed by `change` (which says whether
     /// it changed anything), written back with a compare-and-set that is
     /// tried again on a lost race; `None` when there is no such task.
