@@ -1,6 +1,7 @@
-//! The hot path on `examples/everything` (issue 15): a small `tools/call`
-//! of its `test_simple_text` tool against a floor that serialises exactly
-//! the bytes everything answers, and rmcp serving the same tool; one
+//! The hot path on `examples/everything` (issues 15 and 26): a small
+//! `tools/call` of its `test_simple_text` tool against two floors writing
+//! exactly the bytes everything answers (one parsing and serialising, one
+//! copying), and rmcp serving the same tool; one
 //! request failing each stage of the chain (origin, auth, headers,
 //! validation) against the served request of the same server in the same
 //! run; and the small call with the servers on one core and on two (for
@@ -11,13 +12,25 @@
 //! `#[tokio::main]`; the floor and rmcp as `wymcp-bench hotpath serve`),
 //! whose workers follow the cores it is pinned to. The servers:
 //!
-//! * `floor`: [`servers::floor_serving`], given the `result` everything
-//!   answered to the small call, checked byte for byte before measuring;
+//! * `floor`, "floor (Value)" in the reports: [`servers::floor_serving`],
+//!   given the `result` everything answered to the small call, checked byte
+//!   for byte before measuring: it parses the body into a `Value` and
+//!   serialises the answer, what the smallest real server does;
+//! * `floor-copy`: [`servers::floor_copy`], given everything's whole answer
+//!   to the small call (the harness's requests carry a fixed id), copied
+//!   per request without parsing anything, checked the same way;
 //! * `everything`: the example as it ships, no auth;
 //! * `everything-auth`: the example with `--static-token`, a
 //!   `wymcp::auth::StaticTokens` authenticator (every request of every
 //!   scenario carries that token, so its served call pays for auth);
+//! * `everything-metrics` (`--instructions` only): the example with
+//!   `--metrics 127.0.0.1:0`, its Prometheus metrics recorded per request;
 //! * `rmcp`: rmcp 3.11, stateless JSON, its `test_simple_text`.
+//!
+//! Two measures: CPU time per request under `oha` load (the default), and
+//! with `--instructions`, user-space instructions per request, each server
+//! under callgrind ([`crate::callgrind`]): a warm-up, the counters zeroed,
+//! the scenario's requests over a few keep-alive connections, a dump.
 //!
 //! `wymcp-bench hotpath --everything PATH` runs it (`scripts/bench
 //! --hotpath`); BENCHMARKS.md reads the table.
@@ -32,6 +45,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::callgrind;
 use crate::payload::{ENDPOINT, REVISION, Request};
 use crate::procfs::{self, Stat};
 use crate::report::{Run, ServerResult};
@@ -45,14 +59,43 @@ const USAGE: &str = "usage:
   wymcp-bench hotpath --everything PATH [--oha PATH] [--quick] [--runs N] [--seconds S]
                       [--warmup S] [--connections C] [--only SCENARIO,…] [--cores 1,2]
                       [--malloc-tunables GLIBC_TUNABLES] [--json FILE] [--markdown FILE]
-  wymcp-bench hotpath serve floor|rmcp [--answer FILE] [--addr 127.0.0.1:0]
+  wymcp-bench hotpath --instructions --everything PATH [--oha PATH] [--quick]
+                      [--warmup-requests W] [--requests N] [--connections C] [--with-rmcp]
+                      [--only SCENARIO,…] [--malloc-tunables GLIBC_TUNABLES] [--json FILE]
+                      [--markdown FILE]
+  wymcp-bench hotpath serve floor|floor-copy|rmcp [--answer FILE] [--addr 127.0.0.1:0]
 
 scenarios: simple_call, reject_origin, reject_auth, reject_headers, reject_validation
 (--cores 1,2 also runs simple_call with the servers and oha on one core, and with the
-servers on both cores: the scaling rows)";
+servers on both cores: the scaling rows)
+--instructions: each server under callgrind, W warm-up requests (2000; --quick 50), the
+counters zeroed, N requests (20000; --quick 200) over C keep-alive connections (8),
+a dump: instructions per request; also everything-metrics (everything with --metrics);
+rmcp only with --with-rmcp";
 
-/// The servers of the hot-path scenarios.
-const SERVERS: [&str; 4] = ["floor", "everything", "everything-auth", "rmcp"];
+/// The servers of the hot-path scenarios, in measuring order.
+const SERVERS: [&str; 6] = [
+    "floor",
+    "floor-copy",
+    "everything",
+    "everything-auth",
+    "everything-metrics",
+    "rmcp",
+];
+
+/// The servers only the instruction counts run: what the metrics cost is
+/// one row there, and CPU time would add nothing to it.
+const INSTRUCTIONS_ONLY: [&str; 1] = ["everything-metrics"];
+
+/// How a server is named in the reports: the floor that parses is the
+/// "floor (Value)" the targets are read against.
+fn label(server: &str) -> &str {
+    if server == "floor" {
+        "floor (Value)"
+    } else {
+        server
+    }
+}
 
 /// One scenario: what is sent, to which servers, and what each must answer.
 struct Scenario {
@@ -172,11 +215,14 @@ struct Setup {
     runner: Options,
 }
 
+/// Starts the server `name` pinned to `cores`, serving `answer` (the
+/// floors), under callgrind writing its dumps to `callgrind` when given.
 fn spawn(
     setup: &Setup,
     name: &'static str,
     cores: Option<&str>,
     answer: Option<&Path>,
+    callgrind: Option<&Path>,
 ) -> Result<Proc, Error> {
     let exe = std::env::current_exe().map_err(io("locating the bench binary"))?;
     let (program, args): (&Path, Vec<String>) = match name {
@@ -193,7 +239,16 @@ fn spawn(
                 TOKEN.into(),
             ],
         ),
-        "floor" | "rmcp" => {
+        "everything-metrics" => (
+            &setup.everything,
+            vec![
+                "--bind".into(),
+                "127.0.0.1:0".into(),
+                "--metrics".into(),
+                "127.0.0.1:0".into(),
+            ],
+        ),
+        "floor" | "floor-copy" | "rmcp" => {
             let mut args = vec!["hotpath".into(), "serve".into(), name.into()];
             if let Some(answer) = answer {
                 args.push("--answer".into());
@@ -203,16 +258,19 @@ fn spawn(
         }
         other => return Err(Error::Harness(format!("no server {other}"))),
     };
-    let mut command = match cores {
-        Some(cores) => {
-            let mut command = Command::new("taskset");
-            command.arg("-c").arg(cores).arg(program);
-            command
-        }
-        None => Command::new(program),
-    };
+    // [taskset -c CORES] [valgrind --tool=callgrind …] PROGRAM ARGS
+    let mut words: Vec<std::ffi::OsString> = Vec::new();
+    if let Some(cores) = cores {
+        words.extend(["taskset".into(), "-c".into(), cores.into()]);
+    }
+    if let Some(dir) = callgrind {
+        words.extend(callgrind::prefix(dir).into_iter().map(Into::into));
+    }
+    words.push(program.into());
+    words.extend(args.into_iter().map(Into::into));
+    let mut command = Command::new(&words[0]);
     command
-        .args(&args)
+        .args(&words[1..])
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -312,64 +370,97 @@ struct Fleet {
     procs: Vec<Proc>,
 }
 
+/// What the floors serve, written from everything's answer to the small
+/// call: its `result` (the `floor`) and the whole answer (`floor-copy`).
+struct Answers {
+    reference: Vec<u8>,
+    result: PathBuf,
+    copy: PathBuf,
+}
+
+impl Answers {
+    fn write(setup: &Setup, reference: Vec<u8>) -> Result<Answers, Error> {
+        let value: servers::Ordered = serde_json::from_slice(&reference)
+            .map_err(|e| Error::Harness(format!("everything's answer: {e}")))?;
+        let servers::Ordered::Object(members) = value else {
+            return Err(Error::Harness(
+                "everything's answer is not an object".to_owned(),
+            ));
+        };
+        let result = members
+            .iter()
+            .find(|(key, _)| key == "result")
+            .ok_or_else(|| Error::Harness("everything's answer has no result".to_owned()))?;
+        let result = serde_json::to_vec(&result.1).map_err(|e| Error::Harness(e.to_string()))?;
+        let answers = Answers {
+            result: setup.runner.scratch.join("floor-result.json"),
+            copy: setup.runner.scratch.join("floor-copy-answer.json"),
+            reference,
+        };
+        std::fs::write(&answers.result, result).map_err(io("writing the floor's result"))?;
+        std::fs::write(&answers.copy, &answers.reference)
+            .map_err(io("writing floor-copy's answer"))?;
+        Ok(answers)
+    }
+
+    /// What the server `name` is given to serve.
+    fn of(&self, name: &str) -> Option<&Path> {
+        match name {
+            "floor" => Some(&self.result),
+            "floor-copy" => Some(&self.copy),
+            _ => None,
+        }
+    }
+}
+
+/// Sends the small call to `proc`: everything must answer 200, and a floor
+/// 200 with exactly everything's bytes (`reference`).
+fn check_small_call(proc: &Proc, reference: Option<&[u8]>) -> Result<Vec<u8>, Error> {
+    let (status, body) = post_once(proc.addr, &simple_call())?;
+    if status != 200 {
+        return Err(Error::Harness(format!(
+            "{} answered the small call {status}: {}",
+            proc.name,
+            String::from_utf8_lossy(&body)
+        )));
+    }
+    if proc.name.starts_with("floor")
+        && let Some(reference) = reference
+        && body != reference
+    {
+        return Err(Error::Harness(format!(
+            "{}'s bytes are not everything's:\n  {:<10} {}\n  everything {}",
+            proc.name,
+            proc.name,
+            String::from_utf8_lossy(&body),
+            String::from_utf8_lossy(reference)
+        )));
+    }
+    Ok(body)
+}
+
 impl Fleet {
-    /// Starts `names` pinned to `cores`; the floor is given everything's
-    /// `result` for the small call and must answer the same bytes.
+    /// Starts `names` pinned to `cores`; the floors are given everything's
+    /// answer to the small call and must answer the same bytes.
     fn start(setup: &Setup, names: &[&'static str], cores: Option<&str>) -> Result<Fleet, Error> {
         let mut procs = Vec::new();
-        let call = simple_call();
         let mut reference: Option<Vec<u8>> = None;
         for &name in names.iter().filter(|n| n.starts_with("everything")) {
-            let proc = spawn(setup, name, cores, None)?;
-            let (status, body) = post_once(proc.addr, &call)?;
-            if status != 200 {
-                return Err(Error::Harness(format!(
-                    "{name} answered the small call {status}: {}",
-                    String::from_utf8_lossy(&body)
-                )));
-            }
+            let proc = spawn(setup, name, cores, None, None)?;
+            let body = check_small_call(&proc, None)?;
             reference.get_or_insert(body);
             procs.push(proc);
         }
-        let answer = setup.runner.scratch.join("floor-result.json");
-        if let Some(reference) = &reference {
-            let value: servers::Ordered = serde_json::from_slice(reference)
-                .map_err(|e| Error::Harness(format!("everything's answer: {e}")))?;
-            let servers::Ordered::Object(members) = value else {
-                return Err(Error::Harness(
-                    "everything's answer is not an object".to_owned(),
-                ));
-            };
-            let result = members
-                .iter()
-                .find(|(key, _)| key == "result")
-                .ok_or_else(|| Error::Harness("everything's answer has no result".to_owned()))?;
-            let result =
-                serde_json::to_vec(&result.1).map_err(|e| Error::Harness(e.to_string()))?;
-            std::fs::write(&answer, result).map_err(io("writing the floor's result"))?;
-        }
+        let answers = reference
+            .map(|reference| Answers::write(setup, reference))
+            .transpose()?;
         for &name in names.iter().filter(|n| !n.starts_with("everything")) {
-            let floor_answer = (name == "floor" && reference.is_some()).then_some(answer.as_path());
-            let proc = spawn(setup, name, cores, floor_answer)?;
-            let (status, body) = post_once(proc.addr, &call)?;
-            if status != 200 {
-                return Err(Error::Harness(format!(
-                    "{name} answered the small call {status}"
-                )));
-            }
-            if name == "floor"
-                && let Some(reference) = &reference
-                && body != *reference
-            {
-                return Err(Error::Harness(format!(
-                    "the floor's bytes are not everything's:\n  floor      {}\n  everything {}",
-                    String::from_utf8_lossy(&body),
-                    String::from_utf8_lossy(reference)
-                )));
-            }
+            let answer = answers.as_ref().and_then(|a| a.of(name));
+            let proc = spawn(setup, name, cores, answer, None)?;
+            check_small_call(&proc, answers.as_ref().map(|a| a.reference.as_slice()))?;
             procs.push(proc);
         }
-        // The measuring order: floor, everything, everything-auth, rmcp.
+        // The measuring order: the floors, everything, everything-auth, rmcp.
         procs.sort_by_key(|p| SERVERS.iter().position(|s| *s == p.name));
         Ok(Fleet { procs })
     }
@@ -542,6 +633,18 @@ fn fmt(value: Option<f64>, decimals: usize) -> String {
     value.map_or_else(|| "–".to_owned(), |v| format!("{v:.decimals$}"))
 }
 
+/// Issue 26 §2: a small call on everything costs at most this many times
+/// floor (Value), by instructions and by CPU per request.
+const SMALL_CALL_TARGET: f64 = 1.10;
+
+/// The rejections, each with the server it runs on.
+const REJECTIONS: [(&str, &str); 4] = [
+    ("reject_origin", "everything"),
+    ("reject_auth", "everything-auth"),
+    ("reject_headers", "everything"),
+    ("reject_validation", "everything"),
+];
+
 fn judge(scenarios: &[ScenarioResult]) -> Vec<(String, String, String)> {
     let find = |name: &str| scenarios.iter().find(|s| s.name == name);
     let verdict = |ok: Option<bool>| {
@@ -556,9 +659,17 @@ fn judge(scenarios: &[ScenarioResult]) -> Vec<(String, String, String)> {
     let served = find("simple_call");
     let ratio = served.and_then(|s| Some(s.cpu("everything")? / s.cpu("floor")?));
     targets.push((
-        "small tools/call on examples/everything: CPU/request ≤ 1.15 × the floor serving the same bytes".to_owned(),
+        "small tools/call on examples/everything: ≤ 1.10 × floor (Value) in CPU per request"
+            .to_owned(),
         format!("{}×", fmt(ratio, 2)),
-        verdict(ratio.map(|r| r <= 1.15)),
+        verdict(ratio.map(|r| r <= SMALL_CALL_TARGET)),
+    ));
+    let ratio = served.and_then(|s| Some(s.cpu("everything")? / s.cpu("floor-copy")?));
+    targets.push((
+        "small tools/call on examples/everything ÷ floor-copy, CPU per request (no target)"
+            .to_owned(),
+        format!("{}×", fmt(ratio, 2)),
+        "measured".to_owned(),
     ));
     let ratio = served.and_then(|s| Some(s.cpu("rmcp")? / s.cpu("everything")?));
     targets.push((
@@ -566,12 +677,7 @@ fn judge(scenarios: &[ScenarioResult]) -> Vec<(String, String, String)> {
         format!("{}×", fmt(ratio, 2)),
         verdict(ratio.map(|r| r >= 3.0)),
     ));
-    for (name, server) in [
-        ("reject_origin", "everything"),
-        ("reject_auth", "everything-auth"),
-        ("reject_headers", "everything"),
-        ("reject_validation", "everything"),
-    ] {
+    for (name, server) in REJECTIONS {
         let rejected = find(name).and_then(|s| s.cpu(server));
         let full = served.and_then(|s| s.cpu(server));
         targets.push((
@@ -597,7 +703,7 @@ fn judge(scenarios: &[ScenarioResult]) -> Vec<(String, String, String)> {
             .keys()
             .map(|server| {
                 let gain = one.rps(server).zip(two.rps(server)).map(|(a, b)| b / a);
-                format!("{server} {}×", fmt(gain, 2))
+                format!("{} {}×", label(server), fmt(gain, 2))
             })
             .collect();
         targets.push((
@@ -653,9 +759,10 @@ impl Report {
                 let base = base_scenario.and_then(|b| b.cpu(server));
                 let _ = writeln!(
                     out,
-                    "| {} | {} | {server} | {:.0} | {:.3} | {:.3} | {} | {:.2} | {} |",
+                    "| {} | {} | {} | {:.0} | {:.3} | {:.3} | {} | {:.2} | {} |",
                     scenario.name,
                     scenario.cores,
+                    label(server),
                     s.requests_per_second,
                     s.p50_ms,
                     s.p99_ms,
@@ -687,7 +794,8 @@ impl Report {
             for server in two.servers.keys() {
                 let _ = writeln!(
                     out,
-                    "| {server} | {} | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {} | {} |",
+                    label(server),
                     fmt(one.rps(server), 0),
                     fmt(two.rps(server), 0),
                     fmt(one.rps(server).zip(two.rps(server)).map(|(a, b)| b / a), 2),
@@ -698,6 +806,391 @@ impl Report {
             out.push('\n');
         }
         out.push_str("| target | measured | verdict |\n|---|---|---|\n");
+        for (target, measured, verdict) in &self.targets {
+            let _ = writeln!(out, "| {target} | {measured} | {verdict} |");
+        }
+        out
+    }
+}
+
+// ------------------------------------------------------ instruction counts
+
+/// How an instruction-count run is made (the connections are the runner's).
+struct Counting {
+    /// Requests before the counters are zeroed.
+    warmup: usize,
+    /// Requests counted.
+    requests: usize,
+    /// Whether rmcp is counted too (it is slow under callgrind).
+    rmcp: bool,
+    /// The servers on core 0 and `oha` on core 1.
+    pin: bool,
+}
+
+/// One server's user-space instructions on one scenario.
+#[derive(Debug, Clone, Serialize)]
+pub struct Count {
+    /// The scenario.
+    pub scenario: String,
+    /// The server.
+    pub server: String,
+    /// The requests counted (all answered with the expected status).
+    pub requests: u64,
+    /// The instructions (callgrind's `Ir`) from the zero to the dump.
+    pub instructions: u64,
+    /// `instructions / requests`.
+    pub per_request: f64,
+}
+
+/// An instruction-count run.
+#[derive(Debug, Clone, Serialize)]
+pub struct CountReport {
+    /// `date -u`.
+    pub date: String,
+    /// `nproc` and the CPU model.
+    pub machine: String,
+    /// Load average before and after (instruction counts do not move with
+    /// it; the run's length does).
+    pub load: [Option<[f64; 3]>; 2],
+    /// wymcp's commit and the settings.
+    pub settings: BTreeMap<String, String>,
+    /// Per scenario and server, in measuring order.
+    pub counts: Vec<Count>,
+    /// The targets: what, measured, verdict.
+    pub targets: Vec<(String, String, String)>,
+}
+
+/// The requests oha's `summary` reports answered with `expected`, and every
+/// other outcome (another status, or an error).
+fn outcomes(summary: &serde_json::Value, expected: u16) -> (u64, u64) {
+    let count = |key: &str| {
+        summary
+            .get(key)
+            .and_then(serde_json::Value::as_object)
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
+            .collect::<Vec<_>>()
+    };
+    let expected = expected.to_string();
+    let mut answered = 0;
+    let mut other = 0;
+    for (status, n) in count("statusCodeDistribution") {
+        if status == expected {
+            answered += n;
+        } else {
+            other += n;
+        }
+    }
+    other += count("errorDistribution")
+        .into_iter()
+        .map(|(_, n)| n)
+        .sum::<u64>();
+    (answered, other)
+}
+
+/// Sends `requests` of `scenario` to `proc` with oha over the runner's
+/// connections; all must be answered with the scenario's status. Returns
+/// how many were.
+fn shoot(
+    setup: &Setup,
+    proc: &mut Proc,
+    scenario: &Scenario,
+    body_file: &Path,
+    requests: usize,
+    oha_core: Option<usize>,
+) -> Result<u64, Error> {
+    proc.alive()?;
+    let url = proc.url();
+    let mut options = setup.runner.clone();
+    options.cores = oha_core.map(|core| (core, core));
+    let summary = runner::oha(
+        &options,
+        &Shot {
+            url: &url,
+            request: &scenario.request,
+            body_file,
+            connections: options.connections,
+            load: Load::Burst { requests },
+            duration: Duration::ZERO,
+        },
+    )?;
+    proc.alive()?;
+    let expected = scenario
+        .expect
+        .iter()
+        .find(|(n, _)| *n == proc.name)
+        .map_or(0, |(_, s)| *s);
+    let (answered, other) = outcomes(&summary, expected);
+    if answered == 0 || other > 0 {
+        return Err(Error::Harness(format!(
+            "{}: {} answered {} (errors {}), expected only {expected}",
+            scenario.name,
+            proc.name,
+            summary
+                .get("statusCodeDistribution")
+                .unwrap_or(&serde_json::Value::Null),
+            summary
+                .get("errorDistribution")
+                .unwrap_or(&serde_json::Value::Null),
+        )));
+    }
+    Ok(answered)
+}
+
+/// Counts one scenario on one server under callgrind: the warm-up, the
+/// counters zeroed, the measured requests, a dump.
+fn count_one(
+    setup: &Setup,
+    counting: &Counting,
+    proc: &mut Proc,
+    counter: &mut callgrind::Counter,
+    scenario: &Scenario,
+    oha_core: Option<usize>,
+) -> Result<Count, Error> {
+    let body_file = setup.runner.scratch.join(format!("{}.json", scenario.name));
+    std::fs::write(&body_file, &scenario.request.body).map_err(io("writing a body"))?;
+    shoot(setup, proc, scenario, &body_file, counting.warmup, oha_core)?;
+    counter.zero()?;
+    let requests = shoot(
+        setup,
+        proc,
+        scenario,
+        &body_file,
+        counting.requests,
+        oha_core,
+    )?;
+    // oha closes its connections as it ends: let the server see them close
+    // before the dump, so every count includes the same closing work.
+    std::thread::sleep(Duration::from_millis(500));
+    let instructions = counter.dump()?;
+    proc.alive()?;
+    let _ = std::fs::remove_file(&body_file);
+    #[allow(clippy::cast_precision_loss)] // counts far below 2^52
+    let per_request = instructions as f64 / requests as f64;
+    eprintln!(
+        "[hotpath] instructions: {} on {}: {per_request:.0} per request ({requests} requests)",
+        scenario.name, proc.name
+    );
+    Ok(Count {
+        scenario: scenario.name.to_owned(),
+        server: proc.name.to_owned(),
+        requests,
+        instructions,
+        per_request,
+    })
+}
+
+/// `hotpath --instructions`: each server under callgrind, one at a time,
+/// every chosen scenario it serves counted.
+fn count(setup: &Setup, counting: &Counting) -> Result<CountReport, Error> {
+    callgrind::available()?;
+    let load_before = procfs::load_average();
+    let all = scenarios();
+    let chosen: Vec<&Scenario> = all
+        .iter()
+        .filter(|s| setup.runner.only.is_empty() || setup.runner.only.iter().any(|o| o == s.name))
+        .collect();
+    let (server_cores, oha_core) = if counting.pin {
+        (Some("0"), Some(1))
+    } else {
+        (None, None)
+    };
+    // Everything's answer to the small call, for the floors, from a server
+    // not under callgrind.
+    let answers = {
+        let proc = spawn(setup, "everything", server_cores, None, None)?;
+        let reference = check_small_call(&proc, None)?;
+        Answers::write(setup, reference)?
+    };
+    let dir = setup.runner.scratch.join("callgrind");
+    std::fs::create_dir_all(&dir).map_err(io("making the dump directory"))?;
+    let mut counts = Vec::new();
+    for name in SERVERS {
+        if name == "rmcp" && !counting.rmcp {
+            continue;
+        }
+        let theirs: Vec<&Scenario> = chosen
+            .iter()
+            .copied()
+            .filter(|s| s.expect.iter().any(|(n, _)| *n == name))
+            .collect();
+        if theirs.is_empty() {
+            continue;
+        }
+        eprintln!("[hotpath] instructions: starting {name} under callgrind");
+        let mut proc = spawn(setup, name, server_cores, answers.of(name), Some(&dir))?;
+        check_small_call(&proc, Some(&answers.reference))?;
+        let mut counter = callgrind::Counter::new(proc.child.id(), &dir);
+        for scenario in theirs {
+            counts.push(count_one(
+                setup,
+                counting,
+                &mut proc,
+                &mut counter,
+                scenario,
+                oha_core,
+            )?);
+        }
+    }
+    let mut settings = BTreeMap::new();
+    if let Some(commit) = runner::command_output("git", &["rev-parse", "--short", "HEAD"]) {
+        settings.insert("wymcp commit".to_owned(), commit);
+    }
+    if let Some(version) = runner::command_output("valgrind", &["--version"]) {
+        settings.insert("valgrind".to_owned(), version);
+    }
+    settings.insert(
+        "build".to_owned(),
+        if setup.runner.quick {
+            "dev (--quick: the numbers mean nothing)"
+        } else {
+            "release"
+        }
+        .to_owned(),
+    );
+    settings.insert("warm-up requests".to_owned(), counting.warmup.to_string());
+    settings.insert("counted requests".to_owned(), counting.requests.to_string());
+    settings.insert(
+        "connections".to_owned(),
+        setup.runner.connections.to_string(),
+    );
+    settings.insert(
+        "malloc tunables".to_owned(),
+        setup
+            .tunables
+            .clone()
+            .unwrap_or_else(|| "glibc defaults".to_owned()),
+    );
+    let targets = judge_counts(&counts);
+    Ok(CountReport {
+        date: runner::command_output("date", &["-u", "+%Y-%m-%d %H:%M:%S UTC"]).unwrap_or_default(),
+        machine: format!(
+            "{} cores, {}",
+            std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
+            procfs::cpu_model()
+        ),
+        load: [load_before, procfs::load_average()],
+        settings,
+        counts,
+        targets,
+    })
+}
+
+/// Instructions per request of `server` on `scenario`, if counted.
+fn per_request(counts: &[Count], scenario: &str, server: &str) -> Option<f64> {
+    counts
+        .iter()
+        .find(|c| c.scenario == scenario && c.server == server)
+        .map(|c| c.per_request)
+        .filter(|n| *n > 0.0)
+}
+
+fn judge_counts(counts: &[Count]) -> Vec<(String, String, String)> {
+    let verdict = |ok: Option<bool>| {
+        match ok {
+            Some(true) => "met",
+            Some(false) => "missed",
+            None => "not measured",
+        }
+        .to_owned()
+    };
+    let served = |server: &str| per_request(counts, "simple_call", server);
+    let mut targets = Vec::new();
+    let everything = served("everything");
+    let ratio = everything.zip(served("floor")).map(|(e, f)| e / f);
+    targets.push((
+        "small tools/call on examples/everything: ≤ 1.10 × floor (Value) in instructions per request"
+            .to_owned(),
+        format!("{}×", fmt(ratio, 2)),
+        verdict(ratio.map(|r| r <= SMALL_CALL_TARGET)),
+    ));
+    let ratio = everything.zip(served("floor-copy")).map(|(e, f)| e / f);
+    targets.push((
+        "small tools/call on examples/everything ÷ floor-copy, instructions (no target)".to_owned(),
+        format!("{}×", fmt(ratio, 2)),
+        "measured".to_owned(),
+    ));
+    let metrics = served("everything-metrics");
+    targets.push((
+        "what --metrics adds to a small call (everything-metrics − everything)".to_owned(),
+        format!(
+            "{} instructions per request ({}×)",
+            fmt(metrics.zip(everything).map(|(m, e)| m - e), 0),
+            fmt(metrics.zip(everything).map(|(m, e)| m / e), 2)
+        ),
+        "measured".to_owned(),
+    ));
+    if let Some(rmcp) = served("rmcp") {
+        targets.push((
+            "rmcp ÷ everything, small tools/call (no target)".to_owned(),
+            format!("{}×", fmt(everything.map(|e| rmcp / e), 2)),
+            "measured".to_owned(),
+        ));
+    }
+    for (name, server) in REJECTIONS {
+        let rejected = per_request(counts, name, server);
+        let full = served(server);
+        targets.push((
+            format!("{name}: fewer instructions than {server}'s served call"),
+            format!(
+                "{} vs {} ({}×)",
+                fmt(rejected, 0),
+                fmt(full, 0),
+                fmt(rejected.zip(full).map(|(r, f)| r / f), 2)
+            ),
+            verdict(rejected.zip(full).map(|(r, f)| r < f)),
+        ));
+    }
+    targets
+}
+
+impl CountReport {
+    /// The report as Markdown.
+    #[must_use]
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        let load = |l: Option<[f64; 3]>| {
+            l.map_or_else(
+                || "?".to_owned(),
+                |[a, b, c]| format!("{a:.2} {b:.2} {c:.2}"),
+            )
+        };
+        let _ = writeln!(out, "* date: {}", self.date);
+        let _ = writeln!(out, "* machine: {}", self.machine);
+        let _ = writeln!(
+            out,
+            "* load average (1/5/15 min): before {}, after {} (instruction counts do not move with it)",
+            load(self.load[0]),
+            load(self.load[1])
+        );
+        let settings: Vec<String> = self
+            .settings
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let _ = writeln!(out, "* settings: {}\n", settings.join(", "));
+        out.push_str("| scenario | server | requests | instructions/request | ÷ floor (Value) | ÷ floor-copy | ÷ served |\n");
+        out.push_str("|---|---|---:|---:|---:|---:|---:|\n");
+        let floor = per_request(&self.counts, "simple_call", "floor");
+        let copy = per_request(&self.counts, "simple_call", "floor-copy");
+        for count in &self.counts {
+            let n = count.per_request;
+            let served = (count.scenario != "simple_call")
+                .then(|| per_request(&self.counts, "simple_call", &count.server))
+                .flatten();
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {n:.0} | {} | {} | {} |",
+                count.scenario,
+                label(&count.server),
+                count.requests,
+                fmt(floor.map(|f| n / f), 2),
+                fmt(copy.map(|c| n / c), 2),
+                fmt(served.map(|s| n / s), 2),
+            );
+        }
+        out.push_str("\n| target | measured | verdict |\n|---|---|---|\n");
         for (target, measured, verdict) in &self.targets {
             let _ = writeln!(out, "| {target} | {measured} | {verdict} |");
         }
@@ -734,16 +1227,19 @@ pub fn main(args: &[String]) -> Result<(), String> {
         "--malloc-tunables",
         "--json",
         "--markdown",
+        "--requests",
+        "--warmup-requests",
     ];
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
-            "--quick" | "--no-pin" => i += 1,
+            "--quick" | "--no-pin" | "--instructions" | "--with-rmcp" => i += 1,
             flag if known.contains(&flag) => i += 2,
             other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
         }
     }
     let quick = args.iter().any(|a| a == "--quick");
+    let instructions = args.iter().any(|a| a == "--instructions");
     let pin = !args.iter().any(|a| a == "--no-pin");
     let everything: PathBuf = value(args, "--everything")?.ok_or_else(|| USAGE.to_owned())?;
     let tunables = value::<String>(args, "--malloc-tunables")?
@@ -765,7 +1261,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         } else {
             2.0
         })),
-        connections: value(args, "--connections")?.unwrap_or(50),
+        connections: value(args, "--connections")?.unwrap_or(if instructions { 8 } else { 50 }),
         only: value::<String>(args, "--only")?
             .map(|s| s.split(',').map(str::to_owned).collect())
             .unwrap_or_default(),
@@ -786,15 +1282,32 @@ pub fn main(args: &[String]) -> Result<(), String> {
         tunables,
         runner,
     };
+    let (md, json) = (
+        value::<PathBuf>(args, "--markdown")?,
+        value::<PathBuf>(args, "--json")?,
+    );
+    if instructions {
+        let counting = Counting {
+            warmup: value(args, "--warmup-requests")?.unwrap_or(if quick { 50 } else { 2000 }),
+            requests: value(args, "--requests")?.unwrap_or(if quick { 200 } else { 20_000 }),
+            rmcp: args.iter().any(|a| a == "--with-rmcp"),
+            pin,
+        };
+        let result = count(&setup, &counting);
+        let _ = std::fs::remove_dir_all(&scratch);
+        let report = result.map_err(|e| e.to_string())?;
+        let markdown = report.markdown();
+        println!("{markdown}");
+        return crate::report::write_outputs(
+            md.as_deref().map(|p| (p, markdown.as_str())),
+            json.as_deref().map(|p| (p, &report)),
+        );
+    }
     let result = run(&setup, &cores, pin);
     let _ = std::fs::remove_dir_all(&scratch);
     let report = result.map_err(|e| e.to_string())?;
     let markdown = report.markdown();
     println!("{markdown}");
-    let (md, json) = (
-        value::<PathBuf>(args, "--markdown")?,
-        value::<PathBuf>(args, "--json")?,
-    );
     crate::report::write_outputs(
         md.as_deref().map(|p| (p, markdown.as_str())),
         json.as_deref().map(|p| (p, &report)),
@@ -852,6 +1365,7 @@ fn run(setup: &Setup, cores: &[usize], pin: bool) -> Result<Report, Error> {
                     .any(|s| s.expect.iter().any(|(n, _)| n == name))
             })
             .filter(|name| (n == 1 && !shared) || *name != "everything-auth")
+            .filter(|name| !INSTRUCTIONS_ONLY.contains(name))
             .collect();
         if names.is_empty() {
             continue;
@@ -910,8 +1424,9 @@ fn run(setup: &Setup, cores: &[usize], pin: bool) -> Result<Report, Error> {
     })
 }
 
-/// `hotpath serve floor|rmcp`: the floor (serving the `result` in
-/// `--answer`) or rmcp, on a multi-thread runtime like everything's.
+/// `hotpath serve floor|floor-copy|rmcp`: the floor (serving the `result`
+/// in `--answer`), floor-copy (serving the whole answer in `--answer`) or
+/// rmcp, on a multi-thread runtime like everything's.
 fn serve(args: &[String]) -> Result<(), String> {
     let which = args.first().map(String::as_str);
     let addr: SocketAddr = value(args, "--addr")?.unwrap_or_else(|| ([127, 0, 0, 1], 0).into());
@@ -922,6 +1437,11 @@ fn serve(args: &[String]) -> Result<(), String> {
             let result: servers::Ordered =
                 serde_json::from_slice(&raw).map_err(|e| e.to_string())?;
             servers::floor_serving(result)
+        }
+        Some("floor-copy") => {
+            let path: PathBuf = value(args, "--answer")?.ok_or_else(|| USAGE.to_owned())?;
+            let answer = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            servers::floor_copy(answer.into())
         }
         Some("rmcp") => servers::rmcp(),
         _ => return Err(USAGE.to_owned()),
@@ -937,4 +1457,85 @@ fn serve(args: &[String]) -> Result<(), String> {
             axum::serve(listener, router).await
         })
         .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counted(scenario: &str, server: &str, per_request: u64) -> Count {
+        Count {
+            scenario: scenario.to_owned(),
+            server: server.to_owned(),
+            requests: 100,
+            instructions: per_request * 100,
+            #[allow(clippy::cast_precision_loss)]
+            per_request: per_request as f64,
+        }
+    }
+
+    #[test]
+    fn outcomes_count_other_statuses_and_errors_against_the_expected() {
+        let summary = serde_json::json!({
+            "statusCodeDistribution": {"200": 95, "503": 2},
+            "errorDistribution": {"connection closed": 3},
+        });
+        assert_eq!(outcomes(&summary, 200), (95, 5));
+        assert_eq!(outcomes(&summary, 400), (0, 100));
+        assert_eq!(outcomes(&serde_json::json!({}), 200), (0, 0));
+    }
+
+    #[test]
+    fn instruction_targets_are_read_against_floor_value_and_the_served_call() {
+        let counts = vec![
+            counted("simple_call", "floor", 40_000),
+            counted("simple_call", "floor-copy", 30_000),
+            counted("simple_call", "everything", 43_000),
+            counted("simple_call", "everything-metrics", 46_000),
+            counted("reject_origin", "everything", 20_000),
+            counted("reject_validation", "everything", 50_000),
+        ];
+        let targets = judge_counts(&counts);
+        let find = |start: &str| {
+            targets
+                .iter()
+                .find(|(t, _, _)| t.starts_with(start))
+                .unwrap_or_else(|| panic!("no target {start}: {targets:?}"))
+                .clone()
+        };
+        let small = find("small tools/call on examples/everything: ≤ 1.10 × floor (Value)");
+        assert_eq!((small.1.as_str(), small.2.as_str()), ("1.07×", "met"));
+        let copy = find("small tools/call on examples/everything ÷ floor-copy");
+        assert_eq!((copy.1.as_str(), copy.2.as_str()), ("1.43×", "measured"));
+        let metrics = find("what --metrics adds");
+        assert_eq!(metrics.1, "3000 instructions per request (1.07×)");
+        let origin = find("reject_origin");
+        assert_eq!(
+            (origin.1.as_str(), origin.2.as_str()),
+            ("20000 vs 43000 (0.47×)", "met")
+        );
+        let validation = find("reject_validation");
+        assert_eq!(validation.2, "missed");
+        assert_eq!(find("reject_auth").2, "not measured");
+        assert!(targets.iter().all(|(t, _, _)| !t.contains("1.15")));
+
+        let markdown = CountReport {
+            date: String::new(),
+            machine: String::new(),
+            load: [None, None],
+            settings: BTreeMap::new(),
+            counts,
+            targets,
+        }
+        .markdown();
+        assert!(
+            markdown.contains("| simple_call | floor (Value) | 100 | 40000 | 1.00 | 1.33 | – |"),
+            "{markdown}"
+        );
+        assert!(
+            markdown
+                .contains("| reject_validation | everything | 100 | 50000 | 1.25 | 1.67 | 1.16 |"),
+            "{markdown}"
+        );
+    }
 }

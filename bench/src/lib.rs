@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bus;
+pub mod callgrind;
 pub mod fanout;
 pub mod hostile;
 pub mod hotpath;

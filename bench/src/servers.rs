@@ -9,6 +9,10 @@
 //!
 //! [`serve`] runs one of them on a current-thread tokio runtime, the flavour
 //! all three are measured with.
+//!
+//! The hot-path scenarios' two floors live here too: [`floor_serving`]
+//! (parse into a `Value`, serialise the answer) and [`floor_copy`] (copy
+//! the answer's bytes).
 
 use std::net::SocketAddr;
 use std::str::FromStr;
@@ -170,6 +174,25 @@ fn floor_serving_handler(body: &[u8], result: &Ordered) -> axum::response::Respo
         Ok(bytes) => ([(header::CONTENT_TYPE, "application/json")], bytes).into_response(),
         Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
+}
+
+/// The byte-copy floor of the hot-path scenarios (bench/src/hotpath.rs):
+/// reads the body and answers `answer`, the exact bytes everything answered
+/// to the harness's request (whose id is fixed), copied from a [`Bytes`]
+/// per request. No JSON parse, no serialising, no check of any kind: what
+/// the HTTP stack alone costs, below [`floor_serving`]'s parse and
+/// serialise.
+pub fn floor_copy(answer: Bytes) -> Router {
+    Router::new()
+        .route(
+            ENDPOINT,
+            axum::routing::post(move |body: Bytes| {
+                std::hint::black_box(&body);
+                let answer = answer.clone();
+                async move { ([(header::CONTENT_TYPE, "application/json")], answer).into_response() }
+            }),
+        )
+        .layer(DefaultBodyLimit::max(CEILING_CALL_BYTES))
 }
 
 /// A JSON tree that keeps its objects' keys in the order read (the
@@ -378,4 +401,36 @@ pub fn rmcp() -> Router {
         config,
     );
     Router::new().nest_service(ENDPOINT, service)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tower::ServiceExt as _;
+
+    #[tokio::test]
+    async fn floor_copy_answers_its_bytes_without_reading_the_body_as_json() {
+        let answer = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+        for body in [&br#"{"jsonrpc":"2.0","id":7}"#[..], b"not json"] {
+            let request = http::Request::post(ENDPOINT)
+                .body(axum::body::Body::from(body))
+                .expect("a request");
+            let Ok(response) = floor_copy(Bytes::from_static(answer))
+                .oneshot(request)
+                .await;
+            assert_eq!(response.status(), StatusCode::OK);
+            assert_eq!(
+                response
+                    .headers()
+                    .get(header::CONTENT_TYPE)
+                    .map(|v| v.as_bytes()),
+                Some(&b"application/json"[..])
+            );
+            let bytes = http_body_util::BodyExt::collect(response.into_body())
+                .await
+                .expect("the body")
+                .to_bytes();
+            assert_eq!(&bytes[..], &answer[..]);
+        }
+    }
 }
