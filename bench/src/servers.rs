@@ -423,7 +423,7 @@ mod tests {
                 response
                     .headers()
                     .get(header::CONTENT_TYPE)
-                    .map(|v| v.as_bytes()),
+                    .map(http::HeaderValue::as_bytes),
                 Some(&b"application/json"[..])
             );
             let bytes = http_body_util::BodyExt::collect(response.into_body())
