@@ -1348,7 +1348,10 @@ mod tests {
         ];
         let ratios = ratios(&passes);
         assert_eq!(ratios.len(), 2);
-        let get = ratios.iter().find(|r| r.stream == "get").unwrap();
+        let get = ratios
+            .iter()
+            .find(|r| r.stream == "get")
+            .expect("the GET pass has its ratio");
         assert!((get.last_p99 - 1.05).abs() < 1e-9, "{get:?}");
         assert!((get.rss - 2.25).abs() < 1e-9, "{get:?}");
         let verdict = verdict(&passes);
@@ -1371,7 +1374,7 @@ mod tests {
     #[test]
     fn a_get_request_carries_the_2025_header_and_its_token() {
         let addr: SocketAddr = ([127, 0, 0, 1], 9).into();
-        let request = String::from_utf8(get_request(addr, "tok")).unwrap();
+        let request = String::from_utf8(get_request(addr, "tok")).expect("an ASCII request");
         assert!(request.starts_with("GET /mcp HTTP/1.1\r\n"), "{request}");
         assert!(request.contains("\r\nmcp-protocol-version: 2025-11-25\r\n"));
         assert!(request.contains("\r\nmcp-session-id: tok\r\n"));
