@@ -472,6 +472,8 @@ impl Drop for ChildServer {
 struct Streams {
     epoch: Instant,
     acked: AtomicUsize,
+    /// Streams whose reader ended in an error (a refusal, a reset).
+    failed: AtomicUsize,
     heard: AtomicUsize,
     stamps: Vec<AtomicU64>,
     progress: Notify,
@@ -814,6 +816,7 @@ async fn pass(
     let state = Arc::new(Streams {
         epoch: Instant::now(),
         acked: AtomicUsize::new(0),
+        failed: AtomicUsize::new(0),
         heard: AtomicUsize::new(0),
         stamps: (0..streams).map(|_| AtomicU64::new(0)).collect(),
         progress: Notify::new(),
@@ -838,9 +841,11 @@ async fn pass(
             StreamKind::Get => get_request(addr, tokens.get(i).ok_or("too few tokens")?),
         };
         readers.spawn(async move {
-            let result = stream(addr, i, state, permit, request, kind).await;
+            let result = stream(addr, i, state.clone(), permit, request, kind).await;
             if let Err(e) = &result {
                 eprintln!("{e}");
+                state.failed.fetch_add(1, Ordering::Relaxed);
+                state.progress.notify_one();
             }
             result
         });
@@ -852,9 +857,20 @@ async fn pass(
         &state,
         Duration::from_secs(120),
         "every stream open",
-        || state.acked.load(Ordering::Relaxed) >= streams,
+        || {
+            state.acked.load(Ordering::Relaxed) >= streams
+                || state.failed.load(Ordering::Relaxed) > 0
+        },
     )
     .await?;
+    // A refused stream fails the pass at once (its answer is printed above).
+    let failed = state.failed.load(Ordering::Relaxed);
+    if failed > 0 {
+        return Err(format!(
+            "{bus}: {failed} {} stream(s) did not open",
+            kind.name()
+        ));
+    }
     let open_ms = opened_at.elapsed().as_secs_f64() * 1e3;
     // Idle: what the open streams cost when nothing happens.
     let idle_before = stat(pid)?;
