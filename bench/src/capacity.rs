@@ -23,24 +23,38 @@ fn load() -> String {
         .unwrap_or_default()
 }
 
-/// One change reaching N listen streams over TCP, in-process and through
+/// One change reaching N listen streams (2026 `subscriptions/listen`, 2025
+/// standalone GET, or both: `--kind`) over TCP, in-process and through
 /// Redis; prints the verdict on the targets (a number never fails it).
 pub fn fanout(args: &[String]) -> Result<(), String> {
     check_flags(
         args,
-        &["--streams", "--changes", "--rounds", "--json"],
+        &[
+            "--streams",
+            "--changes",
+            "--rounds",
+            "--kind",
+            "--idle",
+            "--json",
+        ],
         &["--no-pin"],
     )?;
     let streams = value(args, "--streams")?.unwrap_or(10_000);
     let changes = value(args, "--changes")?.unwrap_or(50);
     let rounds: usize = value(args, "--rounds")?.unwrap_or(2);
+    let kind: String = value(args, "--kind")?.unwrap_or_else(|| "both".to_owned());
+    let kinds = wymcp_bench::fanout::StreamKind::parse(&kind)?;
+    let idle: f64 = value(args, "--idle")?.unwrap_or(2.0);
+    let idle = Duration::try_from_secs_f64(idle).map_err(|e| format!("--idle {idle}: {e}"))?;
     let pin = !args.iter().any(|a| a == "--no-pin");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
+    let named: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
     println!(
-        "== listen fan-out: a change reaching {streams} streams over TCP, {changes} changes one at a time, {rounds} round(s) of floor, in-process, redis (load average: {})",
+        "== listen fan-out: a change reaching {streams} streams over TCP, {changes} changes one at a time, {rounds} round(s) of floor, in-process, redis, for {} (load average: {})",
+        named.join(" then "),
         load()
     );
     let passes = runtime.block_on(wymcp_bench::fanout::run(
@@ -48,6 +62,8 @@ pub fn fanout(args: &[String]) -> Result<(), String> {
         changes,
         pin,
         rounds.max(1),
+        &kinds,
+        idle,
     ))?;
     println!("{}", wymcp_bench::fanout::table(&passes));
     println!(

@@ -1,5 +1,6 @@
 //! `wymcp-bench fanout`: one change reaching 10,000 open `subscriptions/listen`
-//! streams over real TCP connections (issue 15, target 3).
+//! streams over real TCP connections (issue 15, target 3), and as many 2025
+//! standalone GET streams (issue 26 §3's last bullet).
 //!
 //! Where `wymcp-bench bus` drives the chain in-process, this one serves it:
 //! the listening server is a child process (`wymcp-bench fanout-serve`,
@@ -18,6 +19,23 @@
 //!   the streams are open on B and each change is published on A, reaching
 //!   B through [`RedisBus`].
 //!
+//! **The two streams** (`--kind listen|get|both`, default both; a round runs
+//! the three listen passes, then the three GET passes):
+//!
+//! * **listen**: a 2026-07-28 `subscriptions/listen` POST; open once its
+//!   acknowledgement is read; each change tagged with its subscription id;
+//! * **get**: a 2025-11-25 client's standalone `GET` on the endpoint with the
+//!   `Mcp-Session-Id` its `initialize` was given (a sealed token naming its
+//!   streams, not a session: `wymcp/src/surface/mid_call.rs`); open once the
+//!   response head is read; each change untagged. Before the pass measures
+//!   anything, the harness mints one token per stream, a 2025 `initialize`
+//!   each on 16 keep-alive connections it then closes: on the listening
+//!   server in process, on the publishing replica A through Redis (the
+//!   stream opens on B: both seal with one fixed key, as a deployment's
+//!   replicas share theirs). The floor reads no token (the GET carries a
+//!   placeholder of a token's size); its stream is the same bytes as
+//!   wymcp's, checked as the listen floor's are.
+//!
 //! A change is triggered by a line on the publishing server's stdin, which a
 //! task of its runtime turns into `notify_tools_changed` (as a handler
 //! would publish), one change at a time; each stream's reader
@@ -34,7 +52,11 @@
 //! `ListenLimits::max_streams` and `max_streams_per_caller` (defaults 1,024
 //! and 8) and `ServeConfig::max_connections` and
 //! `max_connections_per_peer` (defaults 4,096 and 64) are set to the stream
-//! count plus headroom. Every other setting is the default.
+//! count plus headroom; the GET streams (`Kind::LegacyStreams`) are counted
+//! apart but with the same `ListenLimits` numbers, and the 2025 surface has
+//! no other limit on them. The servers seal with a fixed key
+//! (`ServerBuilder::sealing_key`), so that every replica opens the others'
+//! tokens. Every other setting is the default.
 
 use std::fmt::Write as _;
 use std::io::{BufRead as _, BufReader, Write as _};
@@ -47,6 +69,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, Semaphore};
+use wymcp::mrtr::SealingKey;
 use wymcp::redis::{RedisBus, RedisConfig};
 use wymcp::serve::ServeConfig;
 use wymcp::{ListenLimits, Server};
@@ -56,9 +79,50 @@ use crate::procfs::{Memory, Stat, clock_tick, load_average};
 /// Connections and streams the benchmark's server admits beyond the streams.
 const HEADROOM: usize = 64;
 
+/// Which stream a pass opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamKind {
+    /// A 2026-07-28 `subscriptions/listen` POST (its acknowledgement, then
+    /// tagged changes).
+    Listen,
+    /// A 2025-11-25 client's standalone `GET` with the session token its
+    /// `initialize` was given (no acknowledgement, untagged changes).
+    Get,
+}
+
+impl StreamKind {
+    /// Both, in the order a round runs them.
+    pub const ALL: [StreamKind; 2] = [StreamKind::Listen, StreamKind::Get];
+
+    /// The name `--kind` and the JSON use.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            StreamKind::Listen => "listen",
+            StreamKind::Get => "get",
+        }
+    }
+
+    /// `--kind`'s value: `listen`, `get` or `both`.
+    ///
+    /// # Errors
+    /// On any other.
+    pub fn parse(value: &str) -> Result<Vec<StreamKind>, String> {
+        match value {
+            "listen" => Ok(vec![StreamKind::Listen]),
+            "get" => Ok(vec![StreamKind::Get]),
+            "both" => Ok(StreamKind::ALL.to_vec()),
+            other => Err(format!("--kind {other}: listen, get or both")),
+        }
+    }
+}
+
 /// What one pass measured.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct FanoutPass {
+    /// The stream: `listen` (2026-07-28 `subscriptions/listen`) or `get`
+    /// (a 2025-11-25 client's standalone GET stream).
+    pub stream: &'static str,
     /// `floor` (the socket floor, bench/src/fanout.rs `serve_floor`),
     /// `in-process` or `redis`.
     pub bus: &'static str,
@@ -92,9 +156,12 @@ pub struct FanoutPass {
     pub rss_bytes_per_idle_stream: f64,
     /// The listening server's RSS with the streams open, in KiB.
     pub rss_kib_with_streams: u64,
-    /// The listening server's CPU over 2 s with every stream open and
+    /// The listening server's CPU over `idle_s` with every stream open and
     /// idle, in ms.
     pub idle_cpu_ms: f64,
+    /// How long the streams sat idle before the changes (2 s unless
+    /// `--idle` says), in seconds.
+    pub idle_s: f64,
     /// How long opening the streams took, in ms.
     pub open_ms: f64,
     /// The load average when the pass ended.
@@ -124,7 +191,13 @@ pub fn serve(
         let limits = ListenLimits::default()
             .max_streams(streams + HEADROOM)
             .max_streams_per_caller(streams + HEADROOM);
-        let mut builder = Server::builder().tools_capability().listen_limits(limits);
+        // One sealing key on every replica, as a deployment shares it: a
+        // 2025 client's session token minted on A opens on B (the GET
+        // passes mint on the publishing replica and open on the other).
+        let mut builder = Server::builder()
+            .tools_capability()
+            .listen_limits(limits)
+            .sealing_key(sealing_key());
         if let Some(url) = redis {
             let bus = RedisBus::new(url, crate::bus::redis_config()).map_err(|e| e.to_string())?;
             builder = builder.change_relay(bus);
@@ -155,6 +228,13 @@ pub fn serve(
     })
 }
 
+/// The sealing key every benchmark server seals its 2025 session tokens
+/// with (a fixed one: its replicas share it, as a deployment's do).
+fn sealing_key() -> SealingKey {
+    SealingKey::new("bench-fanout", [9u8; 32])
+        .unwrap_or_else(|_| unreachable!("a 32-byte secret and a short id make a key"))
+}
+
 /// A line on stdin is a change: the receiver hears one `()` per line, and
 /// the process exits when stdin closes (the benchmark is done with it).
 /// The changes are then published from a task of the runtime, as a handler
@@ -177,12 +257,13 @@ fn changes_from_stdin() -> tokio::sync::mpsc::Receiver<()> {
 /// `fanout-serve --floor`: the socket floor, what any server holding the
 /// streams must do at the least. Bare tokio on the same runtime as wymcp's
 /// pass: a task per connection reads the listen POST (its head, and the
-/// body for the request's id), subscribes to a `broadcast` channel (the
-/// primitive wymcp's bus is built on), and writes the same response head
-/// and acknowledgement wymcp writes; on each change it writes the same
-/// chunk wymcp writes, rendered once for the stream when it opened. The
-/// harness compares the bytes with wymcp's and stops when they differ.
-/// It serves only the benchmark's request (a `toolsListChanged` listen).
+/// body for the request's id) or the 2025 GET (its head), subscribes to a
+/// `broadcast` channel (the primitive wymcp's bus is built on), and writes
+/// the same response head (and, for a listen, acknowledgement) wymcp
+/// writes; on each change it writes the same chunk wymcp writes, rendered
+/// once for the stream when it opened. The harness compares the bytes with
+/// wymcp's and stops when they differ. It serves only the benchmark's
+/// requests (a `toolsListChanged` listen, a GET stream).
 async fn serve_floor(addr: SocketAddr) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -210,7 +291,9 @@ async fn serve_floor(addr: SocketAddr) -> Result<(), String> {
 /// The floor's channel capacity: wymcp's change bus's (`BUS_CAPACITY`).
 const FLOOR_CAPACITY: usize = 256;
 
-/// One floor stream: the request, the acknowledgement, then a chunk per change.
+/// One floor stream: the request, then its head (and a listen's
+/// acknowledgement), then a chunk per change. A `GET` is a 2025 client's
+/// standalone stream: no body, no acknowledgement, untagged changes.
 async fn floor_stream(
     mut tcp: TcpStream,
     changes: &tokio::sync::broadcast::Sender<()>,
@@ -224,17 +307,28 @@ async fn floor_stream(
         }
         buf.extend_from_slice(&chunk[..n]);
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            if buf.starts_with(b"GET ") {
+                break (end + 4, None);
+            }
             let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
             let length = head
                 .lines()
                 .find_map(|l| l.strip_prefix("content-length:"))
                 .and_then(|v| v.trim().parse::<usize>().ok())
                 .ok_or("no content-length")?;
-            break (end + 4, length);
+            break (end + 4, Some(length));
         }
         if buf.len() > 16 * 1024 {
             return Err("head too long".into());
         }
+    };
+    let Some(body_len) = body_len else {
+        let mut rx = changes.subscribe();
+        tcp.write_all(&sse_head())
+            .await
+            .map_err(|e| e.to_string())?;
+        let change = sse_chunk(GET_CHANGE);
+        return floor_changes(&mut tcp, &mut rx, &change).await;
     };
     while buf.len() < head_len + body_len {
         let n = tcp.read(&mut chunk).await.map_err(|e| e.to_string())?;
@@ -247,12 +341,7 @@ async fn floor_stream(
         serde_json::from_slice(&buf[head_len..head_len + body_len]).map_err(|e| e.to_string())?;
     let id = serde_json::to_string(&request["id"]).map_err(|e| e.to_string())?;
     let mut rx = changes.subscribe();
-    let mut first = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\
-         x-accel-buffering: no\r\ntransfer-encoding: chunked\r\ndate: {}\r\n\r\n",
-        http_date(std::time::SystemTime::now())
-    )
-    .into_bytes();
+    let mut first = sse_head();
     first.extend(sse_chunk(&format!(
         "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\
          \"params\":{{\"_meta\":{{\"io.modelcontextprotocol/subscriptionId\":{id}}},\
@@ -263,10 +352,34 @@ async fn floor_stream(
         "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\
          \"params\":{{\"_meta\":{{\"io.modelcontextprotocol/subscriptionId\":{id}}}}}}}"
     ));
+    floor_changes(&mut tcp, &mut rx, &change).await
+}
+
+/// What a 2025 GET stream carries for a change of the tools: the
+/// notification, untagged.
+const GET_CHANGE: &str = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}";
+
+/// The head of an SSE answer as wymcp (hyper) writes it, dated now.
+fn sse_head() -> Vec<u8> {
+    format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\
+         x-accel-buffering: no\r\ntransfer-encoding: chunked\r\ndate: {}\r\n\r\n",
+        http_date(std::time::SystemTime::now())
+    )
+    .into_bytes()
+}
+
+/// A floor stream's changes: `change` written for each, until the channel
+/// closes or the client goes.
+async fn floor_changes(
+    tcp: &mut TcpStream,
+    rx: &mut tokio::sync::broadcast::Receiver<()>,
+    change: &[u8],
+) -> Result<(), String> {
     loop {
         match rx.recv().await {
             Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                tcp.write_all(&change).await.map_err(|e| e.to_string())?;
+                tcp.write_all(change).await.map_err(|e| e.to_string())?;
             }
             Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
         }
@@ -359,6 +472,8 @@ impl Drop for ChildServer {
 struct Streams {
     epoch: Instant,
     acked: AtomicUsize,
+    /// Streams whose reader ended in an error (a refusal, a reset).
+    failed: AtomicUsize,
     heard: AtomicUsize,
     stamps: Vec<AtomicU64>,
     progress: Notify,
@@ -427,6 +542,128 @@ fn listen_request(addr: SocketAddr, id: usize) -> Vec<u8> {
     .into_bytes()
 }
 
+/// A 2025 client's standalone stream: a `GET` on the endpoint with its
+/// session token, as 2025-11-25 has a client open it.
+fn get_request(addr: SocketAddr, token: &str) -> Vec<u8> {
+    format!(
+        "GET /mcp HTTP/1.1\r\nhost: {addr}\r\naccept: text/event-stream\r\n\
+         mcp-protocol-version: 2025-11-25\r\nmcp-session-id: {token}\r\n\r\n"
+    )
+    .into_bytes()
+}
+
+/// A 2025-11-25 client's `initialize` (declaring nothing a server may ask:
+/// the token it is given names its GET streams all the same).
+fn initialize_request(addr: SocketAddr, id: usize) -> Vec<u8> {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "1"}}})
+    .to_string();
+    format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// Connections minting the session tokens at once.
+const MINTING: usize = 16;
+
+/// `n` session tokens from the server at `addr`, one `initialize` each (a
+/// 2025 client's), on [`MINTING`] keep-alive connections. The harness
+/// mints them before a pass measures anything (the server's RSS before the
+/// streams is read after), and closes those connections.
+async fn session_tokens(addr: SocketAddr, n: usize) -> Result<Vec<String>, String> {
+    let mut minting = tokio::task::JoinSet::new();
+    for first in 0..MINTING.min(n) {
+        minting.spawn(async move {
+            let ids: Vec<usize> = (first..n).step_by(MINTING).collect();
+            let tokens = mint(addr, &ids).await?;
+            Ok::<_, String>(ids.into_iter().zip(tokens).collect::<Vec<_>>())
+        });
+    }
+    let mut tokens = vec![String::new(); n];
+    while let Some(minted) = minting.join_next().await {
+        for (i, token) in minted.map_err(|e| e.to_string())?? {
+            tokens[i] = token;
+        }
+    }
+    Ok(tokens)
+}
+
+/// One connection's `initialize`s, one after another: the `Mcp-Session-Id`
+/// each was answered with.
+async fn mint(addr: SocketAddr, ids: &[usize]) -> Result<Vec<String>, String> {
+    let mut tcp = TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("initialize: connect: {e}"))?;
+    let mut pending: Vec<u8> = Vec::with_capacity(4096);
+    let mut chunk = vec![0u8; 4096];
+    let mut tokens = Vec::with_capacity(ids.len());
+    for &id in ids {
+        tcp.write_all(&initialize_request(addr, id))
+            .await
+            .map_err(|e| format!("initialize: write: {e}"))?;
+        let end = loop {
+            if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                break end;
+            }
+            read_more(&mut tcp, &mut pending, &mut chunk).await?;
+        };
+        let head = String::from_utf8_lossy(&pending[..end]).into_owned();
+        pending.drain(..end + 4);
+        if !head.starts_with("HTTP/1.1 200") {
+            return Err(format!("initialize: {head}"));
+        }
+        let header = |name: &str| {
+            head.lines().find_map(|l| {
+                let (key, value) = l.split_once(':')?;
+                key.eq_ignore_ascii_case(name)
+                    .then(|| value.trim().to_owned())
+            })
+        };
+        let token = header("mcp-session-id").ok_or_else(|| {
+            format!("initialize: no mcp-session-id (does the server announce changes?): {head}")
+        })?;
+        // The body, skipped: a length, or chunks up to the last (nothing
+        // follows a response on this connection until the next request).
+        if let Some(length) = header("content-length").and_then(|l| l.parse::<usize>().ok()) {
+            while pending.len() < length {
+                read_more(&mut tcp, &mut pending, &mut chunk).await?;
+            }
+            pending.drain(..length);
+        } else {
+            while !pending.ends_with(b"0\r\n\r\n") {
+                read_more(&mut tcp, &mut pending, &mut chunk).await?;
+            }
+            pending.clear();
+        }
+        tokens.push(token);
+    }
+    Ok(tokens)
+}
+
+/// Reads what `tcp` has into `pending`; the end of the connection is an error.
+async fn read_more(
+    tcp: &mut TcpStream,
+    pending: &mut Vec<u8>,
+    chunk: &mut [u8],
+) -> Result<(), String> {
+    let n = tcp
+        .read(chunk)
+        .await
+        .map_err(|e| format!("initialize: read: {e}"))?;
+    if n == 0 {
+        return Err("initialize: the server closed the connection".into());
+    }
+    if pending.len() > 1 << 20 {
+        return Err("initialize: an answer over 1 MiB".into());
+    }
+    pending.extend_from_slice(&chunk[..n]);
+    Ok(())
+}
+
 fn count(haystack: &[u8], needle: &[u8]) -> usize {
     haystack
         .windows(needle.len())
@@ -434,19 +671,26 @@ fn count(haystack: &[u8], needle: &[u8]) -> usize {
         .count()
 }
 
-/// One stream: connects, asks, reads the acknowledgement, then stamps every
+/// One stream: connects, asks (`request`), reads until it is open (a
+/// listen's acknowledgement; a GET's response head), then stamps every
 /// `list_changed` it reads.
 async fn stream(
     addr: SocketAddr,
     i: usize,
     state: Arc<Streams>,
     permit: tokio::sync::OwnedSemaphorePermit,
+    request: Vec<u8>,
+    kind: StreamKind,
 ) -> Result<(), String> {
     const NEEDLE: &[u8] = b"list_changed";
+    let opened: &[u8] = match kind {
+        StreamKind::Listen => b"acknowledged",
+        StreamKind::Get => b"\r\n\r\n",
+    };
     let mut tcp = TcpStream::connect(addr)
         .await
         .map_err(|e| format!("stream {i}: connect: {e}"))?;
-    tcp.write_all(&listen_request(addr, i))
+    tcp.write_all(&request)
         .await
         .map_err(|e| format!("stream {i}: write: {e}"))?;
     let mut buf = vec![0u8; 4096];
@@ -459,7 +703,7 @@ async fn stream(
             .map_err(|e| format!("stream {i}: read: {e}"))?;
         if n == 0 {
             return Err(format!(
-                "stream {i}: closed before its acknowledgement: {}",
+                "stream {i}: closed before it opened: {}",
                 String::from_utf8_lossy(&head)
             ));
         }
@@ -471,7 +715,7 @@ async fn stream(
                 String::from_utf8_lossy(&head[..head.len().min(300)])
             ));
         }
-        if count(&head, b"acknowledged") > 0 {
+        if count(&head, opened) > 0 {
             break;
         }
     }
@@ -551,23 +795,28 @@ fn open_files_limit() -> Option<usize> {
     line.split_whitespace().nth(3)?.parse().ok()
 }
 
-/// One pass: the streams on `listening`, each change published on
-/// `publisher` (the same server in the in-process pass).
+/// One pass: the streams of `kind` on `listening` (a GET stream `i` with
+/// `tokens[i]`), each change published on `publisher` (the same server in
+/// the in-process pass).
 /// The bytes of the first and last stream are compared with `reference`
 /// (the floor's) after the warm-up change: the pass stops when they differ.
 #[allow(clippy::too_many_arguments)]
 async fn pass(
+    kind: StreamKind,
+    tokens: &[String],
     bus: &'static str,
     mut publisher: Option<&mut ChildServer>,
     listening: &mut ChildServer,
     streams: usize,
     changes: usize,
+    idle: Duration,
     redis_pid: Option<u32>,
     reference: Option<&[Vec<u8>]>,
 ) -> Result<(FanoutPass, Vec<Vec<u8>>), String> {
     let state = Arc::new(Streams {
         epoch: Instant::now(),
         acked: AtomicUsize::new(0),
+        failed: AtomicUsize::new(0),
         heard: AtomicUsize::new(0),
         stamps: (0..streams).map(|_| AtomicU64::new(0)).collect(),
         progress: Notify::new(),
@@ -587,10 +836,16 @@ async fn pass(
             .map_err(|e| e.to_string())?;
         let state = state.clone();
         let addr = listening.addr;
+        let request = match kind {
+            StreamKind::Listen => listen_request(addr, i),
+            StreamKind::Get => get_request(addr, tokens.get(i).ok_or("too few tokens")?),
+        };
         readers.spawn(async move {
-            let result = stream(addr, i, state, permit).await;
+            let result = stream(addr, i, state.clone(), permit, request, kind).await;
             if let Err(e) = &result {
                 eprintln!("{e}");
+                state.failed.fetch_add(1, Ordering::Relaxed);
+                state.progress.notify_one();
             }
             result
         });
@@ -601,14 +856,25 @@ async fn pass(
     until(
         &state,
         Duration::from_secs(120),
-        "every stream acknowledged",
-        || state.acked.load(Ordering::Relaxed) >= streams,
+        "every stream open",
+        || {
+            state.acked.load(Ordering::Relaxed) >= streams
+                || state.failed.load(Ordering::Relaxed) > 0
+        },
     )
     .await?;
+    // A refused stream fails the pass at once (its answer is printed above).
+    let failed = state.failed.load(Ordering::Relaxed);
+    if failed > 0 {
+        return Err(format!(
+            "{bus}: {failed} {} stream(s) did not open",
+            kind.name()
+        ));
+    }
     let open_ms = opened_at.elapsed().as_secs_f64() * 1e3;
     // Idle: what the open streams cost when nothing happens.
     let idle_before = stat(pid)?;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(idle).await;
     let idle_cpu_ms = cpu_us(stat(pid)?.since(idle_before)) / 1e3;
     let rss_with = rss_kib(pid)?;
     #[allow(clippy::cast_precision_loss)]
@@ -650,7 +916,8 @@ async fn pass(
             for (which, (a, b)) in ["first", "last"].iter().zip(reference.iter().zip(&mine)) {
                 if a != b {
                     return Err(format!(
-                        "the {which} stream's bytes differ from the floor's:\n  floor {}\n  {bus} {}",
+                        "the {which} {} stream's bytes differ from the floor's:\n  floor {}\n  {bus} {}",
+                        kind.name(),
                         String::from_utf8_lossy(a).escape_debug(),
                         String::from_utf8_lossy(b).escape_debug()
                     ));
@@ -686,6 +953,7 @@ async fn pass(
     let transcripts = state.transcripts();
     Ok((
         FanoutPass {
+            stream: kind.name(),
             bus,
             round: 0,
             streams,
@@ -701,6 +969,7 @@ async fn pass(
             rss_bytes_per_idle_stream: rss_per,
             rss_kib_with_streams: rss_with,
             idle_cpu_ms,
+            idle_s: idle.as_secs_f64(),
             open_ms,
             load_average: load_average(),
         },
@@ -708,19 +977,23 @@ async fn pass(
     ))
 }
 
-/// `rounds` rounds of three passes, interleaved: the socket floor, wymcp
-/// in-process, wymcp through Redis. `pin`: the servers on core 0 (this
-/// process should then run on core 1: `scripts/bench` does so).
+/// `rounds` rounds of three passes for each of `kinds`, interleaved: the
+/// socket floor, wymcp in-process, wymcp through Redis (listen's three,
+/// then GET's), the streams of each idle for `idle` before the changes.
+/// `pin`: the servers on core 0 (this process should then run
+/// on core 1: `scripts/bench` does so).
 ///
 /// # Errors
 /// When a server or redis-server cannot be started, too few files may be
-/// open, a change does not reach every stream in time, or wymcp's bytes
-/// differ from the floor's.
+/// open, a token cannot be minted, a change does not reach every stream in
+/// time, or wymcp's bytes differ from the floor's.
 pub async fn run(
     streams: usize,
     changes: usize,
     pin: bool,
     rounds: usize,
+    kinds: &[StreamKind],
+    idle: Duration,
 ) -> Result<Vec<FanoutPass>, String> {
     if let Some(limit) = open_files_limit()
         && limit < streams + 256
@@ -735,55 +1008,84 @@ pub async fn run(
     let redis = crate::bus::start_redis()?;
     let url = format!("redis://127.0.0.1:{}/", redis.port());
     for round in 1..=rounds {
-        // Each server goes before the next starts, so the TIME_WAITs are
-        // on its side, not on this side's ephemeral ports.
-        let reference = {
-            let mut floor = ChildServer::start(streams, None, core, true)?;
-            let (mut p, transcripts) =
-                pass("floor", None, &mut floor, streams, changes, None, None).await?;
-            p.round = round;
-            passes.push(p);
-            transcripts
-        };
-        {
-            let mut local = ChildServer::start(streams, None, core, false)?;
+        for &kind in kinds {
+            // Each server goes before the next starts, so the TIME_WAITs are
+            // on its side, not on this side's ephemeral ports.
+            let reference = {
+                let mut floor = ChildServer::start(streams, None, core, true)?;
+                // The floor reads no token: a placeholder of a token's size.
+                let tokens = match kind {
+                    StreamKind::Listen => Vec::new(),
+                    StreamKind::Get => vec!["f".repeat(FLOOR_TOKEN_BYTES); streams],
+                };
+                let (mut p, transcripts) = pass(
+                    kind, &tokens, "floor", None, &mut floor, streams, changes, idle, None, None,
+                )
+                .await?;
+                p.round = round;
+                passes.push(p);
+                transcripts
+            };
+            {
+                let mut local = ChildServer::start(streams, None, core, false)?;
+                let tokens = match kind {
+                    StreamKind::Listen => Vec::new(),
+                    StreamKind::Get => session_tokens(local.addr, streams).await?,
+                };
+                let (mut p, _) = pass(
+                    kind,
+                    &tokens,
+                    "in-process",
+                    None,
+                    &mut local,
+                    streams,
+                    changes,
+                    idle,
+                    None,
+                    Some(&reference),
+                )
+                .await?;
+                p.round = round;
+                passes.push(p);
+            }
+            let mut a = ChildServer::start(streams, Some(&url), core, false)?;
+            let mut b = ChildServer::start(streams, Some(&url), core, false)?;
+            crate::bus::await_subscribers(redis.port(), &RedisConfig::default().channel, 2).await?;
+            // A 2025 client initialized on A opens its stream on B: the
+            // token is sealed with the key both share.
+            let tokens = match kind {
+                StreamKind::Listen => Vec::new(),
+                StreamKind::Get => session_tokens(a.addr, streams).await?,
+            };
             let (mut p, _) = pass(
-                "in-process",
-                None,
-                &mut local,
+                kind,
+                &tokens,
+                "redis",
+                Some(&mut a),
+                &mut b,
                 streams,
                 changes,
-                None,
+                idle,
+                Some(redis.pid()),
                 Some(&reference),
             )
             .await?;
             p.round = round;
             passes.push(p);
         }
-        let mut a = ChildServer::start(streams, Some(&url), core, false)?;
-        let mut b = ChildServer::start(streams, Some(&url), core, false)?;
-        crate::bus::await_subscribers(redis.port(), &RedisConfig::default().channel, 2).await?;
-        let (mut p, _) = pass(
-            "redis",
-            Some(&mut a),
-            &mut b,
-            streams,
-            changes,
-            Some(redis.pid()),
-            Some(&reference),
-        )
-        .await?;
-        p.round = round;
-        passes.push(p);
     }
     Ok(passes)
 }
+
+/// The size of the placeholder token a floor's GET carries: about a real
+/// token's (the floor reads the header and ignores it).
+const FLOOR_TOKEN_BYTES: usize = 200;
 
 /// The passes as a Markdown table.
 #[must_use]
 pub fn table(passes: &[FanoutPass]) -> String {
     let mut out = String::from(
-        "| round | server | streams | changes | delivery p50 | delivery p99 | last stream p50 | last p99 | last max | server CPU / change | redis-server CPU / change | RSS / idle stream | idle CPU (2 s) | load average |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+        "| round | stream | server | streams | changes | delivery p50 | delivery p99 | last stream p50 | last p99 | last max | server CPU / change | redis-server CPU / change | RSS / idle stream | idle CPU | load average |\n|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
     let ms = |us: f64| format!("{:.1} ms", us / 1e3);
     for p in passes {
@@ -795,8 +1097,9 @@ pub fn table(passes: &[FanoutPass]) -> String {
         });
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {redis} | {:.0} B | {:.0} ms | {load} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {redis} | {:.0} B | {:.0} ms in {:.1} s | {load} |",
             p.round,
+            stream_name(p.stream),
             name(p.bus),
             p.streams,
             p.changes,
@@ -808,6 +1111,7 @@ pub fn table(passes: &[FanoutPass]) -> String {
             ms(p.server_cpu_us_per_change),
             p.rss_bytes_per_idle_stream,
             p.idle_cpu_ms,
+            p.idle_s,
         );
     }
     out
@@ -823,23 +1127,39 @@ fn name(bus: &str) -> &str {
     }
 }
 
-/// wymcp's passes against the floor of the same round: CPU per change
-/// (redis-server's included) and the p99 to every stream and to the last.
+/// A pass's stream, in words.
+fn stream_name(stream: &str) -> &str {
+    match stream {
+        "listen" => "listen (2026 POST)",
+        "get" => "GET (2025 session)",
+        other => other,
+    }
+}
+
+/// wymcp's passes against the floor of the same round and stream: CPU per
+/// change (redis-server's included), the p99 to every stream, the time to
+/// the last stream, and RSS per idle stream.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Ratio {
     /// The round.
     pub round: usize,
+    /// `listen` or `get`.
+    pub stream: &'static str,
     /// `in-process` or `redis`.
     pub bus: &'static str,
     /// CPU per change ÷ the floor's.
     pub cpu: f64,
     /// p99 over every delivery ÷ the floor's.
     pub delivery_p99: f64,
+    /// The median to the last stream ÷ the floor's.
+    pub last_p50: f64,
     /// p99 to the last stream ÷ the floor's.
     pub last_p99: f64,
+    /// RSS per idle stream ÷ the floor's.
+    pub rss: f64,
 }
 
-/// Each wymcp pass against the floor of its round.
+/// Each wymcp pass against the floor of its round and stream.
 #[must_use]
 pub fn ratios(passes: &[FanoutPass]) -> Vec<Ratio> {
     passes
@@ -848,14 +1168,17 @@ pub fn ratios(passes: &[FanoutPass]) -> Vec<Ratio> {
         .filter_map(|p| {
             let floor = passes
                 .iter()
-                .find(|f| f.bus == "floor" && f.round == p.round)?;
+                .find(|f| f.bus == "floor" && f.round == p.round && f.stream == p.stream)?;
             let cpu = p.server_cpu_us_per_change + p.redis_cpu_us_per_change.unwrap_or(0.0);
             Some(Ratio {
                 round: p.round,
+                stream: p.stream,
                 bus: p.bus,
                 cpu: cpu / floor.server_cpu_us_per_change,
                 delivery_p99: p.delivery_p99_us / floor.delivery_p99_us,
+                last_p50: p.last_p50_us / floor.last_p50_us,
                 last_p99: p.last_p99_us / floor.last_p99_us,
+                rss: p.rss_bytes_per_idle_stream / floor.rss_bytes_per_idle_stream,
             })
         })
         .collect()
@@ -865,13 +1188,20 @@ pub fn ratios(passes: &[FanoutPass]) -> Vec<Ratio> {
 #[must_use]
 pub fn ratio_table(ratios: &[Ratio]) -> String {
     let mut out = String::from(
-        "| round | wymcp ÷ floor | CPU / change | delivery p99 | last stream p99 |\n|---:|---|---:|---:|---:|\n",
+        "| round | stream | wymcp ÷ floor | CPU / change | delivery p99 | last stream p50 | last stream p99 | RSS / idle stream |\n|---:|---|---|---:|---:|---:|---:|---:|\n",
     );
     for r in ratios {
         let _ = writeln!(
             out,
-            "| {} | {} | {:.2}× | {:.2}× | {:.2}× |",
-            r.round, r.bus, r.cpu, r.delivery_p99, r.last_p99
+            "| {} | {} | {} | {:.2}× | {:.2}× | {:.2}× | {:.2}× | {:.2}× |",
+            r.round,
+            stream_name(r.stream),
+            r.bus,
+            r.cpu,
+            r.delivery_p99,
+            r.last_p50,
+            r.last_p99,
+            r.rss
         );
     }
     out
@@ -887,15 +1217,21 @@ fn median(mut values: Vec<f64>) -> f64 {
     }
 }
 
-/// Whether the passes meet the targets of issue 15: in-process, p99 to
-/// every stream ≤ 100 ms and ≤ 1 core-second of server CPU per change;
-/// through Redis, p99 ≤ 150 ms (each pass); and wymcp against the socket
-/// floor of the same round (the median over the rounds: a ratio, not a
-/// target of the issue's, reported beside it).
+/// Whether the passes meet the targets of issue 15 (listen streams):
+/// in-process, p99 to every stream ≤ 100 ms and ≤ 1 core-second of server
+/// CPU per change; through Redis, p99 ≤ 150 ms (each pass); wymcp against
+/// the socket floor of the same round and stream (the median over the
+/// rounds); and issue 26 §3's targets for each stream, listen and GET, in
+/// process and through Redis: RSS per idle stream ≤ 2× the floor's, and the
+/// time to the last stream (p99 over the changes) ≤ 1.10× the floor's,
+/// each the median of its ratios over the rounds.
 #[must_use]
 pub fn verdict(passes: &[FanoutPass]) -> Vec<String> {
     let mut out = Vec::new();
-    for p in passes.iter().filter(|p| p.bus != "floor") {
+    for p in passes
+        .iter()
+        .filter(|p| p.bus != "floor" && p.stream == "listen")
+    {
         let (p99_target, name) = match p.bus {
             "redis" => (150.0, "redis"),
             _ => (100.0, "in-process"),
@@ -904,29 +1240,49 @@ pub fn verdict(passes: &[FanoutPass]) -> Vec<String> {
         let cpu = (p.server_cpu_us_per_change + p.redis_cpu_us_per_change.unwrap_or(0.0)) / 1e6;
         let met = p99 <= p99_target && cpu <= 1.0;
         out.push(format!(
-            "round {} {name}: p99 to the last of {} streams {p99:.1} ms (target ≤ {p99_target} ms), CPU {cpu:.3} core-s per change (target ≤ 1): {}",
+            "issue 15, round {} listen {name}: p99 to the last of {} streams {p99:.1} ms (target ≤ {p99_target} ms), CPU {cpu:.3} core-s per change (target ≤ 1): {}",
             p.round,
             p.streams,
             if met { "met" } else { "MISSED" }
         ));
     }
     let ratios = ratios(passes);
-    for bus in ["in-process", "redis"] {
-        let mine: Vec<&Ratio> = ratios.iter().filter(|r| r.bus == bus).collect();
-        if mine.is_empty() {
-            continue;
+    for stream in ["listen", "get"] {
+        for bus in ["in-process", "redis"] {
+            let mine: Vec<&Ratio> = ratios
+                .iter()
+                .filter(|r| r.bus == bus && r.stream == stream)
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let of = |f: fn(&Ratio) -> f64| median(mine.iter().map(|r| f(r)).collect());
+            out.push(format!(
+                "{stream} {bus} ÷ the floor, median of {} round(s): CPU per change {:.2}×, delivery p99 {:.2}×, last-stream p50 {:.2}×, last-stream p99 {:.2}×, RSS per idle stream {:.2}×",
+                mine.len(),
+                of(|r| r.cpu),
+                of(|r| r.delivery_p99),
+                of(|r| r.last_p50),
+                of(|r| r.last_p99),
+                of(|r| r.rss),
+            ));
+            let (rss, last) = (of(|r| r.rss), of(|r| r.last_p99));
+            let mark = |met: bool| if met { "met" } else { "MISSED" };
+            out.push(format!(
+                "issue 26 §3, {stream} {bus}: RSS per idle stream {rss:.2}× the floor's (target ≤ {RSS_TARGET}×): {}; time to the last stream (p99) {last:.2}× the floor's (target ≤ {LAST_TARGET}×): {}",
+                mark(rss <= RSS_TARGET),
+                mark(last <= LAST_TARGET),
+            ));
         }
-        let of = |f: fn(&Ratio) -> f64| median(mine.iter().map(|r| f(r)).collect());
-        out.push(format!(
-            "{bus} ÷ the floor, median of {} round(s): CPU per change {:.2}×, delivery p99 {:.2}×, last-stream p99 {:.2}×",
-            mine.len(),
-            of(|r| r.cpu),
-            of(|r| r.delivery_p99),
-            of(|r| r.last_p99),
-        ));
     }
     out
 }
+
+/// Issue 26 §3: RSS per idle stream at most this many times the floor's.
+pub const RSS_TARGET: f64 = 2.0;
+/// Issue 26 §3: the time to the last stream at most this many times the
+/// floor's.
+pub const LAST_TARGET: f64 = 1.10;
 
 #[cfg(test)]
 mod tests {
@@ -960,6 +1316,86 @@ mod tests {
         assert!((median(vec![2.0, 1.0]) - 1.5).abs() < 1e-9);
         assert!((median(vec![3.0, 1.0, 2.0]) - 2.0).abs() < 1e-9);
         assert!(median(Vec::new()).is_nan());
+    }
+
+    /// A pass of `stream` on `bus` with these numbers (the rest zero).
+    fn measured(stream: &'static str, bus: &'static str, last_p99_us: f64, rss: f64) -> FanoutPass {
+        FanoutPass {
+            stream,
+            bus,
+            round: 1,
+            streams: 10,
+            changes: 1,
+            delivery_p50_us: 1.0,
+            delivery_p99_us: 1.0,
+            last_p50_us: 1.0,
+            last_p99_us,
+            last_max_us: last_p99_us,
+            server_cpu_us_per_change: 1.0,
+            listening_cpu_us_per_change: 1.0,
+            redis_cpu_us_per_change: None,
+            rss_bytes_per_idle_stream: rss,
+            rss_kib_with_streams: 0,
+            idle_cpu_ms: 0.0,
+            idle_s: 0.0,
+            open_ms: 0.0,
+            load_average: None,
+        }
+    }
+
+    #[test]
+    fn the_kind_flag_is_listen_get_or_both() {
+        assert_eq!(StreamKind::parse("listen"), Ok(vec![StreamKind::Listen]));
+        assert_eq!(StreamKind::parse("get"), Ok(vec![StreamKind::Get]));
+        assert_eq!(
+            StreamKind::parse("both"),
+            Ok(vec![StreamKind::Listen, StreamKind::Get])
+        );
+        assert!(StreamKind::parse("post").is_err());
+    }
+
+    #[test]
+    fn a_pass_is_held_to_the_floor_of_its_own_stream() {
+        let passes = [
+            measured("listen", "floor", 100.0, 1000.0),
+            measured("get", "floor", 200.0, 4000.0),
+            measured("get", "in-process", 210.0, 9000.0),
+            measured("listen", "in-process", 300.0, 1500.0),
+        ];
+        let ratios = ratios(&passes);
+        assert_eq!(ratios.len(), 2);
+        let get = ratios
+            .iter()
+            .find(|r| r.stream == "get")
+            .expect("the GET pass has its ratio");
+        assert!((get.last_p99 - 1.05).abs() < 1e-9, "{get:?}");
+        assert!((get.rss - 2.25).abs() < 1e-9, "{get:?}");
+        let verdict = verdict(&passes);
+        assert!(
+            verdict.contains(&"issue 26 §3, get in-process: RSS per idle stream 2.25× the floor's (target ≤ 2×): MISSED; time to the last stream (p99) 1.05× the floor's (target ≤ 1.1×): met".to_owned()),
+            "{verdict:#?}"
+        );
+        assert!(
+            verdict.contains(&"issue 26 §3, listen in-process: RSS per idle stream 1.50× the floor's (target ≤ 2×): met; time to the last stream (p99) 3.00× the floor's (target ≤ 1.1×): MISSED".to_owned()),
+            "{verdict:#?}"
+        );
+        // Issue 15's targets are the listen streams'.
+        assert_eq!(
+            verdict.iter().filter(|l| l.starts_with("issue 15")).count(),
+            1,
+            "{verdict:#?}"
+        );
+    }
+
+    #[test]
+    fn a_get_request_carries_the_2025_header_and_its_token() {
+        let addr: SocketAddr = ([127, 0, 0, 1], 9).into();
+        let request = String::from_utf8(get_request(addr, "tok")).expect("an ASCII request");
+        assert!(request.starts_with("GET /mcp HTTP/1.1\r\n"), "{request}");
+        assert!(request.contains("\r\nmcp-protocol-version: 2025-11-25\r\n"));
+        assert!(request.contains("\r\nmcp-session-id: tok\r\n"));
+        assert!(request.contains("\r\naccept: text/event-stream\r\n"));
+        assert!(request.ends_with("\r\n\r\n"));
     }
 
     #[test]

@@ -32,7 +32,8 @@ fn allocator_name(tunables: Option<&str>) -> String {
 
 const USAGE: &str = "usage:
   wymcp-bench bus [--streams N] [--changes N] [--json FILE]
-  wymcp-bench fanout [--streams N] [--changes N] [--rounds N] [--no-pin] [--json FILE]
+  wymcp-bench fanout [--streams N] [--changes N] [--rounds N] [--kind listen|get|both]
+                     [--idle S] [--no-pin] [--json FILE]
   wymcp-bench tasks [--tasks N] [--rounds N] [--in-flight N] [--json FILE]
   wymcp-bench startup [--tools N] [--rounds N] [--requests N] [--json FILE]
   wymcp-bench io [--quick] [--vus N] [--warmup S] [--seconds S] [--rounds N]
