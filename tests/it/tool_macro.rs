@@ -782,3 +782,113 @@ async fn a_list_answer_is_an_object_of_items() {
         json!({"items": [{"count": 1}, {"count": 2}]})
     );
 }
+
+/// A page of a book, taken whole by each method of [`Book`].
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Page {
+    /// The page's number.
+    page: u32,
+    /// Where on it, when not the top.
+    line: Option<u32>,
+}
+
+/// A tool, a prompt and a template each taking its arguments whole.
+struct Book;
+
+#[wymcp::handlers]
+impl Book {
+    #[tool]
+    async fn turn(#[args] to: Page) -> ToolResult {
+        ToolResult::text(format!("page {} line {:?}", to.page, to.line))
+    }
+
+    #[prompt]
+    async fn quote(#[args] from: Page) -> wymcp::PromptResult {
+        wymcp::PromptResult::new().user(format!("quote page {} line {:?}", from.page, from.line))
+    }
+
+    #[resource_template("book://{page}")]
+    async fn page(#[args] at: Page) -> String {
+        format!("page {} line {:?}", at.page, at.line)
+    }
+}
+
+/// Rule: a tool, prompt or template taking its arguments whole
+/// (`#[args]`) is described by the type's own schema, exactly as a
+/// handler written by hand taking the type (the same `inputSchema`,
+/// prompt arguments, template), and is called with the arguments read
+/// into it; arguments the type refuses are refused as they are by hand.
+#[tokio::test]
+async fn whole_arguments_are_described_and_read_as_by_hand() {
+    let by_macro = Arc::new(
+        Server::builder()
+            .handlers(Book::handlers())
+            .build()
+            .unwrap(),
+    );
+    let by_hand = Arc::new(
+        Server::builder()
+            .tool(wymcp::Tool::new("turn").handler(|_: Page, _| async { Ok(ToolResult::text("")) }))
+            .prompt(
+                wymcp::Prompt::new("quote")
+                    .handler(|_: Page, _| async { Ok(wymcp::PromptResult::new()) }),
+            )
+            .resource_template(
+                wymcp::ResourceTemplate::new("book://{page}", "page")
+                    .handler(|_, _: Page, _| async { Ok(Vec::new()) }),
+            )
+            .build()
+            .unwrap(),
+    );
+    let macro_client = Client::new(by_macro.clone());
+    let hand_client = Client::new(by_hand.clone());
+    let tools = macro_client.list_tools().await.unwrap();
+    assert_eq!(tools, hand_client.list_tools().await.unwrap());
+    assert_eq!(
+        tools[0]["inputSchema"]["properties"]["page"]["description"], "The page's number.",
+        "{tools:#?}"
+    );
+    let prompts = macro_client.list_prompts().await.unwrap();
+    assert_eq!(prompts, hand_client.list_prompts().await.unwrap());
+    assert_eq!(
+        prompts[0]["arguments"][1],
+        json!({"name": "page", "description": "The page's number.", "required": true}),
+        "{prompts:#?}"
+    );
+    assert_eq!(
+        macro_client.list_resource_templates().await.unwrap(),
+        hand_client.list_resource_templates().await.unwrap()
+    );
+
+    let called = macro_client
+        .call_tool("turn", json!({"page": 3, "line": 7}))
+        .await
+        .unwrap();
+    assert_eq!(called.result["content"][0]["text"], "page 3 line Some(7)");
+    let refused = macro_client
+        .call_tool("turn", json!({"page": "three"}))
+        .await
+        .unwrap();
+    assert_eq!(refused.result["isError"], true, "{:#}", refused.result);
+    let got = macro_client
+        .get_prompt("quote", json!({"page": "4"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        got["messages"][0]["content"]["text"],
+        "quote page 4 line None"
+    );
+    let unreadable = macro_client
+        .get_prompt("quote", json!({"page": "four"}))
+        .await
+        .unwrap_err();
+    assert_eq!(unreadable.code, Some(-32602), "{unreadable}");
+    assert_eq!(unreadable.data, Some(json!({"argument": "page"})));
+    let read = macro_client.read_resource("book://5").await.unwrap();
+    assert_eq!(
+        read,
+        [json!({"uri": "book://5", "text": "page 5 line None"})]
+    );
+    let missing = macro_client.read_resource("book://five").await.unwrap_err();
+    assert_eq!(missing.code, Some(-32602), "{missing}");
+}

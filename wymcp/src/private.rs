@@ -333,6 +333,106 @@ impl<T: ?Sized> ProbeNoSchema for &Probe<T> {
     }
 }
 
+/// The arguments of a `#[tool]`, `#[prompt]` or `#[resource_template]`
+/// taking them whole (`#[args] search: Search`), as its handler reads
+/// them: `L::Args` itself, read from JSON and described by its own schema
+/// through `L` (every `JsonSchema` method passed through, so the schema is
+/// the type's). Both compile whether or not the type has them: the
+/// macro's checks at the parameter report a missing one, once, naming the
+/// derive to add, and no handler bound reports it again.
+#[allow(missing_debug_implementations)]
+pub struct Whole<L: WholeVia>(pub L::Args);
+
+/// A whole arguments type's place: the type, how it is read, and (as a
+/// [`SchemaVia`]) its schema.
+pub trait WholeVia: SchemaVia {
+    /// The arguments type.
+    type Args;
+    /// Reads the arguments (through [`ProbeDeserialize`] /
+    /// [`ProbeNoDeserialize`]).
+    ///
+    /// # Errors
+    ///
+    /// When the JSON is no `Args`.
+    fn deserialize<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Self::Args, D::Error>;
+}
+
+impl<'de, L: WholeVia> serde::Deserialize<'de> for Whole<L> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        L::deserialize(deserializer).map(Whole)
+    }
+}
+
+impl<L: WholeVia> schemars::JsonSchema for Whole<L> {
+    fn inline_schema() -> bool {
+        <SchemaOf<L> as schemars::JsonSchema>::inline_schema()
+    }
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        <SchemaOf<L> as schemars::JsonSchema>::schema_name()
+    }
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        <SchemaOf<L> as schemars::JsonSchema>::schema_id()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        <SchemaOf<L> as schemars::JsonSchema>::json_schema(generator)
+    }
+    fn _schemars_private_non_optional_json_schema(
+        generator: &mut schemars::SchemaGenerator,
+    ) -> schemars::Schema {
+        <SchemaOf<L> as schemars::JsonSchema>::_schemars_private_non_optional_json_schema(generator)
+    }
+    fn _schemars_private_is_option() -> bool {
+        <SchemaOf<L> as schemars::JsonSchema>::_schemars_private_is_option()
+    }
+}
+
+/// The probe of a type read from JSON.
+pub trait ProbeDeserialize<T> {
+    /// Reads a `T`.
+    ///
+    /// # Errors
+    ///
+    /// When the input is no `T`.
+    fn deserialize_from<'de, D: serde::Deserializer<'de>>(
+        &self,
+        deserializer: D,
+    ) -> Result<T, D::Error>;
+}
+
+impl<T: serde::de::DeserializeOwned> ProbeDeserialize<T> for Probe<T> {
+    fn deserialize_from<'de, D: serde::Deserializer<'de>>(
+        &self,
+        deserializer: D,
+    ) -> Result<T, D::Error> {
+        T::deserialize(deserializer)
+    }
+}
+
+/// The probe of a type that is not (the build fails at the macro's check
+/// then, so this is never called).
+pub trait ProbeNoDeserialize<T> {
+    /// Refuses every input.
+    ///
+    /// # Errors
+    ///
+    /// Always.
+    fn deserialize_from<'de, D: serde::Deserializer<'de>>(
+        &self,
+        deserializer: D,
+    ) -> Result<T, D::Error>;
+}
+
+impl<T> ProbeNoDeserialize<T> for &Probe<T> {
+    fn deserialize_from<'de, D: serde::Deserializer<'de>>(&self, _: D) -> Result<T, D::Error> {
+        Err(serde::de::Error::custom(format_args!(
+            "`{}` is not read from JSON",
+            std::any::type_name::<T>()
+        )))
+    }
+}
+
 impl<L: SchemaVia + ?Sized> schemars::JsonSchema for SchemaOf<L> {
     fn inline_schema() -> bool {
         (L::fns().inline)()

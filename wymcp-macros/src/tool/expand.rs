@@ -546,7 +546,7 @@ pub(super) fn invocation(
         _ => None,
     });
     let (definition, argument_type) = if let Some(ty) = whole {
-        (TokenStream::new(), ty.to_token_stream())
+        whole_argument(ty, what)
     } else if fields.is_empty() {
         (TokenStream::new(), quote!(::wymcp::NoArgs))
     } else {
@@ -564,7 +564,7 @@ pub(super) fn invocation(
     };
     let passed = params.iter().map(|param| match param {
         Param::Arg { ident, .. } => quote!(#arguments.#ident),
-        Param::Whole { .. } => quote!(#arguments),
+        Param::Whole { .. } => quote!(#arguments.0),
         Param::Context { by_ref: true } => quote!(&#context),
         Param::Context { by_ref: false } => quote!(#context),
     });
@@ -592,6 +592,80 @@ pub(super) fn invocation(
     }
 }
 
+/// What a function taking its arguments whole (`#[args] search: Search`)
+/// reads them into: `::wymcp::__private::Whole<V>`, `V` a struct made here
+/// whose `WholeVia` names `ty`, reads it from JSON and gives its schema
+/// through the same `Probe` the fields' `SchemaOf` uses; and beside it, the
+/// checks that `ty` has a JSON schema and is read from JSON, at the type:
+/// one error each that fails, naming the arguments, `what` (`the tool
+/// `search``) and the derive to add. `Whole` compiles either way, so
+/// neither the handler's bound nor anything else reports it again.
+fn whole_argument(ty: &syn::Type, what: &str) -> (TokenStream, TokenStream) {
+    let via = Ident::new("__WymcpWhole", Span::call_site());
+    let has_schema = Ident::new("__WymcpWholeHasSchema", Span::call_site());
+    let deserializes = Ident::new("__WymcpWholeDeserializes", Span::call_site());
+    let what = diagnostic_literal(what);
+    let schema_message = format!("the arguments `{{Self}}` of {what} have no JSON schema");
+    let schema_label = "`{Self}` does not implement `JsonSchema`";
+    let schema_note = "add `#[derive(schemars::JsonSchema)]` to `{Self}`";
+    let read_message = format!("the arguments `{{Self}}` of {what} cannot be read from JSON");
+    let read_label = "`{Self}` does not implement `Deserialize`";
+    let read_note = "add `#[derive(serde::Deserialize)]` to `{Self}`";
+    let leaf = schema_leaf(ty);
+    let asserts = quote_spanned! {leaf.span()=>
+        let () = <#leaf as #has_schema>::HAS;
+        let () = <#leaf as #deserializes>::HAS;
+    };
+    let definition = quote! {
+        #[allow(non_camel_case_types)]
+        struct #via;
+        impl ::wymcp::__private::SchemaVia for #via {
+            fn fns() -> ::wymcp::__private::SchemaFns {
+                #[allow(unused_imports)]
+                use ::wymcp::__private::{ProbeNoSchema as _, ProbeSchema as _};
+                (&::wymcp::__private::Probe::<#ty>::new()).schema_fns()
+            }
+        }
+        impl ::wymcp::__private::WholeVia for #via {
+            type Args = #ty;
+            fn deserialize<'__wymcp_de, __WymcpDeserializer>(
+                deserializer: __WymcpDeserializer,
+            ) -> ::std::result::Result<#ty, __WymcpDeserializer::Error>
+            where
+                __WymcpDeserializer: ::wymcp::__private::serde::Deserializer<'__wymcp_de>,
+            {
+                #[allow(unused_imports)]
+                use ::wymcp::__private::{ProbeDeserialize as _, ProbeNoDeserialize as _};
+                (&::wymcp::__private::Probe::<#ty>::new()).deserialize_from(deserializer)
+            }
+        }
+        #[allow(non_camel_case_types)]
+        #[diagnostic::on_unimplemented(message = #schema_message, label = #schema_label, note = #schema_note)]
+        trait #has_schema {
+            const HAS: ();
+        }
+        impl<T: ?::std::marker::Sized + ::wymcp::__private::schemars::JsonSchema> #has_schema for T {
+            const HAS: () = ();
+        }
+        #[allow(non_camel_case_types)]
+        #[diagnostic::on_unimplemented(message = #read_message, label = #read_label, note = #read_note)]
+        trait #deserializes {
+            const HAS: ();
+        }
+        impl<T: ::wymcp::__private::serde::de::DeserializeOwned> #deserializes for T {
+            const HAS: () = ();
+        }
+        #asserts
+    };
+    (definition, quote!(::wymcp::__private::Whole<#via>))
+}
+
+/// `text` as it reads in a `#[diagnostic::on_unimplemented]` message: its
+/// braces doubled, so a name with one is not read as a parameter.
+fn diagnostic_literal(text: &str) -> String {
+    text.replace('{', "{{").replace('}', "}}")
+}
+
 /// The fields of a generated arguments struct, and beside them, for each,
 /// the check that its type has a JSON schema, at the type: one error per
 /// parameter without one, naming it, `what` (`the tool `search``) and the
@@ -615,7 +689,10 @@ pub(super) fn argument_fields(params: &[Param], what: &str) -> (Vec<TokenStream>
             #[schemars(with = #with)]
             #ident: #ty
         });
-        let message = format!("the parameter `{bare}` of {what} has no JSON schema");
+        let message = format!(
+            "the parameter `{bare}` of {} has no JSON schema",
+            diagnostic_literal(what)
+        );
         let label = "`{Self}` does not implement `JsonSchema`";
         let note = "add `#[derive(schemars::JsonSchema)]` to the type's definition (for an \
                     `Option<T>` or a `Vec<T>`, to `T`'s)";
