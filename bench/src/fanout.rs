@@ -294,10 +294,24 @@ const FLOOR_CAPACITY: usize = 256;
 /// One floor stream: the request, then its head (and a listen's
 /// acknowledgement), then a chunk per change. A `GET` is a 2025 client's
 /// standalone stream: no body, no acknowledgement, untagged changes.
+/// Reading the request is its own function so that nothing of it (the
+/// read buffers, the parsed body) is held while the stream sits open: a
+/// floor keeps only what a stream needs, the socket, its receiver and the
+/// chunk it writes.
 async fn floor_stream(
     mut tcp: TcpStream,
     changes: &tokio::sync::broadcast::Sender<()>,
 ) -> Result<(), String> {
+    let (first, change) = floor_open(&mut tcp).await?;
+    let mut rx = changes.subscribe();
+    tcp.write_all(&first).await.map_err(|e| e.to_string())?;
+    drop(first);
+    floor_changes(&mut tcp, &mut rx, &change).await
+}
+
+/// Reads a floor stream's request; answers what to write first (the head,
+/// and a listen's acknowledgement) and the chunk to write per change.
+async fn floor_open(tcp: &mut TcpStream) -> Result<(Vec<u8>, Box<[u8]>), String> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     let (head_len, body_len) = loop {
@@ -323,12 +337,7 @@ async fn floor_stream(
         }
     };
     let Some(body_len) = body_len else {
-        let mut rx = changes.subscribe();
-        tcp.write_all(&sse_head())
-            .await
-            .map_err(|e| e.to_string())?;
-        let change = sse_chunk(GET_CHANGE);
-        return floor_changes(&mut tcp, &mut rx, &change).await;
+        return Ok((sse_head(), sse_chunk(GET_CHANGE).into_boxed_slice()));
     };
     while buf.len() < head_len + body_len {
         let n = tcp.read(&mut chunk).await.map_err(|e| e.to_string())?;
@@ -340,19 +349,17 @@ async fn floor_stream(
     let request: serde_json::Value =
         serde_json::from_slice(&buf[head_len..head_len + body_len]).map_err(|e| e.to_string())?;
     let id = serde_json::to_string(&request["id"]).map_err(|e| e.to_string())?;
-    let mut rx = changes.subscribe();
     let mut first = sse_head();
     first.extend(sse_chunk(&format!(
         "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\
          \"params\":{{\"_meta\":{{\"io.modelcontextprotocol/subscriptionId\":{id}}},\
          \"notifications\":{{\"toolsListChanged\":true}}}}}}"
     )));
-    tcp.write_all(&first).await.map_err(|e| e.to_string())?;
     let change = sse_chunk(&format!(
         "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\
          \"params\":{{\"_meta\":{{\"io.modelcontextprotocol/subscriptionId\":{id}}}}}}}"
     ));
-    floor_changes(&mut tcp, &mut rx, &change).await
+    Ok((first, change.into_boxed_slice()))
 }
 
 /// What a 2025 GET stream carries for a change of the tools: the
