@@ -232,7 +232,11 @@ pub(super) async fn serve<S: Stream>(
                 request.extensions_mut().insert(certificate.clone());
             }
             let call = router.clone().oneshot(request.map(Body::new));
-            async move {
+            // Boxed: hyper keeps the box it polls a request's future in for
+            // the connection's life, sized to the future, and a request's
+            // future is hundreds of bytes a connection holding a stream
+            // would otherwise keep after it answered.
+            let answer: ServiceFuture = Box::pin(async move {
                 let response = match call.await {
                     Ok(response) => response,
                     Err(never) => match never {},
@@ -243,7 +247,8 @@ pub(super) async fn serve<S: Stream>(
                         _guard: guard,
                     })
                 }))
-            }
+            });
+            answer
         })
     };
 
@@ -256,14 +261,16 @@ pub(super) async fn serve<S: Stream>(
             .max_local_error_reset_streams(config.h2_max_local_error_reset_streams)
             .max_header_list_size(u32::try_from(config.max_header_bytes).unwrap_or(u32::MAX));
         let conn = builder.serve_connection(io, service);
-        drive(
+        // Boxed: the HTTP/2 connection is kilobytes, which every HTTP/1.1
+        // connection's task would otherwise be sized to hold.
+        Box::pin(drive(
             conn,
             hyper::server::conn::http2::Connection::graceful_shutdown,
             &activity,
             config,
             stop,
             peer,
-        )
+        ))
         .await;
     } else {
         let mut builder = hyper::server::conn::http1::Builder::new();
@@ -292,6 +299,9 @@ pub(super) async fn serve<S: Stream>(
         .await;
     }
 }
+
+/// What the service answers a request with: boxed (see [`serve`]).
+type ServiceFuture = Pin<Box<dyn Future<Output = Result<http::Response<Body>, Infallible>> + Send>>;
 
 /// Runs a hyper connection to its end, asking it to finish when the server
 /// stops or when it has been idle for the idle timeout.
@@ -582,4 +592,35 @@ mod tests {
         let n = tracked.read(&mut buf).await.unwrap();
         assert_eq!(&buf[..n], b"GET / HTTP/1.1\r\n");
     }
+
+    /// What a connection holds for its life, pinned (issue 26 §3, RSS per
+    /// idle listen stream): the task's future, sized to the HTTP/1.1 path
+    /// (the HTTP/2 one is boxed); and the box hyper keeps a request's
+    /// future in, a pointer's size (the future itself is boxed, and freed
+    /// when it answers).
+    #[tokio::test]
+    async fn a_connection_holds_no_more_than_its_http1_state() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (tcp, peer) = listener.accept().await.unwrap();
+        let config = ServeConfig::default();
+        let (_stop, stop) = watch::channel(false);
+        let connection = serve(tcp, peer, None, Router::new(), &config, stop, None);
+        let size = std::mem::size_of_val(&connection);
+        eprintln!("the connection's future: {size} bytes");
+        assert!(
+            size <= CONNECTION_FUTURE_MAX,
+            "the connection's future is {size} bytes, over {CONNECTION_FUTURE_MAX}"
+        );
+        assert_eq!(
+            std::mem::size_of::<Option<ServiceFuture>>(),
+            2 * std::mem::size_of::<usize>()
+        );
+        drop(client);
+    }
+
+    /// The most a connection's future may be, in bytes (see above).
+    const CONNECTION_FUTURE_MAX: usize = 3_000;
 }
