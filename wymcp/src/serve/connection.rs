@@ -97,6 +97,10 @@ const MAX_REQUEST_LINE: usize = 65_534 + 64;
 const URI_TOO_LONG: &[u8] =
     b"HTTP/1.1 414 URI Too Long\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
 
+/// The most bytes of a gathered write copied into one buffer and sent in
+/// one `send` (see [`Tracked`]'s `poll_write_vectored`).
+const COALESCE: usize = 2048;
+
 /// The header count hyper's HTTP/1.1 server refuses past when given no
 /// `max_headers` (its documented default).
 const HYPER_MAX_HEADERS: usize = 100;
@@ -528,6 +532,23 @@ impl<S: Stream> AsyncWrite for Tracked<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        // A small write of several pieces (a chunk's size line, its event
+        // and its end: every listen delivery) is copied into one buffer on
+        // the stack and sent in one `send`, the socket's plain path, rather
+        // than gathered by `writev`. Larger writes are gathered as they
+        // are. (hyper's own `writev(false)` would flatten every write into
+        // its write buffer instead, which then keeps the largest answer's
+        // size, up to `max_buf_size`, for the connection's life.)
+        let total = bufs.iter().map(|b| b.len()).sum::<usize>();
+        if bufs.len() > 1 && total <= COALESCE {
+            let mut joined = [0u8; COALESCE];
+            let mut at = 0;
+            for buf in bufs {
+                joined[at..at + buf.len()].copy_from_slice(buf);
+                at += buf.len();
+            }
+            return Pin::new(&mut self.stream).poll_write(cx, &joined[..at]);
+        }
         Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
     }
 
@@ -623,4 +644,91 @@ mod tests {
 
     /// The most a connection's future may be, in bytes (see above).
     const CONNECTION_FUTURE_MAX: usize = 3_000;
+
+    /// A socket that records how it was written to.
+    #[derive(Default)]
+    struct Recorder {
+        sends: Vec<Vec<u8>>,
+        gathered: usize,
+    }
+
+    impl AsyncRead for Recorder {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            _: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            Poll::Pending
+        }
+    }
+
+    impl AsyncWrite for Recorder {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            self.sends.push(buf.to_vec());
+            Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_write_vectored(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            bufs: &[io::IoSlice<'_>],
+        ) -> Poll<io::Result<usize>> {
+            self.gathered += 1;
+            Poll::Ready(Ok(bufs.iter().map(|b| b.len()).sum()))
+        }
+
+        fn is_write_vectored(&self) -> bool {
+            true
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    impl Stream for Recorder {
+        fn write_now(&mut self, _: &[u8]) {}
+    }
+
+    /// A small gathered write (a listen delivery: the chunk's size line,
+    /// its event, its end) is one plain send of the pieces joined, as the
+    /// socket floor writes; a large one is gathered as it is.
+    #[tokio::test]
+    async fn a_small_gathered_write_is_one_send() {
+        let mut tracked = Tracked {
+            prefix: Vec::new(),
+            at: 0,
+            stream: Recorder::default(),
+            line: None,
+        };
+        let pieces = [
+            io::IoSlice::new(b"9\r\n"),
+            io::IoSlice::new(b"data: {}\n"),
+            io::IoSlice::new(b"\r\n"),
+        ];
+        let n = tracked.write_vectored(&pieces).await.unwrap();
+        assert_eq!(n, 14);
+        assert_eq!(
+            tracked.stream.sends,
+            vec![b"9\r\ndata: {}\n\r\n".to_vec()],
+            "one send of the joined pieces"
+        );
+        assert_eq!(tracked.stream.gathered, 0);
+        let big = vec![b'x'; COALESCE];
+        let n = tracked
+            .write_vectored(&[io::IoSlice::new(b"800\r\n"), io::IoSlice::new(&big)])
+            .await
+            .unwrap();
+        assert_eq!(n, COALESCE + 5);
+        assert_eq!(tracked.stream.gathered, 1, "a large write is gathered");
+        assert_eq!(tracked.stream.sends.len(), 1);
+    }
 }
