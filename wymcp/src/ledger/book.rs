@@ -574,6 +574,17 @@ impl Place {
             .is_some_and(|e| e.evicted.load(Ordering::Acquire))
     }
 
+    /// The error its holder ends with when the place gives way: the
+    /// caller-share error of its kind ([`Ledger::error`]), made when it is
+    /// needed rather than kept beside every place held.
+    #[must_use]
+    pub fn share_error(&self) -> RpcError {
+        Ledger {
+            inner: Arc::clone(&self.inner),
+        }
+        .error(Refusal::Share(self.kind))
+    }
+
     /// Resolves when the place gives way to a caller under its fair share
     /// (never, for a place taken with [`Ledger::take`]).
     pub async fn evicted(&self) {

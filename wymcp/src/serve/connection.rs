@@ -97,6 +97,10 @@ const MAX_REQUEST_LINE: usize = 65_534 + 64;
 const URI_TOO_LONG: &[u8] =
     b"HTTP/1.1 414 URI Too Long\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
 
+/// The most bytes of a gathered write copied into one buffer and sent in
+/// one `send` (see [`Tracked`]'s `poll_write_vectored`).
+const COALESCE: usize = 2048;
+
 /// The header count hyper's HTTP/1.1 server refuses past when given no
 /// `max_headers` (its documented default).
 const HYPER_MAX_HEADERS: usize = 100;
@@ -232,7 +236,11 @@ pub(super) async fn serve<S: Stream>(
                 request.extensions_mut().insert(certificate.clone());
             }
             let call = router.clone().oneshot(request.map(Body::new));
-            async move {
+            // Boxed: hyper keeps the box it polls a request's future in for
+            // the connection's life, sized to the future, and a request's
+            // future is hundreds of bytes a connection holding a stream
+            // would otherwise keep after it answered.
+            let answer: ServiceFuture = Box::pin(async move {
                 let response = match call.await {
                     Ok(response) => response,
                     Err(never) => match never {},
@@ -243,44 +251,53 @@ pub(super) async fn serve<S: Stream>(
                         _guard: guard,
                     })
                 }))
-            }
+            });
+            answer
         })
     };
 
+    // Each builder is dropped before the connection is driven, so that
+    // the task does not keep it (nor its HTTP/2 settings) for its life.
     if h2 {
-        let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
-        builder
-            .timer(TokioTimer::new())
-            .max_concurrent_streams(config.h2_max_concurrent_streams)
-            .max_pending_accept_reset_streams(config.h2_max_pending_accept_reset_streams)
-            .max_local_error_reset_streams(config.h2_max_local_error_reset_streams)
-            .max_header_list_size(u32::try_from(config.max_header_bytes).unwrap_or(u32::MAX));
-        let conn = builder.serve_connection(io, service);
-        drive(
+        let conn = {
+            let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+            builder
+                .timer(TokioTimer::new())
+                .max_concurrent_streams(config.h2_max_concurrent_streams)
+                .max_pending_accept_reset_streams(config.h2_max_pending_accept_reset_streams)
+                .max_local_error_reset_streams(config.h2_max_local_error_reset_streams)
+                .max_header_list_size(u32::try_from(config.max_header_bytes).unwrap_or(u32::MAX));
+            builder.serve_connection(io, service)
+        };
+        // Boxed: the HTTP/2 connection is kilobytes, which every HTTP/1.1
+        // connection's task would otherwise be sized to hold.
+        Box::pin(drive(
             conn,
             hyper::server::conn::http2::Connection::graceful_shutdown,
             &activity,
             config,
             stop,
             peer,
-        )
+        ))
         .await;
     } else {
-        let mut builder = hyper::server::conn::http1::Builder::new();
-        builder
-            .timer(TokioTimer::new())
-            .header_read_timeout(config.header_read_timeout)
-            .max_header_size(config.max_header_bytes)
-            .max_buf_size(config.max_header_bytes.max(HEAD_BUFFER));
-        // hyper enforces its own limit of 100 headers (431, connection
-        // closed) with the parse buffers on the stack; naming any limit,
-        // even that one, moves them to the heap and initialises 100 slots
-        // per request (≈ 2,400 instructions of a ≈ 77,000 small call). So
-        // the limit is named only when it is not hyper's.
-        if config.max_headers != HYPER_MAX_HEADERS {
-            builder.max_headers(config.max_headers);
-        }
-        let conn = builder.serve_connection(io, service);
+        let conn = {
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(config.header_read_timeout)
+                .max_header_size(config.max_header_bytes)
+                .max_buf_size(config.max_header_bytes.max(HEAD_BUFFER));
+            // hyper enforces its own limit of 100 headers (431, connection
+            // closed) with the parse buffers on the stack; naming any limit,
+            // even that one, moves them to the heap and initialises 100
+            // slots per request (≈ 2,400 instructions of a ≈ 77,000 small
+            // call). So the limit is named only when it is not hyper's.
+            if config.max_headers != HYPER_MAX_HEADERS {
+                builder.max_headers(config.max_headers);
+            }
+            builder.serve_connection(io, service)
+        };
         drive(
             conn,
             hyper::server::conn::http1::Connection::graceful_shutdown,
@@ -292,6 +309,9 @@ pub(super) async fn serve<S: Stream>(
         .await;
     }
 }
+
+/// What the service answers a request with: boxed (see [`serve`]).
+type ServiceFuture = Pin<Box<dyn Future<Output = Result<http::Response<Body>, Infallible>> + Send>>;
 
 /// Runs a hyper connection to its end, asking it to finish when the server
 /// stops or when it has been idle for the idle timeout.
@@ -469,7 +489,8 @@ impl<S: Stream> AsyncRead for Tracked<S> {
             // Refused: the connection reads nothing more.
             return Poll::Ready(Ok(()));
         }
-        if self.at < self.prefix.len() {
+        let before = buf.filled().len();
+        let polled = if self.at < self.prefix.len() {
             let rest = &self.prefix[self.at..];
             let n = rest.len().min(buf.remaining());
             buf.put_slice(&rest[..n]);
@@ -477,17 +498,21 @@ impl<S: Stream> AsyncRead for Tracked<S> {
             if self.at == self.prefix.len() {
                 self.prefix = Vec::new();
                 self.at = 0;
-            }
-            if self.line.is_some() {
-                let start = buf.filled().len() - n;
-                if self.over_long_line(&buf.filled()[start..]) {
-                    self.refuse_line();
+                // The rest of the request in the same read, when the socket
+                // has it: a read of the sniffed prefix alone leaves hyper's
+                // 8 KiB read buffer short of its next read's 8 KiB, and it
+                // doubles the buffer (16 KiB kept for the connection's life).
+                // Pending: the prefix alone, now (the waker is registered).
+                if buf.remaining() > 0
+                    && let Poll::Ready(Err(error)) = Pin::new(&mut self.stream).poll_read(cx, buf)
+                {
+                    return Poll::Ready(Err(error));
                 }
             }
-            return Poll::Ready(Ok(()));
-        }
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut self.stream).poll_read(cx, buf);
+            Poll::Ready(Ok(()))
+        } else {
+            Pin::new(&mut self.stream).poll_read(cx, buf)
+        };
         if self.line.is_some()
             && buf.filled().len() > before
             && self.over_long_line(&buf.filled()[before..])
@@ -513,6 +538,23 @@ impl<S: Stream> AsyncWrite for Tracked<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        // A small write of several pieces (a chunk's size line, its event
+        // and its end: every listen delivery) is copied into one buffer on
+        // the stack and sent in one `send`, the socket's plain path, rather
+        // than gathered by `writev`. Larger writes are gathered as they
+        // are. (hyper's own `writev(false)` would flatten every write into
+        // its write buffer instead, which then keeps the largest answer's
+        // size, up to `max_buf_size`, for the connection's life.)
+        let total = bufs.iter().map(|b| b.len()).sum::<usize>();
+        if bufs.len() > 1 && total <= COALESCE {
+            let mut joined = [0u8; COALESCE];
+            let mut at = 0;
+            for buf in bufs {
+                joined[at..at + buf.len()].copy_from_slice(buf);
+                at += buf.len();
+            }
+            return Pin::new(&mut self.stream).poll_write(cx, &joined[..at]);
+        }
         Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
     }
 
@@ -526,5 +568,173 @@ impl<S: Stream> AsyncWrite for Tracked<S> {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _, DuplexStream};
+
+    use super::*;
+
+    impl Stream for DuplexStream {
+        fn write_now(&mut self, _: &[u8]) {}
+    }
+
+    /// The bytes sniffed for the protocol and the rest of the request the
+    /// socket has are given in one read: hyper reads into an 8 KiB buffer
+    /// and wants 8 KiB free before each read, so a first read of the
+    /// 24-byte prefix alone made it double the buffer to 16 KiB, kept for
+    /// the connection's life (≈ 8 KiB of every idle listen stream's RSS).
+    #[tokio::test]
+    async fn the_sniffed_prefix_and_the_rest_are_one_read() {
+        let request = b"POST /mcp HTTP/1.1\r\nhost: a\r\ncontent-length: 2\r\n\r\n{}";
+        let (mut client, server) = tokio::io::duplex(4096);
+        client
+            .write_all(&request[H2_PREFACE.len()..])
+            .await
+            .unwrap();
+        let mut tracked = Tracked {
+            prefix: request[..H2_PREFACE.len()].to_vec(),
+            at: 0,
+            stream: server,
+            line: Some(0),
+        };
+        let mut buf = vec![0u8; 8192];
+        let n = tracked.read(&mut buf).await.unwrap();
+        assert_eq!(
+            &buf[..n],
+            &request[..],
+            "the whole request in the first read, not the sniffed prefix alone"
+        );
+        // With nothing more on the socket, the prefix alone, at once.
+        let (_client, server) = tokio::io::duplex(64);
+        let mut tracked = Tracked {
+            prefix: b"GET / HTTP/1.1\r\n".to_vec(),
+            at: 0,
+            stream: server,
+            line: Some(0),
+        };
+        let n = tracked.read(&mut buf).await.unwrap();
+        assert_eq!(&buf[..n], b"GET / HTTP/1.1\r\n");
+    }
+
+    /// What a connection holds for its life, pinned (issue 26 §3, RSS per
+    /// idle listen stream): the task's future, sized to the HTTP/1.1 path
+    /// (the HTTP/2 one is boxed); and the box hyper keeps a request's
+    /// future in, a pointer's size (the future itself is boxed, and freed
+    /// when it answers).
+    #[tokio::test]
+    async fn a_connection_holds_no_more_than_its_http1_state() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (tcp, peer) = listener.accept().await.unwrap();
+        let config = ServeConfig::default();
+        let (_stop, stop) = watch::channel(false);
+        let connection = serve(tcp, peer, None, Router::new(), &config, stop, None);
+        let size = std::mem::size_of_val(&connection);
+        eprintln!("the connection's future: {size} bytes");
+        assert!(
+            size <= CONNECTION_FUTURE_MAX,
+            "the connection's future is {size} bytes, over {CONNECTION_FUTURE_MAX}"
+        );
+        assert_eq!(
+            std::mem::size_of::<Option<ServiceFuture>>(),
+            2 * std::mem::size_of::<usize>()
+        );
+        drop(client);
+    }
+
+    /// The most a connection's future may be, in bytes (see above).
+    const CONNECTION_FUTURE_MAX: usize = 2_500;
+
+    /// A socket that records how it was written to.
+    #[derive(Default)]
+    struct Recorder {
+        sends: Vec<Vec<u8>>,
+        gathered: usize,
+    }
+
+    impl AsyncRead for Recorder {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            _: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            Poll::Pending
+        }
+    }
+
+    impl AsyncWrite for Recorder {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            self.sends.push(buf.to_vec());
+            Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_write_vectored(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            bufs: &[io::IoSlice<'_>],
+        ) -> Poll<io::Result<usize>> {
+            self.gathered += 1;
+            Poll::Ready(Ok(bufs.iter().map(|b| b.len()).sum()))
+        }
+
+        fn is_write_vectored(&self) -> bool {
+            true
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    impl Stream for Recorder {
+        fn write_now(&mut self, _: &[u8]) {}
+    }
+
+    /// A small gathered write (a listen delivery: the chunk's size line,
+    /// its event, its end) is one plain send of the pieces joined, as the
+    /// socket floor writes; a large one is gathered as it is.
+    #[tokio::test]
+    async fn a_small_gathered_write_is_one_send() {
+        let mut tracked = Tracked {
+            prefix: Vec::new(),
+            at: 0,
+            stream: Recorder::default(),
+            line: None,
+        };
+        let pieces = [
+            io::IoSlice::new(b"9\r\n"),
+            io::IoSlice::new(b"data: {}\n"),
+            io::IoSlice::new(b"\r\n"),
+        ];
+        let n = tracked.write_vectored(&pieces).await.unwrap();
+        assert_eq!(n, 14);
+        assert_eq!(
+            tracked.stream.sends,
+            vec![b"9\r\ndata: {}\n\r\n".to_vec()],
+            "one send of the joined pieces"
+        );
+        assert_eq!(tracked.stream.gathered, 0);
+        let big = vec![b'x'; COALESCE];
+        let n = tracked
+            .write_vectored(&[io::IoSlice::new(b"800\r\n"), io::IoSlice::new(&big)])
+            .await
+            .unwrap();
+        assert_eq!(n, COALESCE + 5);
+        assert_eq!(tracked.stream.gathered, 1, "a large write is gathered");
+        assert_eq!(tracked.stream.sends.len(), 1);
     }
 }

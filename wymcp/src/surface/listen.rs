@@ -73,6 +73,7 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -81,11 +82,12 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
 use super::bus::{Change, ChangeBus};
+use super::finish::Finishing;
 use crate::auth::{AuthError, Principal, Recheck};
 use crate::ledger::{Place, Share};
 use crate::protocol::error::RpcError;
 use crate::protocol::jsonrpc::{self, MessageSource};
-use crate::protocol::meta::SUBSCRIPTION_ID;
+use crate::protocol::meta::{SERVER_INFO, SUBSCRIPTION_ID};
 use crate::sse;
 
 /// The limits of `subscriptions/listen` streams (and, with the same numbers
@@ -385,10 +387,12 @@ impl Support {
 #[derive(Debug, Clone)]
 enum Mode {
     /// A `subscriptions/listen` stream: every message tagged with the
-    /// request's id, the acknowledgement first, the `complete` result last.
+    /// request's id, the acknowledgement first, the `complete` result last
+    /// (whose `_meta` names the server from `finishing`, shared by every
+    /// stream, not a copy each).
     Listen {
         id: Value,
-        result_meta: Map<String, Value>,
+        finishing: Option<Arc<Finishing>>,
     },
     /// A 2025 GET stream: untagged, no acknowledgement, no closing result;
     /// its watched URIs are what its session subscribes to while it is
@@ -445,7 +449,7 @@ impl Listen {
         Listen {
             mode: Mode::Listen {
                 id,
-                result_meta: Map::new(),
+                finishing: None,
             },
             filter,
             support: Support::all(),
@@ -528,12 +532,12 @@ impl Listen {
         self
     }
 
-    /// An extra `_meta` member of the closing result (for example
-    /// `io.modelcontextprotocol/serverInfo`).
+    /// The server the closing result names in its `_meta`
+    /// (`io.modelcontextprotocol/serverInfo`).
     #[must_use]
-    pub(crate) fn result_meta(mut self, key: impl Into<String>, value: Value) -> Self {
-        if let Mode::Listen { result_meta, .. } = &mut self.mode {
-            result_meta.insert(key.into(), value);
+    pub(crate) fn server_info(mut self, server: Arc<Finishing>) -> Self {
+        if let Mode::Listen { finishing, .. } = &mut self.mode {
+            *finishing = Some(server);
         }
         self
     }
@@ -541,19 +545,20 @@ impl Listen {
     /// The stream, holding `place`: acknowledgement first, then the changes
     /// the filter asked for, until the server closes the stream, its
     /// lifetime ends, the client goes away, or the place gives way to a
-    /// caller under its fair share (then the stream ends with `evicted`, the
-    /// caller-share error). Subscribes to `bus` now, so no change published
-    /// after this call is missed.
+    /// caller under its fair share (then the stream ends with the
+    /// caller-share error of the place's kind, [`Place::share_error`]).
+    /// Subscribes to `bus` now, so no change published after this call is
+    /// missed.
     #[must_use]
-    pub(crate) fn open(self, bus: &ChangeBus, place: Place, evicted: RpcError) -> ListenStream {
+    pub(crate) fn open(self, bus: &ChangeBus, place: Place) -> ListenStream {
         let changes = bus.subscribe();
         let closes = bus.subscribe_closes();
         let resyncs = bus.subscribe_resyncs();
         let filter = self.filter.honoured(self.support);
         let mut pending = VecDeque::new();
-        let mut mode = self.mode;
-        let envelopes = match &mut mode {
-            Mode::Listen { id, result_meta } => {
+        let mode = self.mode;
+        let envelopes = match &mode {
+            Mode::Listen { id, .. } => {
                 let ack = json!({
                     "jsonrpc": "2.0",
                     "method": "notifications/subscriptions/acknowledged",
@@ -563,7 +568,6 @@ impl Listen {
                     },
                 });
                 pending.push_back(event(&ack));
-                result_meta.insert(SUBSCRIPTION_ID.into(), id.clone());
                 let tag = json!({ SUBSCRIPTION_ID: id });
                 let updated = filter.resource_subscriptions.is_some().then_some(&tag);
                 Envelopes::new(Some(&tag), updated, &filter)
@@ -582,7 +586,6 @@ impl Listen {
             catching_up: None,
             done: false,
             next_eviction: Some(Box::pin(place.on_evicted())),
-            evicted,
             place: Some(place),
             next_refusal: self.recheck.map(refused),
             outlived: false,
@@ -721,8 +724,6 @@ pub(crate) struct ListenStream {
     place: Option<Place>,
     /// Resolves when the place gives way.
     next_eviction: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
-    /// The error the stream ends with when its place gives way.
-    evicted: RpcError,
     /// Resolves when the credentials the stream was opened with are
     /// refused on asking again.
     next_refusal: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
@@ -842,11 +843,16 @@ impl ListenStream {
     /// Ends the stream cleanly: a listen stream with its `complete` result,
     /// a 2025 GET stream with nothing (it just ends).
     fn close(&mut self) {
-        if let Mode::Listen { id, result_meta } = &self.mode {
+        if let Mode::Listen { id, finishing } = &self.mode {
+            let mut meta = Map::new();
+            meta.insert(SUBSCRIPTION_ID.into(), id.clone());
+            if let Some(finishing) = finishing {
+                meta.insert(SERVER_INFO.into(), finishing.info().clone());
+            }
             let result = json!({
                 "jsonrpc": "2.0",
                 "id": id,
-                "result": {"resultType": "complete", "_meta": result_meta},
+                "result": {"resultType": "complete", "_meta": meta},
             });
             self.pending.push_back(event(&result));
         }
@@ -885,11 +891,16 @@ impl ListenStream {
     /// The place gave way: the caller-share error instead of the result.
     fn give_way(&mut self) {
         tracing::debug!(target: "wymcp::listen", "a listen stream gave way to a caller under its fair share");
+        let Some(place) = &self.place else {
+            self.end();
+            return;
+        };
+        let evicted = place.share_error();
         let error = jsonrpc::error_envelope(
             self.id(),
-            self.evicted.code,
-            &self.evicted.message,
-            self.evicted.data.as_ref(),
+            evicted.code,
+            &evicted.message,
+            evicted.data.as_ref(),
         );
         self.end();
         self.pending.push_back(sse::event(&error));
@@ -999,6 +1010,7 @@ mod tests {
     use crate::ledger::{Caller, Kind, Ledger, Refusal};
     use crate::protocol::error::ErrorCode;
     use crate::surface::bus::BUS_CAPACITY;
+    use crate::surface::finish::{CachePolicy, ServerInfo};
 
     #[allow(clippy::needless_pass_by_value)]
     fn filter(notifications: Value) -> Filter {
@@ -1022,10 +1034,6 @@ mod tests {
     /// A place for a caller of its own, in a ledger of its own.
     fn place() -> Place {
         place_in(&Ledger::default())
-    }
-
-    fn evicted() -> RpcError {
-        Ledger::default().error(Refusal::Share(Kind::ListenStreams))
     }
 
     /// The stream's next message, if any.
@@ -1096,7 +1104,7 @@ mod tests {
             filter(json!({"toolsListChanged": true, "promptsListChanged": true})),
         )
         .support(support)
-        .open(&bus, place(), evicted());
+        .open(&bus, place());
         let mut body = response;
         let ack = next_event(&mut body).await;
         assert_eq!(
@@ -1119,11 +1127,8 @@ mod tests {
     #[tokio::test]
     async fn only_requested_types_are_delivered() {
         let bus = ChangeBus::new();
-        let mut body = Listen::new(json!(5), filter(json!({"promptsListChanged": true}))).open(
-            &bus,
-            place(),
-            evicted(),
-        );
+        let mut body =
+            Listen::new(json!(5), filter(json!({"promptsListChanged": true}))).open(&bus, place());
         let _ack = next_event(&mut body).await;
         assert_eq!(bus.publish(Change::ToolsListChanged), 1);
         bus.publish(Change::ResourcesListChanged);
@@ -1142,7 +1147,7 @@ mod tests {
             json!(1),
             filter(json!({"resourceSubscriptions": ["test://watched-resource"]})),
         )
-        .open(&bus, place(), evicted());
+        .open(&bus, place());
         let ack = next_event(&mut body).await;
         assert_eq!(
             ack["params"]["notifications"],
@@ -1158,16 +1163,50 @@ mod tests {
         );
     }
 
+    /// What every idle stream holds, pinned (issue 26 §3, RSS per idle
+    /// listen stream): no error kept for a give-way that may never come
+    /// (the place makes it then), and the server's identity shared, not
+    /// copied into each stream.
+    #[tokio::test]
+    async fn a_stream_keeps_no_copy_of_what_streams_share() {
+        let size = std::mem::size_of::<ListenStream>();
+        eprintln!("a listen stream: {size} bytes");
+        assert!(
+            size <= LISTEN_STREAM_MAX,
+            "a listen stream is {size} bytes, over {LISTEN_STREAM_MAX}"
+        );
+        let bus = ChangeBus::new();
+        let finishing = std::sync::Arc::new(Finishing::new(
+            &ServerInfo::default(),
+            CachePolicy::default(),
+        ));
+        let streams: Vec<_> = (0..3)
+            .map(|i| {
+                Listen::new(json!(i), filter(json!({"toolsListChanged": true})))
+                    .server_info(finishing.clone())
+                    .open(&bus, place())
+            })
+            .collect();
+        assert_eq!(std::sync::Arc::strong_count(&finishing), 1 + streams.len());
+    }
+
+    /// The most a listen stream may be, in bytes (see above).
+    const LISTEN_STREAM_MAX: usize = 440;
+
     #[tokio::test]
     async fn close_sends_the_complete_result_then_ends() {
         let bus = ChangeBus::new();
         let ledger = Ledger::default();
         let mut body = Listen::new(json!(42), filter(json!({"toolsListChanged": true})))
-            .result_meta(
-                "io.modelcontextprotocol/serverInfo",
-                json!({"name": "s", "version": "1"}),
-            )
-            .open(&bus, place_in(&ledger), evicted());
+            .server_info(std::sync::Arc::new(Finishing::new(
+                &ServerInfo {
+                    name: "s".into(),
+                    version: "1".into(),
+                    ..ServerInfo::default()
+                },
+                CachePolicy::default(),
+            )))
+            .open(&bus, place_in(&ledger));
         let _ack = next_event(&mut body).await;
         assert_eq!(ledger.held(Kind::ListenStreams), 1);
         assert_eq!(bus.close_all(), 1);
@@ -1191,7 +1230,7 @@ mod tests {
     #[tokio::test]
     async fn dropping_the_bus_closes_cleanly_too() {
         let bus = ChangeBus::new();
-        let mut body = Listen::new(json!(1), Filter::default()).open(&bus, place(), evicted());
+        let mut body = Listen::new(json!(1), Filter::default()).open(&bus, place());
         let _ack = next_event(&mut body).await;
         drop(bus);
         let last = next_event(&mut body).await;
@@ -1206,7 +1245,7 @@ mod tests {
             json!(1),
             filter(json!({"toolsListChanged": true, "resourceSubscriptions": ["u://1"]})),
         )
-        .open(&bus, place(), evicted());
+        .open(&bus, place());
         let _ack = next_event(&mut body).await;
         for _ in 0..=BUS_CAPACITY {
             bus.publish(Change::PromptsListChanged);
@@ -1232,7 +1271,7 @@ mod tests {
             &limits,
         )
         .unwrap();
-        let mut body = Listen::new(json!(1), watched).open(&bus, place(), evicted());
+        let mut body = Listen::new(json!(1), watched).open(&bus, place());
         let _ack = next_event(&mut body).await;
         for _ in 0..=BUS_CAPACITY {
             bus.publish(Change::ToolsListChanged);
@@ -1301,8 +1340,8 @@ mod tests {
         let first = ledger.take_evictable(Kind::ListenStreams, &hog, 1).unwrap();
         let _second = ledger.take_evictable(Kind::ListenStreams, &hog, 1).unwrap();
         let error = ledger.error(Refusal::Share(Kind::ListenStreams));
-        let mut body = Listen::new(json!("s-1"), filter(json!({"toolsListChanged": true})))
-            .open(&bus, first, error);
+        let mut body =
+            Listen::new(json!("s-1"), filter(json!({"toolsListChanged": true}))).open(&bus, first);
         let _ack = next_event(&mut body).await;
         assert!(nothing_within(&mut body, Duration::from_millis(20)).await);
         let _newcomer = ledger
@@ -1312,6 +1351,11 @@ mod tests {
         assert_eq!(last["id"], "s-1");
         assert_eq!(last["error"]["code"], -32600);
         assert_eq!(last["error"]["data"]["limit"], "max_streams_per_caller");
+        assert_eq!(
+            last["error"]["message"].as_str(),
+            Some(error.message.as_ref()),
+            "the caller-share error of the place's own ledger and kind"
+        );
         assert!(last.get("result").is_none());
         assert!(frame(&mut body).await.is_none());
         assert!(body.finished());
@@ -1325,7 +1369,7 @@ mod tests {
         let bus = ChangeBus::new();
         let mut body = Listen::new(json!(7), filter(json!({"toolsListChanged": true})))
             .lifetime(Duration::from_secs(60))
-            .open(&bus, place(), evicted());
+            .open(&bus, place());
         let _ack = next_event(&mut body).await;
         tokio::time::advance(Duration::from_secs(59)).await;
         bus.publish(Change::ToolsListChanged);
@@ -1350,7 +1394,7 @@ mod tests {
         let mut body = Listen::new(json!(8), filter(json!({"toolsListChanged": true})))
             .lifetime(Duration::from_secs(3600))
             .held_by(Some(&principal))
-            .open(&bus, place(), evicted());
+            .open(&bus, place());
         let _ack = next_event(&mut body).await;
         tokio::time::advance(Duration::from_millis(1500)).await;
         bus.publish(Change::ToolsListChanged);
@@ -1367,7 +1411,7 @@ mod tests {
         let mut body = Listen::new(json!(9), filter(json!({"toolsListChanged": true})))
             .lifetime(Duration::from_secs(60))
             .held_by(Some(&Principal::new("bob", ["mcp"])))
-            .open(&bus, place(), evicted());
+            .open(&bus, place());
         let _ack = next_event(&mut body).await;
         tokio::time::advance(Duration::from_secs(30)).await;
         assert!(nothing_within(&mut body, Duration::from_millis(10)).await);
@@ -1397,7 +1441,7 @@ mod tests {
         }));
         let mut body = Listen::new(json!("r"), filter(json!({"toolsListChanged": true})))
             .held_by(Some(&principal))
-            .open(&bus, place(), evicted());
+            .open(&bus, place());
         let _ack = next_event(&mut body).await;
         for asked in 1..=2 {
             tokio::time::advance(Duration::from_secs(60)).await;
@@ -1422,7 +1466,7 @@ mod tests {
             json!("s\"1"),
             filter(json!({"toolsListChanged": true, "resourceSubscriptions": ["q://\"x\"/"]})),
         )
-        .open(&bus, place(), evicted());
+        .open(&bus, place());
         let _ack = next_event(&mut body).await;
         bus.publish(Change::ToolsListChanged);
         bus.publish(Change::ToolsListChanged);
@@ -1457,7 +1501,7 @@ mod tests {
         let limits = ListenLimits::default()
             .max_watched_uris(2)
             .max_uri_bytes(16);
-        let mut body = Listen::session("n1", &limits).open(&bus, place(), evicted());
+        let mut body = Listen::session("n1", &limits).open(&bus, place());
         bus.publish(Change::ToolsListChanged);
         assert_eq!(
             next_event(&mut body).await,
@@ -1494,8 +1538,7 @@ mod tests {
     async fn a_session_stream_just_ends_or_ends_with_the_caller_share_error() {
         let bus = ChangeBus::new();
         let ledger = Ledger::default();
-        let mut body =
-            Listen::session("n", &ListenLimits::default()).open(&bus, place_in(&ledger), evicted());
+        let mut body = Listen::session("n", &ListenLimits::default()).open(&bus, place_in(&ledger));
         assert_eq!(bus.close_all(), 1);
         assert!(
             frame(&mut body).await.is_none(),
@@ -1512,13 +1555,17 @@ mod tests {
         let first = ledger.take_evictable(Kind::LegacyStreams, &hog, 1).unwrap();
         let _second = ledger.take_evictable(Kind::LegacyStreams, &hog, 1).unwrap();
         let error = ledger.error(Refusal::Share(Kind::LegacyStreams));
-        let mut body = Listen::session("n", &ListenLimits::default()).open(&bus, first, error);
+        let mut body = Listen::session("n", &ListenLimits::default()).open(&bus, first);
         let _newcomer = ledger
             .take_evictable(Kind::LegacyStreams, &Caller::principal("new"), 1)
             .unwrap();
         let last = next_event(&mut body).await;
         assert_eq!(last["id"], Value::Null);
         assert_eq!(last["error"]["code"], -32600);
+        assert_eq!(
+            last["error"]["message"].as_str(),
+            Some(error.message.as_ref())
+        );
         assert!(frame(&mut body).await.is_none());
     }
 }

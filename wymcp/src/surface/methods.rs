@@ -44,7 +44,7 @@ use crate::mrtr::Sealer;
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::headers::HeaderParam;
 use crate::protocol::jsonrpc::{self, MessageKind};
-use crate::protocol::meta::{SERVER_INFO, SKILLS_EXTENSION, TASKS_EXTENSION};
+use crate::protocol::meta::{SKILLS_EXTENSION, TASKS_EXTENSION};
 use crate::protocol::revision::{Era, Revision};
 use crate::protocol::text::truncated;
 use crate::tasks::TaskStore;
@@ -1031,11 +1031,7 @@ impl Surface {
             .support(self.advertised.listen())
             .held_by(principal)
             .behind(behind)
-            .open(
-                &self.changes,
-                place,
-                self.ledger.error(Refusal::Share(Kind::LegacyStreams)),
-            );
+            .open(&self.changes, place);
         Answer::Listen(Box::new(stream))
     }
 
@@ -1072,12 +1068,8 @@ impl Surface {
             .support(self.advertised.listen())
             .lifetime(limits.max_lifetime)
             .held_by(call.principal)
-            .result_meta(SERVER_INFO, self.finishing.info().clone())
-            .open(
-                &self.changes,
-                place,
-                self.ledger.error(Refusal::Share(Kind::ListenStreams)),
-            );
+            .server_info(self.finishing.clone())
+            .open(&self.changes, place);
         Answer::Listen(Box::new(stream))
     }
 }
