@@ -62,10 +62,36 @@ impl Caller {
             IpAddr::V6(_) => (grouping.ipv6_prefix.min(128), 128),
         };
         let net = network(addr, prefix);
-        if prefix == whole {
-            Caller(format!("address:{net}").into())
-        } else {
-            Caller(format!("address:{net}/{prefix}").into())
+        // Every request of an unauthenticated client names its caller (the
+        // body's place, then the call's): written into a stack buffer, an
+        // IPv4 address digit by digit, and allocated once, rather than
+        // `format!`ted through `IpAddr`'s `Display` and copied into the
+        // `Arc`. The bytes are `format!("address:{net}/{prefix}")`'s (a test
+        // holds them to it).
+        let mut key = Key::default();
+        key.push(b"address:");
+        match net {
+            IpAddr::V4(v4) => {
+                for (i, octet) in v4.octets().into_iter().enumerate() {
+                    if i > 0 {
+                        key.push(b".");
+                    }
+                    key.decimal(octet);
+                }
+            }
+            IpAddr::V6(v6) => {
+                // At most 45 bytes; the buffer holds them.
+                let _ = fmt::Write::write_fmt(&mut key, format_args!("{v6}"));
+            }
+        }
+        if prefix != whole {
+            key.push(b"/");
+            key.decimal(prefix);
+        }
+        match key.as_str() {
+            Some(text) => Caller(Arc::from(text)),
+            None if prefix == whole => Caller(format!("address:{net}").into()),
+            None => Caller(format!("address:{net}/{prefix}").into()),
         }
     }
 
@@ -93,6 +119,69 @@ impl Caller {
     #[must_use]
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// An address caller's key as it is written, on the stack: `address:`, an
+/// IPv6 address (at most 45 bytes) and `/128` fit with room to spare.
+/// Writing past the end marks it spilled; [`as_str`](Self::as_str) then
+/// says `None`.
+struct Key {
+    bytes: [u8; 64],
+    len: usize,
+    spilled: bool,
+}
+
+impl Default for Key {
+    fn default() -> Self {
+        Key {
+            bytes: [0; 64],
+            len: 0,
+            spilled: false,
+        }
+    }
+}
+
+impl Key {
+    fn push(&mut self, part: &[u8]) {
+        match self.bytes.get_mut(self.len..self.len + part.len()) {
+            Some(to) => {
+                to.copy_from_slice(part);
+                self.len += part.len();
+            }
+            None => self.spilled = true,
+        }
+    }
+
+    /// A byte in decimal, no leading zeros.
+    fn decimal(&mut self, n: u8) {
+        let digits = [b'0' + n / 100, b'0' + n / 10 % 10, b'0' + n % 10];
+        let skip = if n >= 100 {
+            0
+        } else if n >= 10 {
+            1
+        } else {
+            2
+        };
+        self.push(&digits[skip..]);
+    }
+
+    fn as_str(&self) -> Option<&str> {
+        if self.spilled {
+            return None;
+        }
+        std::str::from_utf8(&self.bytes[..self.len]).ok()
+    }
+}
+
+impl fmt::Write for Key {
+    fn write_str(&mut self, part: &str) -> fmt::Result {
+        self.push(part.as_bytes());
+        if self.spilled {
+            Err(fmt::Error)
+        } else {
+            Ok(())
+        }
     }
 }
 
@@ -153,6 +242,54 @@ mod tests {
             Caller::address(addr("::ffff:10.0.0.9"), g),
             Caller::address(addr("10.0.0.1"), g)
         );
+    }
+
+    #[test]
+    fn an_address_key_is_the_formatted_network_and_prefix() {
+        // The key written by hand is the one `format!` wrote before it.
+        let addresses = [
+            "0.0.0.0",
+            "9.10.99.100",
+            "255.255.255.255",
+            "127.0.0.1",
+            "192.168.1.200",
+            "::",
+            "::1",
+            "::ffff:10.0.0.9",
+            "2001:db8::1",
+            "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+            "fe80::1:2:3:4",
+            "1:0:0:1:0:0:0:1",
+        ];
+        for text in addresses {
+            for (ipv4_prefix, ipv6_prefix) in
+                [(32, 128), (32, 64), (24, 48), (0, 0), (7, 127), (99, 200)]
+            {
+                let grouping = Grouping {
+                    ipv4_prefix,
+                    ipv6_prefix,
+                };
+                let ip = addr(text);
+                let (prefix, whole) = match ip.to_canonical() {
+                    IpAddr::V4(_) => (ipv4_prefix.min(32), 32),
+                    IpAddr::V6(_) => (ipv6_prefix.min(128), 128),
+                };
+                let net = network(ip, prefix);
+                let expected = if prefix == whole {
+                    format!("address:{net}")
+                } else {
+                    format!("address:{net}/{prefix}")
+                };
+                assert_eq!(
+                    Caller::address(ip, grouping).as_str(),
+                    expected,
+                    "{text} {grouping:?}"
+                );
+            }
+        }
+        let mut key = Key::default();
+        key.push(&[b'x'; 65]);
+        assert_eq!(key.as_str(), None);
     }
 
     #[test]

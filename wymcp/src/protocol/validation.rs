@@ -35,7 +35,7 @@ use super::jsonrpc::MessageKind;
 use super::meta::PROTOCOL_VERSION;
 use super::revision::{Era, Revision};
 use super::schema::{DefinitionKind, SchemaFailure, Schemas};
-use super::text::{Bounded, truncated};
+use super::text::truncated;
 
 /// The revision whose schema a message of `era` is held to, in order:
 /// `established` (a version a transport already judged: the protocol
@@ -179,16 +179,7 @@ pub(crate) fn check(
         }
         _ => {}
     }
-    if definition.is_valid(message) {
-        return Ok(());
-    }
-    let Err(failure) = definition.validate(message) else {
-        // The detailed pass disagrees with the fast one; trust the schema's
-        // verdict of validity rather than refuse a message nothing faults.
-        tracing::warn!(method = %Bounded(method), %revision, "schema fast path and detailed pass disagree");
-        return Ok(());
-    };
-    Err(schema_error(failure))
+    definition.validate(message).map_err(schema_error)
 }
 
 /// The error of a schema failure: `{what}: {pointer}: {message}`, with

@@ -51,13 +51,13 @@
 //!
 //! **Why here.** Last before Dispatch: every wire check and body-bound stage
 //! has answered first, so a request wrong on the wire is refused for that,
-//! and what reaches Dispatch is a well-formed message of a known shape. The
-//! fast path — [`Definition::is_valid`](crate::schema::Definition::is_valid)
-//! over the parsed message, no clone — measured 0.2–0.6 µs, lookup
-//! included, for a small `tools/call` on a release build (a shared, loaded
-//! two-core machine) (`cargo test -p wymcp --release --lib
-//! schema::tests::timing -- --ignored --nocapture`); the detailed error is
-//! computed only once that said no.
+//! and what reaches Dispatch is a well-formed message of a known shape. One
+//! pass over the parsed message, no clone: jsonschema's `validate`, which
+//! stops at the first failure (a valid small `tools/call` costs ≈ 260
+//! instructions more than its `is_valid`, and a refused one is spared a
+//! second traversal: BENCHMARKS.md); when that failure lies inside `params`
+//! an envelope-only validator says whether a failure outside it comes
+//! first (`Definition::validate`).
 
 use http::StatusCode;
 
