@@ -1013,6 +1013,72 @@ mod tests {
         assert!(compared > 1_000, "{compared}");
     }
 
+    /// `method`'s validator on `revision` compiled as before per-method
+    /// compiles: against the whole patched file.
+    fn compiled_whole(revision: Revision, name: &str) -> Validator {
+        let mut document = raw(revision);
+        deviate(revision, &mut document, DEVIATIONS).expect("every deviation applies");
+        let key = if document.get("$defs").is_some() {
+            "$defs"
+        } else {
+            "definitions"
+        };
+        let base = format!("urn:wymcp:mcp-schema:{revision}");
+        let registry = Registry::new()
+            .add(&base, &document)
+            .and_then(jsonschema::RegistryBuilder::prepare)
+            .expect("the registry builds");
+        let wrapper = json!({"$schema": document["$schema"], "$ref": format!("{base}#/{key}/{name}")});
+        jsonschema::options()
+            .offline()
+            .should_validate_formats(false)
+            .with_registry(&registry)
+            .build(&wrapper)
+            .expect("the definition compiles")
+    }
+
+    #[test]
+    fn a_method_compiled_from_the_definitions_it_reaches_judges_as_the_whole_file() {
+        // The per-method document leaves out the definitions a method does
+        // not reach; every verdict and every error must be the same.
+        let schemas = schemas();
+        let params = [
+            json!({}),
+            json!({"_meta": meta(), "name": "t", "arguments": {"a": 1}}),
+            json!({"_meta": meta(), "name": 7, "arguments": "x", "uri": [], "taskId": {}}),
+            json!({"_meta": meta(), "uri": "file:///a", "cursor": "c", "level": "info"}),
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}),
+            json!({"requestId": 1, "reason": "r", "progressToken": 1.5, "progress": 1}),
+            json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": "v"}}),
+            json!({"taskId": "t", "status": "working", "ttl": null, "createdAt": "x", "lastUpdatedAt": "y"}),
+        ];
+        let mut compared = 0;
+        for revision in Revision::ALL {
+            for (method, def) in schemas.methods(revision).expect("every method compiles") {
+                let name = def.pointer.rsplit('/').next().expect("a name");
+                let whole = compiled_whole(revision, name);
+                for params in &params {
+                    for message in [
+                        json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}),
+                        json!({"jsonrpc": "2.0", "method": method, "params": params}),
+                        json!({"jsonrpc": "2.0", "id": 1, "method": method}),
+                    ] {
+                        let what = format!("{revision} {method}: {message}");
+                        assert_eq!(def.is_valid(&message), whole.is_valid(&message), "{what}");
+                        let errors = |v: &Validator| {
+                            v.iter_errors(&message)
+                                .map(|e| SchemaFailure::from_error(&e))
+                                .collect::<Vec<_>>()
+                        };
+                        assert_eq!(errors(&def.validator), errors(&whole), "{what}");
+                        compared += 1;
+                    }
+                }
+            }
+        }
+        assert!(compared > 1_000, "{compared}");
+    }
+
     #[test]
     fn truncation_respects_char_boundaries() {
         let text = "é".repeat(REPORT_LIMIT);
