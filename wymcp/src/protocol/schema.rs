@@ -477,14 +477,15 @@ impl RevisionSchemas {
             .map(Some)
     }
 
-    /// Compiles `member` from a document of the definitions it reaches.
-    fn compile(&self, index: &Index, member: &Member) -> Result<Definition, SchemaError> {
+    /// The document of the definitions `root` reaches (none for `None`)
+    /// and those a deviation patches, the deviations applied.
+    fn document(&self, index: &Index, root: Option<&'static str>) -> Result<Value, SchemaError> {
         let revision = self.revision;
         let fail = |reason: &dyn fmt::Display| SchemaError::new(revision, reason);
         let defs_key = index.defs_key;
         let reference = format!("#/{defs_key}/");
         let patched = format!("/{defs_key}/");
-        let mut todo = vec![member.name];
+        let mut todo: Vec<&'static str> = root.into_iter().collect();
         // The definitions a deviation patches are always included, so a
         // deviation that no longer finds its value fails every compile.
         todo.extend(
@@ -500,7 +501,7 @@ impl RevisionSchemas {
                 continue;
             }
             // A name not defined is left out: a `$ref` to it fails the
-            // compilation below, a deviation of it fails `deviate`.
+            // compilation, a deviation of it fails `deviate`.
             let Some((&name, raw)) = index.defs.get_key_value(name) else {
                 continue;
             };
@@ -518,7 +519,15 @@ impl RevisionSchemas {
         document.insert(defs_key.to_owned(), Value::Object(defs));
         let mut document = Value::Object(document);
         deviate(revision, &mut document, self.deviations)?;
+        Ok(document)
+    }
 
+    /// Compiles `member` from a document of the definitions it reaches.
+    fn compile(&self, index: &Index, member: &Member) -> Result<Definition, SchemaError> {
+        let revision = self.revision;
+        let fail = |reason: &dyn fmt::Display| SchemaError::new(revision, reason);
+        let defs_key = index.defs_key;
+        let document = self.document(index, Some(member.name))?;
         let base = format!("urn:wymcp:mcp-schema:{revision}");
         let registry = Registry::new()
             .add(&base, &document)
@@ -660,14 +669,17 @@ impl Schemas {
         })
     }
 
-    /// Reads the index of each of `revisions` (what a server serves): a
-    /// file whose definitions cannot be found fails here, at
-    /// [`ServerBuilder::build`](crate::ServerBuilder::build); no validator
+    /// Reads the index of each of `revisions` (what a server serves) and
+    /// applies its deviations to the definitions they patch: a file whose
+    /// definitions cannot be found, or that no longer holds what a
+    /// deviation expects, fails here, at
+    /// [`ServerBuilder::build`](crate::ServerBuilder::build). No validator
     /// is compiled yet.
     pub(crate) fn check(&self, revisions: &[Revision]) -> Result<(), SchemaError> {
         for schemas in &self.revisions {
             if revisions.contains(&schemas.revision) {
-                schemas.index().map_err(Clone::clone)?;
+                let index = schemas.index().map_err(Clone::clone)?;
+                schemas.document(index, None)?;
             }
         }
         Ok(())
@@ -1298,8 +1310,14 @@ mod tests {
         let mut fixed = raw(revision);
         *fixed.pointer_mut(elicit).expect("the file holds it") =
             json!(["string", "number", "boolean"]);
-        // Every method's compile fails, not only those that reach it.
+        // The check at build fails, and so does every method's compile,
+        // not only those that reach it.
         let schemas = Schemas::replacing(revision, &fixed);
+        let error = schemas.check(&[revision]).expect_err("the build fails");
+        assert!(error.to_string().contains(elicit), "{error}");
+        schemas
+            .check(&[Revision::V2025_11_25])
+            .expect("a revision not served is not read");
         for method in ["tools/call", "notifications/cancelled"] {
             let error = schemas
                 .definition(revision, method)
@@ -1317,6 +1335,8 @@ mod tests {
             .expect("definitions")
             .remove("JSONValue");
         let schemas = Schemas::replacing(revision, &moved);
+        let error = schemas.check(&[revision]).expect_err("the build fails");
+        assert!(error.to_string().contains("no value there"), "{error}");
         let error = schemas
             .definition(revision, "notifications/cancelled")
             .expect_err("the load fails");
