@@ -1,21 +1,24 @@
 //! The official MCP JSON Schemas, embedded in the crate and compiled once.
 //!
 //! Each revision wymcp knows ships its schema file (`wymcp/schema/<rev>/schema.json`,
-//! provenance in `wymcp/schema/SOURCE.md`). At start-up every client request and
-//! client notification the revision defines (the members of its
-//! `ClientRequest` and `ClientNotification` definitions) gets its own compiled
-//! validator, keyed by method: `tools/call` on 2026-07-28 is validated against
+//! provenance in `wymcp/schema/SOURCE.md`). Every client request and client
+//! notification the revision defines (the members of its `ClientRequest` and
+//! `ClientNotification` definitions) gets its own compiled validator, keyed
+//! by method and compiled on its first use: `tools/call` on 2026-07-28 is validated against
 //! `#/$defs/CallToolRequest` alone, never against the whole `ClientRequest`
 //! union, so a validation costs microseconds rather than a walk of every
 //! alternative.
 //!
-//! How the validators are built: the revision's document is put in a
-//! [`jsonschema::Registry`] under a private URN, and each definition is
+//! How a validator is built: a document of the definitions the method
+//! reaches through `$ref` (and those a deviation patches) is put in a
+//! [`jsonschema::Registry`] under a private URN, and the definition is
 //! compiled from a one-line wrapper, `{"$schema": <the file's dialect>, "$ref":
 //! "<urn>#/$defs/<Def>"}` (`definitions` and draft-07 for 2025-06-18; `$defs`
-//! and 2020-12 for the later two). The document is indexed once per revision;
-//! only the wrappers are compiled, and they are compiled offline: nothing is
-//! ever fetched.
+//! and 2020-12 for the later two), offline: nothing is ever fetched. The
+//! document and registry are dropped once the validator is built; what
+//! stays is the validator and the revision's index (its definitions as
+//! slices of the embedded text). A test holds every method so compiled to
+//! the same verdicts and errors as one compiled against the whole file.
 //!
 //! `format` (`uri`, `uri-template`, `byte`) is an annotation, never an
 //! assertion, in every revision: that is 2020-12's default, and draft-07's
@@ -34,9 +37,18 @@
 //! re-vendored file that moved or fixed it) fails the compilation, so none
 //! is skipped silently. `docs/schema.md` is their account for users.
 //!
-//! The whole set is compiled once per process (the first
-//! [`ServerBuilder::build`](crate::ServerBuilder::build) pays for it) and
-//! shared by every [`Server`](crate::Server) through an [`Arc`].
+//! Why on first use: compiling every method of three revisions at
+//! [`ServerBuilder::build`](crate::ServerBuilder::build) held 1.8 MB of heap
+//! an idle server never used and touched jsonschema's compile code (issue
+//! 26 §1: wymcp's RSS against rmcp's). The build reads only the index of
+//! each served revision and checks its deviations (a file that fails them is
+//! [`BuildError::Schema`](crate::BuildError::Schema)); a method is compiled
+//! once per process, by the first message of it (concurrent ones wait for
+//! that compile), and every [`Server`](crate::Server) of the process shares
+//! the result through an [`Arc`]. A definition that does not compile (a bug
+//! in wymcp; the shipped files are tested to compile, every method of every
+//! revision) is logged once and its messages are answered 500/-32603,
+//! never let through unvalidated.
 
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};

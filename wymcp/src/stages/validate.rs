@@ -47,7 +47,11 @@
 //! The rules and their errors are `protocol::validation`'s, which the
 //! stdio transport holds its lines to as well; this stage is their HTTP
 //! adapter: every refusal is `400`, and the revision is read from the
-//! exchange.
+//! exchange. One answer is not a refusal of the message: a method's
+//! validator is compiled on its first use, and should its schema not
+//! compile (a bug in wymcp; the shipped files are tested to compile) the
+//! message is answered `500`/-32603 with its id, never let through
+//! unvalidated.
 //!
 //! **Why here.** Last before Dispatch: every wire check and body-bound stage
 //! has answered first, so a request wrong on the wire is refused for that,
