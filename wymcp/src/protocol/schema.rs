@@ -1052,7 +1052,8 @@ mod tests {
             .add(&base, &document)
             .and_then(jsonschema::RegistryBuilder::prepare)
             .expect("the registry builds");
-        let wrapper = json!({"$schema": document["$schema"], "$ref": format!("{base}#/{key}/{name}")});
+        let wrapper =
+            json!({"$schema": document["$schema"], "$ref": format!("{base}#/{key}/{name}")});
         jsonschema::options()
             .offline()
             .should_validate_formats(false)
@@ -1483,7 +1484,10 @@ mod tests {
         for revision in Revision::ALL {
             all.methods(revision).expect("compiles");
         }
-        println!("compile every method of every revision: {:?}", started.elapsed());
+        println!(
+            "compile every method of every revision: {:?}",
+            started.elapsed()
+        );
         let def = compiled
             .compiled(Revision::V2026_07_28, "tools/call")
             .expect("tools/call is defined");

@@ -191,10 +191,7 @@ mod tests {
             // else (no Connection: close: the connection is sound).
             assert_eq!(reply.headers.len(), 2, "{:?}", reply.headers);
             assert_eq!(reply.header("content-type"), "application/json");
-            assert_eq!(
-                reply.header("content-length"),
-                reply.body.len().to_string()
-            );
+            assert_eq!(reply.header("content-length"), reply.body.len().to_string());
         }
         // The methods whose definitions compile are served as ever.
         let listed = client.send("server/discover", json!({})).await;
