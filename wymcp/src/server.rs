@@ -196,8 +196,9 @@ impl Server {
         &self.surface.sealer
     }
 
-    /// The compiled MCP JSON Schemas, one validator per client method and
-    /// revision; compiled once per process and shared by every server.
+    /// The MCP JSON Schemas, one validator per client method and revision,
+    /// each compiled on its first use; shared by every server of the
+    /// process.
     #[must_use]
     pub(crate) fn schemas(&self) -> &Schemas {
         &self.schemas
@@ -377,7 +378,10 @@ pub enum BuildError {
     /// No revision is served.
     #[error("a server must serve at least one protocol revision")]
     NoRevision,
-    /// The embedded MCP schemas did not compile (a bug in wymcp).
+    /// The embedded MCP schema of a served revision could not be read (a
+    /// bug in wymcp). Only the file's index is read at build; each method's
+    /// validator is compiled on its first use, and one that does not
+    /// compile answers its messages as an internal error (500/-32603).
     #[error(transparent)]
     Schema(#[from] SchemaError),
     /// The auth configuration is inconsistent.
@@ -971,6 +975,11 @@ impl ServerBuilder {
             auth.check()?;
             auth.replay = self.dpop_replay.take();
         }
+        // The served revisions' schema files are indexed here (a file
+        // whose definitions cannot be found is a BuildError); their
+        // validators are compiled a method at a time, on first use.
+        let schemas = Schemas::shared();
+        schemas.check(&self.revisions)?;
         let mut keys = self.sealing_keys.into_iter();
         let mut sealer = match keys.next() {
             Some(first) => keys.fold(Sealer::new(first), Sealer::rotate),
@@ -1050,7 +1059,7 @@ impl ServerBuilder {
             metrics,
             endpoint: self.endpoint,
             limits: self.limits,
-            schemas: Schemas::shared()?,
+            schemas,
             auth: self.auth,
             header_params,
             surface,

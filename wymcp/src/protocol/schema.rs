@@ -1,21 +1,24 @@
 //! The official MCP JSON Schemas, embedded in the crate and compiled once.
 //!
 //! Each revision wymcp knows ships its schema file (`wymcp/schema/<rev>/schema.json`,
-//! provenance in `wymcp/schema/SOURCE.md`). At start-up every client request and
-//! client notification the revision defines (the members of its
-//! `ClientRequest` and `ClientNotification` definitions) gets its own compiled
-//! validator, keyed by method: `tools/call` on 2026-07-28 is validated against
+//! provenance in `wymcp/schema/SOURCE.md`). Every client request and client
+//! notification the revision defines (the members of its `ClientRequest` and
+//! `ClientNotification` definitions) gets its own compiled validator, keyed
+//! by method and compiled on its first use: `tools/call` on 2026-07-28 is validated against
 //! `#/$defs/CallToolRequest` alone, never against the whole `ClientRequest`
 //! union, so a validation costs microseconds rather than a walk of every
 //! alternative.
 //!
-//! How the validators are built: the revision's document is put in a
-//! [`jsonschema::Registry`] under a private URN, and each definition is
+//! How a validator is built: a document of the definitions the method
+//! reaches through `$ref` (and those a deviation patches) is put in a
+//! [`jsonschema::Registry`] under a private URN, and the definition is
 //! compiled from a one-line wrapper, `{"$schema": <the file's dialect>, "$ref":
 //! "<urn>#/$defs/<Def>"}` (`definitions` and draft-07 for 2025-06-18; `$defs`
-//! and 2020-12 for the later two). The document is indexed once per revision;
-//! only the wrappers are compiled, and they are compiled offline: nothing is
-//! ever fetched.
+//! and 2020-12 for the later two), offline: nothing is ever fetched. The
+//! document and registry are dropped once the validator is built; what
+//! stays is the validator and the revision's index (its definitions as
+//! slices of the embedded text). A test holds every method so compiled to
+//! the same verdicts and errors as one compiled against the whole file.
 //!
 //! `format` (`uri`, `uri-template`, `byte`) is an annotation, never an
 //! assertion, in every revision: that is 2020-12's default, and draft-07's
@@ -34,9 +37,18 @@
 //! re-vendored file that moved or fixed it) fails the compilation, so none
 //! is skipped silently. `docs/schema.md` is their account for users.
 //!
-//! The whole set is compiled once per process (the first
-//! [`ServerBuilder::build`](crate::ServerBuilder::build) pays for it) and
-//! shared by every [`Server`](crate::Server) through an [`Arc`].
+//! Why on first use: compiling every method of three revisions at
+//! [`ServerBuilder::build`](crate::ServerBuilder::build) held 1.8 MB of heap
+//! an idle server never used and touched jsonschema's compile code (issue
+//! 26 §1: wymcp's RSS against rmcp's). The build reads only the index of
+//! each served revision and checks its deviations (a file that fails them is
+//! [`BuildError::Schema`](crate::BuildError::Schema)); a method is compiled
+//! once per process, by the first message of it (concurrent ones wait for
+//! that compile), and every [`Server`](crate::Server) of the process shares
+//! the result through an [`Arc`]. A definition that does not compile (a bug
+//! in wymcp; the shipped files are tested to compile, every method of every
+//! revision) is logged once and its messages are answered 500/-32603,
+//! never let through unvalidated.
 
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
@@ -44,7 +56,8 @@ use std::sync::{Arc, OnceLock};
 
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::{Registry, ValidationError, Validator};
-use serde_json::{Value, json};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
 
 use super::revision::Revision;
 
@@ -425,129 +438,166 @@ fn truncate(mut text: String) -> String {
     text
 }
 
-/// The compiled definitions of one revision, keyed by method.
-#[derive(Debug)]
+/// One revision's schema, compiled a method at a time.
+///
+/// Nothing is parsed until the revision is first needed. Then its *index* is
+/// read: the file is scanned once into a map of its definitions, each kept
+/// as a slice of the embedded text (nothing parsed into a tree), and the
+/// members of `ClientRequest` and `ClientNotification` are mapped to their
+/// methods. A method's validator is compiled the first time a message of
+/// that method is validated, from a document holding only the definitions
+/// it reaches (and those a deviation patches); the document and its
+/// registry are dropped once the validator is built.
 struct RevisionSchemas {
     revision: Revision,
-    methods: HashMap<String, Definition>,
+    source: &'static str,
+    deviations: &'static [Deviation],
+    index: OnceLock<Result<Index, SchemaError>>,
 }
 
-/// Every revision's compiled definitions; held by the
-/// [`Server`](crate::Server), read by [`Validate`](crate::stages::Validate).
-#[derive(Debug)]
-pub(crate) struct Schemas {
-    revisions: Vec<RevisionSchemas>,
-}
-
-impl Schemas {
-    /// The process-wide compiled set, compiled on first use.
-    pub(crate) fn shared() -> Result<Arc<Schemas>, SchemaError> {
-        static SHARED: OnceLock<Result<Arc<Schemas>, SchemaError>> = OnceLock::new();
-        SHARED
-            .get_or_init(|| Schemas::compile().map(Arc::new))
-            .clone()
-    }
-
-    /// Compiles every known revision's definitions. Prefer
-    /// [`shared`](Self::shared), which compiles once per process.
-    pub(crate) fn compile() -> Result<Schemas, SchemaError> {
-        let revisions = Revision::ALL
-            .into_iter()
-            .map(compile_revision)
-            .collect::<Result<_, _>>()?;
-        Ok(Schemas { revisions })
-    }
-
-    /// The definition a message of `method` is held to on `revision`, or
-    /// `None` when the revision defines no client request or notification of
-    /// that name (an unknown or removed method: Dispatch answers it).
-    #[must_use]
-    pub(crate) fn definition(&self, revision: Revision, method: &str) -> Option<&Definition> {
-        self.revisions
-            .iter()
-            .find(|schemas| schemas.revision == revision)?
-            .methods
-            .get(method)
-    }
-
-    /// The methods `revision` defines, with their definitions (unordered).
-    #[cfg(test)]
-    pub(crate) fn methods(&self, revision: Revision) -> impl Iterator<Item = (&str, &Definition)> {
-        self.revisions
-            .iter()
-            .filter(move |schemas| schemas.revision == revision)
-            .flat_map(|schemas| schemas.methods.iter().map(|(m, d)| (m.as_str(), d)))
+impl fmt::Debug for RevisionSchemas {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RevisionSchemas")
+            .field("revision", &self.revision)
+            .field("indexed", &self.index.get().is_some())
+            .finish_non_exhaustive()
     }
 }
 
-fn compile_revision(revision: Revision) -> Result<RevisionSchemas, SchemaError> {
-    let document: Value =
-        serde_json::from_str(source(revision)).map_err(|e| SchemaError::new(revision, e))?;
-    compile_document(revision, document, DEVIATIONS)
+/// A revision's file, read without building its tree: the definitions are
+/// slices of the embedded text.
+#[derive(serde::Deserialize)]
+struct File<'a> {
+    #[serde(rename = "$schema")]
+    dialect: Option<Value>,
+    #[serde(rename = "$defs", borrow, default)]
+    defs: Option<HashMap<&'a str, &'a RawValue>>,
+    #[serde(borrow, default)]
+    definitions: Option<HashMap<&'a str, &'a RawValue>>,
 }
 
-/// Compiles `revision`'s client definitions from its parsed `document`,
-/// once `deviations` are applied.
-fn compile_document(
-    revision: Revision,
-    mut document: Value,
-    deviations: &[Deviation],
-) -> Result<RevisionSchemas, SchemaError> {
-    let fail = |reason: &dyn fmt::Display| SchemaError::new(revision, reason);
-    deviate(revision, &mut document, deviations)?;
-    let dialect = document
-        .get("$schema")
-        .cloned()
-        .ok_or_else(|| fail(&"no `$schema`"))?;
-    let defs_key = if document.get("$defs").is_some() {
-        "$defs"
-    } else {
-        "definitions"
-    };
-    let defs = document
-        .get(defs_key)
-        .and_then(Value::as_object)
-        .ok_or_else(|| fail(&"no definitions"))?;
+/// What a revision's first use reads of its file.
+struct Index {
+    dialect: Value,
+    /// `$defs` (2020-12) or `definitions` (draft-07).
+    defs_key: &'static str,
+    defs: HashMap<&'static str, &'static RawValue>,
+    /// Each client method's definition, compiled on first use.
+    methods: HashMap<String, Member>,
+}
 
-    let mut members = Vec::new();
-    for (union, kind) in [
-        ("ClientRequest", DefinitionKind::Request),
-        ("ClientNotification", DefinitionKind::Notification),
-    ] {
-        let def = defs
-            .get(union)
-            .ok_or_else(|| fail(&format_args!("no `{union}`")))?;
-        members.extend(
-            union_members(def, union)
-                .into_iter()
-                .map(|name| (name, kind)),
+/// A client method of a revision: its definition's name, and its
+/// validator once compiled.
+struct Member {
+    name: &'static str,
+    kind: DefinitionKind,
+    compiled: OnceLock<Result<Definition, SchemaError>>,
+}
+
+impl RevisionSchemas {
+    fn new(revision: Revision, source: &'static str, deviations: &'static [Deviation]) -> Self {
+        RevisionSchemas {
+            revision,
+            source,
+            deviations,
+            index: OnceLock::new(),
+        }
+    }
+
+    fn index(&self) -> Result<&Index, &SchemaError> {
+        self.index
+            .get_or_init(|| Index::read(self.revision, self.source))
+            .as_ref()
+    }
+
+    fn definition(&self, method: &str) -> Result<Option<&Definition>, &SchemaError> {
+        let index = self.index()?;
+        let Some(member) = index.methods.get(method) else {
+            return Ok(None);
+        };
+        member
+            .compiled
+            .get_or_init(|| {
+                let compiled = self.compile(index, member);
+                if let Err(error) = &compiled {
+                    // Once per method and process: the error is wymcp's own
+                    // text, never the client's.
+                    tracing::error!(%error, method, "an MCP schema did not compile; its messages are answered -32603");
+                }
+                compiled
+            })
+            .as_ref()
+            .map(Some)
+    }
+
+    /// The document of the definitions `root` reaches (none for `None`)
+    /// and those a deviation patches, the deviations applied.
+    fn document(&self, index: &Index, root: Option<&'static str>) -> Result<Value, SchemaError> {
+        let revision = self.revision;
+        let fail = |reason: &dyn fmt::Display| SchemaError::new(revision, reason);
+        let defs_key = index.defs_key;
+        let reference = format!("#/{defs_key}/");
+        let patched = format!("/{defs_key}/");
+        let mut todo: Vec<&'static str> = root.into_iter().collect();
+        // The definitions a deviation patches are always included, so a
+        // deviation that no longer finds its value fails every compile.
+        todo.extend(
+            self.deviations
+                .iter()
+                .filter(|d| d.revision == revision)
+                .filter_map(|d| d.pointer.strip_prefix(patched.as_str()))
+                .filter_map(|rest| rest.split('/').next()),
         );
+        let mut defs = Map::new();
+        while let Some(name) = todo.pop() {
+            if defs.contains_key(name) {
+                continue;
+            }
+            // A name not defined is left out: a `$ref` to it fails the
+            // compilation, a deviation of it fails `deviate`.
+            let Some((&name, raw)) = index.defs.get_key_value(name) else {
+                continue;
+            };
+            let def: Value = serde_json::from_str(raw.get())
+                .map_err(|e| fail(&format_args!("`{name}`: {e}")))?;
+            references(&def, &reference, &mut |to| {
+                if let Some((&to, _)) = index.defs.get_key_value(to) {
+                    todo.push(to);
+                }
+            });
+            defs.insert(name.to_owned(), def);
+        }
+        let mut document = Map::new();
+        document.insert("$schema".to_owned(), index.dialect.clone());
+        document.insert(defs_key.to_owned(), Value::Object(defs));
+        let mut document = Value::Object(document);
+        deviate(revision, &mut document, self.deviations)?;
+        Ok(document)
     }
 
-    let base = format!("urn:wymcp:mcp-schema:{revision}");
-    let registry = Registry::new()
-        .add(&base, &document)
-        .and_then(jsonschema::RegistryBuilder::prepare)
-        .map_err(|e| fail(&e))?;
-
-    let mut methods = HashMap::new();
-    for (name, kind) in members {
-        let method = defs
-            .get(&name)
-            .and_then(|def| def.pointer("/properties/method/const"))
-            .and_then(Value::as_str)
-            .ok_or_else(|| fail(&format_args!("`{name}` names no method")))?;
-        let pointer = format!("#/{defs_key}/{name}");
-        let wrapper = json!({ "$schema": dialect, "$ref": format!("{base}{pointer}") });
+    /// Compiles `member` from a document of the definitions it reaches.
+    fn compile(&self, index: &Index, member: &Member) -> Result<Definition, SchemaError> {
+        let revision = self.revision;
+        let fail = |reason: &dyn fmt::Display| SchemaError::new(revision, reason);
+        let defs_key = index.defs_key;
+        let document = self.document(index, Some(member.name))?;
+        let base = format!("urn:wymcp:mcp-schema:{revision}");
+        let registry = Registry::new()
+            .add(&base, &document)
+            .and_then(jsonschema::RegistryBuilder::prepare)
+            .map_err(|e| fail(&e))?;
+        let pointer = format!("#/{defs_key}/{}", member.name);
+        let wrapper = json!({ "$schema": index.dialect, "$ref": format!("{base}{pointer}") });
         let validator = jsonschema::options()
             .offline()
             .should_validate_formats(false)
             .with_registry(&registry)
             .build(&wrapper)
-            .map_err(|e| fail(&format_args!("`{name}`: {e}")))?;
-        let envelope = match defs
-            .get(&name)
-            .and_then(|def| envelope(def, &dialect, &base))
+            .map_err(|e| fail(&format_args!("`{}`: {e}", member.name)))?;
+        let envelope = match document
+            .get(defs_key)
+            .and_then(|defs| defs.get(member.name))
+            .and_then(|def| envelope(def, &index.dialect, &base))
         {
             Some(schema) => Some(
                 jsonschema::options()
@@ -555,22 +605,198 @@ fn compile_document(
                     .should_validate_formats(false)
                     .with_registry(&registry)
                     .build(&schema)
-                    .map_err(|e| fail(&format_args!("`{name}`'s envelope: {e}")))?,
+                    .map_err(|e| fail(&format_args!("`{}`'s envelope: {e}", member.name)))?,
             ),
             None => None,
         };
-        methods.insert(
-            method.to_owned(),
-            Definition {
-                revision,
-                kind,
-                pointer,
-                validator,
-                envelope,
-            },
-        );
+        Ok(Definition {
+            revision,
+            kind: member.kind,
+            pointer,
+            validator,
+            envelope,
+        })
     }
-    Ok(RevisionSchemas { revision, methods })
+}
+
+/// Calls `found` with the definition name of every local `$ref` in
+/// `value` (`#/$defs/<Name>…`, `reference` being `#/$defs/`).
+fn references<'v>(value: &'v Value, reference: &str, found: &mut impl FnMut(&'v str)) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(to)) = map.get("$ref")
+                && let Some(rest) = to.strip_prefix(reference)
+            {
+                found(rest.split('/').next().unwrap_or_default());
+            }
+            for value in map.values() {
+                references(value, reference, found);
+            }
+        }
+        Value::Array(items) => {
+            for value in items {
+                references(value, reference, found);
+            }
+        }
+        _ => {}
+    }
+}
+
+impl Index {
+    /// Reads `revision`'s file: its dialect, its definitions (as slices),
+    /// and the method of each client request and notification.
+    fn read(revision: Revision, source: &'static str) -> Result<Index, SchemaError> {
+        let fail = |reason: &dyn fmt::Display| SchemaError::new(revision, reason);
+        let file: File<'static> = serde_json::from_str(source).map_err(|e| fail(&e))?;
+        let dialect = file.dialect.ok_or_else(|| fail(&"no `$schema`"))?;
+        let (defs_key, defs) = match (file.defs, file.definitions) {
+            (Some(defs), _) => ("$defs", defs),
+            (None, Some(defs)) => ("definitions", defs),
+            (None, None) => return Err(fail(&"no definitions")),
+        };
+        let parse = |name: &str| -> Result<Value, SchemaError> {
+            let raw = defs
+                .get(name)
+                .ok_or_else(|| fail(&format_args!("no `{name}`")))?;
+            serde_json::from_str(raw.get()).map_err(|e| fail(&format_args!("`{name}`: {e}")))
+        };
+        let mut methods = HashMap::new();
+        for (union, kind) in [
+            ("ClientRequest", DefinitionKind::Request),
+            ("ClientNotification", DefinitionKind::Notification),
+        ] {
+            for name in union_members(&parse(union)?, union) {
+                let def = parse(&name)?;
+                let method = def
+                    .pointer("/properties/method/const")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| fail(&format_args!("`{name}` names no method")))?;
+                let Some((&name, _)) = defs.get_key_value(name.as_str()) else {
+                    return Err(fail(&format_args!("no `{name}`")));
+                };
+                let member = Member {
+                    name,
+                    kind,
+                    compiled: OnceLock::new(),
+                };
+                methods.insert(method.to_owned(), member);
+            }
+        }
+        Ok(Index {
+            dialect,
+            defs_key,
+            defs,
+            methods,
+        })
+    }
+}
+
+/// The MCP schemas of every revision wymcp knows, each compiled a method at
+/// a time on first use (see [`RevisionSchemas`]); held by the
+/// [`Server`](crate::Server), read by [`Validate`](crate::stages::Validate).
+#[derive(Debug)]
+pub(crate) struct Schemas {
+    revisions: Vec<RevisionSchemas>,
+}
+
+impl Schemas {
+    /// The process-wide set: what one server compiles, every other reuses.
+    #[must_use]
+    pub(crate) fn shared() -> Arc<Schemas> {
+        static SHARED: OnceLock<Arc<Schemas>> = OnceLock::new();
+        SHARED
+            .get_or_init(|| Arc::new(Schemas::embedded(DEVIATIONS)))
+            .clone()
+    }
+
+    /// The embedded files, with `deviations` applied when compiled. Nothing
+    /// is read yet.
+    fn embedded(deviations: &'static [Deviation]) -> Schemas {
+        Schemas::of(|revision| (source(revision), deviations))
+    }
+
+    /// Schemas whose files and deviations `files` gives, per revision.
+    fn of(files: impl Fn(Revision) -> (&'static str, &'static [Deviation])) -> Schemas {
+        let revisions = Revision::ALL
+            .into_iter()
+            .map(|revision| {
+                let (source, deviations) = files(revision);
+                RevisionSchemas::new(revision, source, deviations)
+            })
+            .collect();
+        Schemas { revisions }
+    }
+
+    /// Test hook: the embedded schemas, but `revision`'s file replaced by
+    /// `document` (e.g. one that cannot compile).
+    #[cfg(test)]
+    pub(crate) fn replacing(revision: Revision, document: &Value) -> Schemas {
+        let text: &'static str = document.to_string().leak();
+        Schemas::of(move |r| {
+            let source = if r == revision { text } else { source(r) };
+            (source, DEVIATIONS)
+        })
+    }
+
+    /// Reads the index of each of `revisions` (what a server serves) and
+    /// applies its deviations to the definitions they patch: a file whose
+    /// definitions cannot be found, or that no longer holds what a
+    /// deviation expects, fails here, at
+    /// [`ServerBuilder::build`](crate::ServerBuilder::build). No validator
+    /// is compiled yet.
+    pub(crate) fn check(&self, revisions: &[Revision]) -> Result<(), SchemaError> {
+        for schemas in &self.revisions {
+            if revisions.contains(&schemas.revision) {
+                let index = schemas.index().map_err(Clone::clone)?;
+                schemas.document(index, None)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The definition a message of `method` is held to on `revision`,
+    /// compiled on its first use (once, whatever the concurrency: later
+    /// callers wait for it); `Ok(None)` when the revision defines no client
+    /// request or notification of that name (an unknown or removed method:
+    /// Dispatch answers it); `Err` when the revision's schema or that
+    /// definition did not compile (a bug in wymcp: the message is answered
+    /// as an internal error, never let through unvalidated).
+    pub(crate) fn definition(
+        &self,
+        revision: Revision,
+        method: &str,
+    ) -> Result<Option<&Definition>, &SchemaError> {
+        match self.revisions.iter().find(|s| s.revision == revision) {
+            Some(schemas) => schemas.definition(method),
+            None => Ok(None),
+        }
+    }
+
+    /// [`definition`](Self::definition), the schema known to compile.
+    #[cfg(test)]
+    pub(crate) fn compiled(&self, revision: Revision, method: &str) -> Option<&Definition> {
+        self.definition(revision, method)
+            .expect("the embedded schema compiles")
+    }
+
+    /// The methods `revision` defines (unordered), each compiled.
+    #[cfg(test)]
+    pub(crate) fn methods(
+        &self,
+        revision: Revision,
+    ) -> Result<Vec<(&str, &Definition)>, SchemaError> {
+        let Some(schemas) = self.revisions.iter().find(|s| s.revision == revision) else {
+            return Ok(Vec::new());
+        };
+        let index = schemas.index().map_err(Clone::clone)?;
+        let mut methods = Vec::new();
+        for method in index.methods.keys() {
+            if let Some(def) = schemas.definition(method).map_err(Clone::clone)? {
+                methods.push((method.as_str(), def));
+            }
+        }
+        Ok(methods)
+    }
 }
 
 /// The schema of a definition's envelope: the definition itself, its
@@ -647,12 +873,12 @@ mod tests {
     use super::*;
 
     fn schemas() -> Arc<Schemas> {
-        Schemas::shared().expect("the embedded schemas compile")
+        Schemas::shared()
     }
 
     fn pointer(revision: Revision, method: &str) -> Option<(&'static str, DefinitionKind)> {
         let schemas = schemas();
-        let def = schemas.definition(revision, method)?;
+        let def = schemas.compiled(revision, method)?;
         Some((def.pointer().to_owned().leak(), def.kind()))
     }
 
@@ -743,7 +969,7 @@ mod tests {
     #[test]
     fn every_union_member_is_compiled() {
         let schemas = schemas();
-        let count = |r| schemas.methods(r).count();
+        let count = |r| schemas.methods(r).expect("every method compiles").len();
         assert_eq!(count(Revision::V2025_06_18), 13 + 4);
         assert_eq!(count(Revision::V2025_11_25), 17 + 5);
         assert_eq!(count(Revision::V2026_07_28), 10 + 1);
@@ -764,7 +990,7 @@ mod tests {
     fn a_valid_call_passes_and_a_bad_one_names_its_pointer() {
         let schemas = schemas();
         let def = schemas
-            .definition(Revision::V2026_07_28, "tools/call")
+            .compiled(Revision::V2026_07_28, "tools/call")
             .expect("tools/call is defined");
         let good = call(&json!({"_meta": meta(), "name": "echo", "arguments": {"x": 1}}));
         assert!(def.is_valid(&good));
@@ -787,7 +1013,7 @@ mod tests {
     fn an_envelope_failure_comes_before_a_params_failure() {
         let schemas = schemas();
         let def = schemas
-            .definition(Revision::V2026_07_28, "tools/call")
+            .compiled(Revision::V2026_07_28, "tools/call")
             .expect("tools/call is defined");
         for both in [
             json!({"jsonrpc": "1.0", "id": 1, "method": "tools/call", "params": {"_meta": meta()}}),
@@ -830,7 +1056,7 @@ mod tests {
     fn a_failure_never_echoes_a_huge_value() {
         let schemas = schemas();
         let def = schemas
-            .definition(Revision::V2026_07_28, "tools/call")
+            .compiled(Revision::V2026_07_28, "tools/call")
             .expect("tools/call is defined");
         let huge = "x".repeat(100_000);
         let failure = def
@@ -845,7 +1071,7 @@ mod tests {
         let schemas = schemas();
         for revision in Revision::ALL {
             let def = schemas
-                .definition(revision, "resources/read")
+                .compiled(revision, "resources/read")
                 .expect("resources/read is defined");
             let mut params = json!({"uri": "::not a uri::"});
             if revision == Revision::V2026_07_28 {
@@ -885,7 +1111,7 @@ mod tests {
         ];
         let mut compared = 0;
         for revision in Revision::ALL {
-            for (method, def) in schemas.methods(revision) {
+            for (method, def) in schemas.methods(revision).expect("every method compiles") {
                 for params in &bad_params {
                     let envelopes = [
                         json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}),
@@ -922,6 +1148,73 @@ mod tests {
         assert!(compared > 1_000, "{compared}");
     }
 
+    /// `method`'s validator on `revision` compiled as before per-method
+    /// compiles: against the whole patched file.
+    fn compiled_whole(revision: Revision, name: &str) -> Validator {
+        let mut document = raw(revision);
+        deviate(revision, &mut document, DEVIATIONS).expect("every deviation applies");
+        let key = if document.get("$defs").is_some() {
+            "$defs"
+        } else {
+            "definitions"
+        };
+        let base = format!("urn:wymcp:mcp-schema:{revision}");
+        let registry = Registry::new()
+            .add(&base, &document)
+            .and_then(jsonschema::RegistryBuilder::prepare)
+            .expect("the registry builds");
+        let wrapper =
+            json!({"$schema": document["$schema"], "$ref": format!("{base}#/{key}/{name}")});
+        jsonschema::options()
+            .offline()
+            .should_validate_formats(false)
+            .with_registry(&registry)
+            .build(&wrapper)
+            .expect("the definition compiles")
+    }
+
+    #[test]
+    fn a_method_compiled_from_the_definitions_it_reaches_judges_as_the_whole_file() {
+        // The per-method document leaves out the definitions a method does
+        // not reach; every verdict and every error must be the same.
+        let schemas = schemas();
+        let params = [
+            json!({}),
+            json!({"_meta": meta(), "name": "t", "arguments": {"a": 1}}),
+            json!({"_meta": meta(), "name": 7, "arguments": "x", "uri": [], "taskId": {}}),
+            json!({"_meta": meta(), "uri": "file:///a", "cursor": "c", "level": "info"}),
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}),
+            json!({"requestId": 1, "reason": "r", "progressToken": 1.5, "progress": 1}),
+            json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": "v"}}),
+            json!({"taskId": "t", "status": "working", "ttl": null, "createdAt": "x", "lastUpdatedAt": "y"}),
+        ];
+        let mut compared = 0;
+        for revision in Revision::ALL {
+            for (method, def) in schemas.methods(revision).expect("every method compiles") {
+                let name = def.pointer.rsplit('/').next().expect("a name");
+                let whole = compiled_whole(revision, name);
+                for params in &params {
+                    for message in [
+                        json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}),
+                        json!({"jsonrpc": "2.0", "method": method, "params": params}),
+                        json!({"jsonrpc": "2.0", "id": 1, "method": method}),
+                    ] {
+                        let what = format!("{revision} {method}: {message}");
+                        assert_eq!(def.is_valid(&message), whole.is_valid(&message), "{what}");
+                        let errors = |v: &Validator| {
+                            v.iter_errors(&message)
+                                .map(|e| SchemaFailure::from_error(&e))
+                                .collect::<Vec<_>>()
+                        };
+                        assert_eq!(errors(&def.validator), errors(&whole), "{what}");
+                        compared += 1;
+                    }
+                }
+            }
+        }
+        assert!(compared > 1_000, "{compared}");
+    }
+
     #[test]
     fn a_failure_inside_params_is_chosen_without_the_detailed_pass() {
         // The detailed pass over the whole message was most of a validation
@@ -929,12 +1222,12 @@ mod tests {
         // and a rejection takes the first failure and the envelope's.
         let schemas = schemas();
         for revision in Revision::ALL {
-            for (method, def) in schemas.methods(revision) {
+            for (method, def) in schemas.methods(revision).expect("every method compiles") {
                 assert!(def.envelope.is_some(), "{revision} {method}");
             }
         }
         let def = schemas
-            .definition(Revision::V2026_07_28, "tools/call")
+            .compiled(Revision::V2026_07_28, "tools/call")
             .expect("tools/call is defined");
         let before = DETAILED_PASSES.with(std::cell::Cell::get);
         let inside = call(&json!({"_meta": meta(), "name": "echo", "arguments": "x"}));
@@ -1099,10 +1392,7 @@ mod tests {
     #[test]
     fn each_deviation_accepts_what_schema_ts_allows_and_the_file_refuses() {
         let patched = schemas();
-        let unpatched: Vec<RevisionSchemas> = Revision::ALL
-            .into_iter()
-            .map(|r| compile_document(r, raw(r), &[]).expect("the vendored file compiles"))
-            .collect();
+        let unpatched = Schemas::embedded(&[]);
         let samples = samples();
         for deviation in DEVIATIONS {
             assert!(
@@ -1123,14 +1413,12 @@ mod tests {
                 "{what}: names no deviation"
             );
             let raw = unpatched
-                .iter()
-                .find(|s| s.revision == sample.revision)
-                .and_then(|s| s.methods.get(sample.method))
+                .compiled(sample.revision, sample.method)
                 .expect("the method is defined");
             let failure = raw.validate(&sample.message).expect_err(&what);
             assert_eq!(failure.pointer, sample.refused_at, "{what}: {failure:?}");
             let def = patched
-                .definition(sample.revision, sample.method)
+                .compiled(sample.revision, sample.method)
                 .expect("the method is defined");
             assert_eq!(def.validate(&sample.message), Ok(()), "{what}");
             assert!(def.is_valid(&sample.message), "{what}");
@@ -1143,7 +1431,7 @@ mod tests {
         // fractional id names no request this server accepted.
         let schemas = schemas();
         let def = schemas
-            .definition(Revision::V2026_07_28, "notifications/cancelled")
+            .compiled(Revision::V2026_07_28, "notifications/cancelled")
             .expect("notifications/cancelled is defined");
         let cancel = |id: Value| json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}});
         assert_eq!(def.validate(&cancel(json!(7))), Ok(()));
@@ -1171,19 +1459,36 @@ mod tests {
         let mut fixed = raw(revision);
         *fixed.pointer_mut(elicit).expect("the file holds it") =
             json!(["string", "number", "boolean"]);
-        let error = compile_document(revision, fixed, DEVIATIONS).expect_err("the load fails");
-        let text = error.to_string();
-        assert!(
-            text.contains(elicit) && text.contains("the file says"),
-            "{text}"
-        );
+        // The check at build fails, and so does every method's compile,
+        // not only those that reach it.
+        let schemas = Schemas::replacing(revision, &fixed);
+        let error = schemas.check(&[revision]).expect_err("the build fails");
+        assert!(error.to_string().contains(elicit), "{error}");
+        schemas
+            .check(&[Revision::V2025_11_25])
+            .expect("a revision not served is not read");
+        for method in ["tools/call", "notifications/cancelled"] {
+            let error = schemas
+                .definition(revision, method)
+                .expect_err("the load fails");
+            let text = error.to_string();
+            assert!(
+                text.contains(elicit) && text.contains("the file says"),
+                "{text}"
+            );
+        }
         // Upstream moved or renamed the definition.
         let mut moved = raw(revision);
         moved["$defs"]
             .as_object_mut()
             .expect("definitions")
             .remove("JSONValue");
-        let error = compile_document(revision, moved, DEVIATIONS).expect_err("the load fails");
+        let schemas = Schemas::replacing(revision, &moved);
+        let error = schemas.check(&[revision]).expect_err("the build fails");
+        assert!(error.to_string().contains("no value there"), "{error}");
+        let error = schemas
+            .definition(revision, "notifications/cancelled")
+            .expect_err("the load fails");
         let text = error.to_string();
         assert!(
             text.contains("/$defs/JSONValue/anyOf/2/type") && text.contains("no value there"),
@@ -1298,11 +1603,29 @@ mod tests {
     #[ignore = "a timing, not a check; run in release mode"]
     fn timing() {
         use std::time::Instant;
+        let compiled = Schemas::embedded(DEVIATIONS);
+        for revision in Revision::ALL {
+            let started = Instant::now();
+            compiled.check(&[revision]).expect("indexes");
+            println!("{revision}: index: {:?}", started.elapsed());
+            for method in ["initialize", "tools/call", "tools/list"] {
+                let started = Instant::now();
+                if compiled.compiled(revision, method).is_some() {
+                    println!("{revision}: first {method}: {:?}", started.elapsed());
+                }
+            }
+        }
         let started = Instant::now();
-        let compiled = Schemas::compile().expect("compiles");
-        println!("compile all revisions: {:?}", started.elapsed());
+        let all = Schemas::embedded(DEVIATIONS);
+        for revision in Revision::ALL {
+            all.methods(revision).expect("compiles");
+        }
+        println!(
+            "compile every method of every revision: {:?}",
+            started.elapsed()
+        );
         let def = compiled
-            .definition(Revision::V2026_07_28, "tools/call")
+            .compiled(Revision::V2026_07_28, "tools/call")
             .expect("tools/call is defined");
         let message = call(&json!({"_meta": meta(), "name": "echo", "arguments": {"text": "hi"}}));
         let rounds: u32 = 1_000_000;
@@ -1323,7 +1646,7 @@ mod tests {
                 .as_str()
                 .unwrap_or_default();
             let def = compiled.definition(Revision::V2026_07_28, method);
-            valid += u32::from(def.is_some_and(|def| def.is_valid(&message)));
+            valid += u32::from(def.is_ok_and(|def| def.is_some_and(|def| def.is_valid(&message))));
         }
         let per = started.elapsed() / rounds;
         assert_eq!(valid, rounds);

@@ -47,7 +47,11 @@
 //! The rules and their errors are `protocol::validation`'s, which the
 //! stdio transport holds its lines to as well; this stage is their HTTP
 //! adapter: every refusal is `400`, and the revision is read from the
-//! exchange.
+//! exchange. One answer is not a refusal of the message: a method's
+//! validator is compiled on its first use, and should its schema not
+//! compile (a bug in wymcp; the shipped files are tested to compile) the
+//! message is answered `500`/-32603 with its id, never let through
+//! unvalidated.
 //!
 //! **Why here.** Last before Dispatch: every wire check and body-bound stage
 //! has answered first, so a request wrong on the wire is refused for that,
@@ -138,6 +142,60 @@ fn validate(ex: &Exchange<'_>) -> Flow {
         .check_message(Validate::revision(ex), kind, message)
     {
         Ok(()) => Flow::Continue,
+        // The schema the message is held to did not compile: the server's
+        // fault, not the message's.
+        Err(error) if error.code == ErrorCode::INTERNAL_ERROR => {
+            ex.reject(Rejection::of(StatusCode::INTERNAL_SERVER_ERROR, error))
+        }
         Err(error) => ex.reject(Rejection::of(StatusCode::BAD_REQUEST, error)),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::Server;
+    use crate::protocol::schema::{Schemas, source};
+    use crate::testing::Client;
+
+    /// A server whose 2026-07-28 `CallToolRequest` references a definition
+    /// the file lacks: `tools/call` cannot compile, the rest can.
+    fn broken() -> Server {
+        let mut document: Value = serde_json::from_str(source(Revision::V2026_07_28)).unwrap();
+        document["$defs"]["CallToolRequest"]["properties"]["params"] =
+            json!({"$ref": "#/$defs/NoSuchDefinition"});
+        let mut server = Server::builder().build().unwrap();
+        server.schemas = Arc::new(Schemas::replacing(Revision::V2026_07_28, &document));
+        server
+    }
+
+    #[tokio::test]
+    async fn a_schema_that_does_not_compile_answers_500_internal_error_with_the_id() {
+        let client = Client::new(broken());
+        for _ in 0..2 {
+            // The failure is kept: the second call is answered the same.
+            let reply = client
+                .send("tools/call", json!({"name": "t", "arguments": {}}))
+                .await;
+            assert_eq!(reply.status, StatusCode::INTERNAL_SERVER_ERROR, "{reply:?}");
+            let response = reply.response().unwrap();
+            assert_eq!(response["id"], reply.request["id"], "{response}");
+            assert_eq!(response["error"]["code"], -32603, "{response}");
+            assert!(response.get("result").is_none(), "{response}");
+            // Content-Type and the in-process body's Content-Length, nothing
+            // else (no Connection: close: the connection is sound).
+            assert_eq!(reply.headers.len(), 2, "{:?}", reply.headers);
+            assert_eq!(reply.header("content-type"), "application/json");
+            assert_eq!(reply.header("content-length"), reply.body.len().to_string());
+        }
+        // The methods whose definitions compile are served as ever.
+        let listed = client.send("server/discover", json!({})).await;
+        assert_eq!(listed.status, StatusCode::OK, "{listed:?}");
+        assert!(listed.response().unwrap().get("result").is_some());
     }
 }
