@@ -721,3 +721,56 @@ impl Listen {
             }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod schema_failure {
+    //! Validate's answer when a method's schema does not compile
+    //! (stages/validate.rs): here, since it drives a whole server.
+    use std::sync::Arc;
+
+    use serde_json::{Value, json};
+
+    use http::StatusCode;
+
+    use super::Client;
+    use crate::protocol::revision::Revision;
+    use crate::protocol::schema::{Schemas, source};
+    use crate::server::Server;
+
+    /// A server whose 2026-07-28 `CallToolRequest` references a definition
+    /// the file lacks: `tools/call` cannot compile, the rest can.
+    fn broken() -> Server {
+        let mut document: Value = serde_json::from_str(source(Revision::V2026_07_28)).unwrap();
+        document["$defs"]["CallToolRequest"]["properties"]["params"] =
+            json!({"$ref": "#/$defs/NoSuchDefinition"});
+        let mut server = Server::builder().build().unwrap();
+        server.schemas = Arc::new(Schemas::replacing(Revision::V2026_07_28, &document));
+        server
+    }
+
+    #[tokio::test]
+    async fn a_schema_that_does_not_compile_answers_500_internal_error_with_the_id() {
+        let client = Client::new(broken());
+        for _ in 0..2 {
+            // The failure is kept: the second call is answered the same.
+            let reply = client
+                .send("tools/call", json!({"name": "t", "arguments": {}}))
+                .await;
+            assert_eq!(reply.status, StatusCode::INTERNAL_SERVER_ERROR, "{reply:?}");
+            let response = reply.response().unwrap();
+            assert_eq!(response["id"], reply.request["id"], "{response}");
+            assert_eq!(response["error"]["code"], -32603, "{response}");
+            assert!(response.get("result").is_none(), "{response}");
+            // Content-Type and the in-process body's Content-Length, nothing
+            // else (no Connection: close: the connection is sound).
+            assert_eq!(reply.headers.len(), 2, "{:?}", reply.headers);
+            assert_eq!(reply.header("content-type"), "application/json");
+            assert_eq!(reply.header("content-length"), reply.body.len().to_string());
+        }
+        // The methods whose definitions compile are served as ever.
+        let listed = client.send("server/discover", json!({})).await;
+        assert_eq!(listed.status, StatusCode::OK, "{listed:?}");
+        assert!(listed.response().unwrap().get("result").is_some());
+    }
+}
