@@ -494,14 +494,9 @@ impl ScenarioResult {
 /// A hot-path run.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
-    /// `date -u`.
-    pub date: String,
-    /// `nproc` and the CPU model.
-    pub machine: String,
-    /// Load average before and after.
-    pub load: [Option<[f64; 3]>; 2],
-    /// wymcp's commit and the settings.
-    pub settings: BTreeMap<String, String>,
+    /// When, where, the load and the settings.
+    #[serde(flatten)]
+    pub run: RunInfo,
     /// Every scenario.
     pub scenarios: Vec<ScenarioResult>,
     /// The targets: what, measured, verdict.
@@ -715,12 +710,39 @@ fn judge(scenarios: &[ScenarioResult]) -> Vec<(String, String, String)> {
     targets
 }
 
-impl Report {
-    /// The report as Markdown.
-    #[must_use]
-    pub fn markdown(&self) -> String {
+/// When and where a run was made, the load around it, and its settings.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunInfo {
+    /// `date -u`.
+    pub date: String,
+    /// `nproc` and the CPU model.
+    pub machine: String,
+    /// Load average before and after.
+    pub load: [Option<[f64; 3]>; 2],
+    /// wymcp's commit and the settings.
+    pub settings: BTreeMap<String, String>,
+}
+
+impl RunInfo {
+    /// A run ending now, the load average `before` it.
+    fn now(before: Option<[f64; 3]>, settings: BTreeMap<String, String>) -> RunInfo {
+        RunInfo {
+            date: runner::command_output("date", &["-u", "+%Y-%m-%d %H:%M:%S UTC"])
+                .unwrap_or_default(),
+            machine: format!(
+                "{} cores, {}",
+                std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
+                procfs::cpu_model()
+            ),
+            load: [before, procfs::load_average()],
+            settings,
+        }
+    }
+
+    /// The lines a report opens with (`load_note` after the load).
+    fn preamble(&self, load_note: &str) -> String {
         let mut out = String::new();
-        let load = |l: Option<[f64; 3]>| {
+        let average = |l: Option<[f64; 3]>| {
             l.map_or_else(
                 || "?".to_owned(),
                 |[a, b, c]| format!("{a:.2} {b:.2} {c:.2}"),
@@ -730,9 +752,9 @@ impl Report {
         let _ = writeln!(out, "* machine: {}", self.machine);
         let _ = writeln!(
             out,
-            "* load average (1/5/15 min): before {}, after {}",
-            load(self.load[0]),
-            load(self.load[1])
+            "* load average (1/5/15 min): before {}, after {}{load_note}",
+            average(self.load[0]),
+            average(self.load[1])
         );
         let settings: Vec<String> = self
             .settings
@@ -740,6 +762,15 @@ impl Report {
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
         let _ = writeln!(out, "* settings: {}\n", settings.join(", "));
+        out
+    }
+}
+
+impl Report {
+    /// The report as Markdown.
+    #[must_use]
+    pub fn markdown(&self) -> String {
+        let mut out = self.run.preamble("");
         out.push_str("| scenario | cores | server | req/s | p50 ms | p99 ms | statuses | CPU µs/req | CPU ÷ served |\n");
         out.push_str("|---|---|---|---:|---:|---:|---|---:|---:|\n");
         let served = self.scenarios.iter().find(|s| s.name == "simple_call");
@@ -845,15 +876,10 @@ pub struct Count {
 /// An instruction-count run.
 #[derive(Debug, Clone, Serialize)]
 pub struct CountReport {
-    /// `date -u`.
-    pub date: String,
-    /// `nproc` and the CPU model.
-    pub machine: String,
-    /// Load average before and after (instruction counts do not move with
-    /// it; the run's length does).
-    pub load: [Option<[f64; 3]>; 2],
-    /// wymcp's commit and the settings.
-    pub settings: BTreeMap<String, String>,
+    /// When, where, the load (instruction counts do not move with it; the
+    /// run's length does) and the settings.
+    #[serde(flatten)]
+    pub run: RunInfo,
     /// Per scenario and server, in measuring order.
     pub counts: Vec<Count>,
     /// The targets: what, measured, verdict.
@@ -1064,14 +1090,7 @@ fn count(setup: &Setup, counting: &Counting) -> Result<CountReport, Error> {
     );
     let targets = judge_counts(&counts);
     Ok(CountReport {
-        date: runner::command_output("date", &["-u", "+%Y-%m-%d %H:%M:%S UTC"]).unwrap_or_default(),
-        machine: format!(
-            "{} cores, {}",
-            std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
-            procfs::cpu_model()
-        ),
-        load: [load_before, procfs::load_average()],
-        settings,
+        run: RunInfo::now(load_before, settings),
         counts,
         targets,
     })
@@ -1149,27 +1168,9 @@ impl CountReport {
     /// The report as Markdown.
     #[must_use]
     pub fn markdown(&self) -> String {
-        let mut out = String::new();
-        let load = |l: Option<[f64; 3]>| {
-            l.map_or_else(
-                || "?".to_owned(),
-                |[a, b, c]| format!("{a:.2} {b:.2} {c:.2}"),
-            )
-        };
-        let _ = writeln!(out, "* date: {}", self.date);
-        let _ = writeln!(out, "* machine: {}", self.machine);
-        let _ = writeln!(
-            out,
-            "* load average (1/5/15 min): before {}, after {} (instruction counts do not move with it)",
-            load(self.load[0]),
-            load(self.load[1])
-        );
-        let settings: Vec<String> = self
-            .settings
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
-        let _ = writeln!(out, "* settings: {}\n", settings.join(", "));
+        let mut out = self
+            .run
+            .preamble(" (instruction counts do not move with it)");
         out.push_str("| scenario | server | requests | instructions/request | ÷ floor (Value) | ÷ floor-copy | ÷ served |\n");
         out.push_str("|---|---|---:|---:|---:|---:|---:|\n");
         let floor = per_request(&self.counts, "simple_call", "floor");
@@ -1411,14 +1412,7 @@ fn run(setup: &Setup, cores: &[usize], pin: bool) -> Result<Report, Error> {
     );
     let targets = judge(&results);
     Ok(Report {
-        date: runner::command_output("date", &["-u", "+%Y-%m-%d %H:%M:%S UTC"]).unwrap_or_default(),
-        machine: format!(
-            "{} cores, {}",
-            std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
-            procfs::cpu_model()
-        ),
-        load: [load_before, procfs::load_average()],
-        settings,
+        run: RunInfo::now(load_before, settings),
         scenarios: results,
         targets,
     })
@@ -1520,10 +1514,12 @@ mod tests {
         assert!(targets.iter().all(|(t, _, _)| !t.contains("1.15")));
 
         let markdown = CountReport {
-            date: String::new(),
-            machine: String::new(),
-            load: [None, None],
-            settings: BTreeMap::new(),
+            run: RunInfo {
+                date: String::new(),
+                machine: String::new(),
+                load: [None, None],
+                settings: BTreeMap::new(),
+            },
             counts,
             targets,
         }

@@ -616,16 +616,9 @@ fn whole_argument(ty: &syn::Type, what: &str) -> (TokenStream, TokenStream) {
         let () = <#leaf as #has_schema>::HAS;
         let () = <#leaf as #deserializes>::HAS;
     };
+    let schema_via = schema_via(&via, ty);
     let definition = quote! {
-        #[allow(non_camel_case_types)]
-        struct #via;
-        impl ::wymcp::__private::SchemaVia for #via {
-            fn fns() -> ::wymcp::__private::SchemaFns {
-                #[allow(unused_imports)]
-                use ::wymcp::__private::{ProbeNoSchema as _, ProbeSchema as _};
-                (&::wymcp::__private::Probe::<#ty>::new()).schema_fns()
-            }
-        }
+        #schema_via
         impl ::wymcp::__private::WholeVia for #via {
             type Args = #ty;
             fn deserialize<'__wymcp_de, __WymcpDeserializer>(
@@ -698,16 +691,9 @@ pub(super) fn argument_fields(params: &[Param], what: &str) -> (Vec<TokenStream>
                     `Option<T>` or a `Vec<T>`, to `T`'s)";
         let leaf = schema_leaf(ty);
         let assert = quote_spanned!(leaf.span()=> let () = <#leaf as #check>::HAS;);
+        let schema_via = schema_via(&via, ty);
         checks.extend(quote! {
-            #[allow(non_camel_case_types)]
-            struct #via;
-            impl ::wymcp::__private::SchemaVia for #via {
-                fn fns() -> ::wymcp::__private::SchemaFns {
-                    #[allow(unused_imports)]
-                    use ::wymcp::__private::{ProbeNoSchema as _, ProbeSchema as _};
-                    (&::wymcp::__private::Probe::<#ty>::new()).schema_fns()
-                }
-            }
+            #schema_via
             #[allow(non_camel_case_types)]
             #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
             trait #check {
@@ -729,6 +715,22 @@ pub(super) fn argument_fields(params: &[Param], what: &str) -> (Vec<TokenStream>
 /// because schemars implements `JsonSchema` for `Option<T>` and `Vec<T>`
 /// exactly when `T` has it; only the prelude's spellings (`Option`,
 /// `Vec`, and their `std::`/`core::`/`alloc::` paths) are peeled.
+/// `struct VIA;` passing `ty`'s `JsonSchema` through when it has one (the
+/// `Probe`'s autoref choice), for `::wymcp::__private::SchemaOf<VIA>`.
+fn schema_via(via: &Ident, ty: &syn::Type) -> TokenStream {
+    quote! {
+        #[allow(non_camel_case_types)]
+        struct #via;
+        impl ::wymcp::__private::SchemaVia for #via {
+            fn fns() -> ::wymcp::__private::SchemaFns {
+                #[allow(unused_imports)]
+                use ::wymcp::__private::{ProbeNoSchema as _, ProbeSchema as _};
+                (&::wymcp::__private::Probe::<#ty>::new()).schema_fns()
+            }
+        }
+    }
+}
+
 fn schema_leaf(ty: &syn::Type) -> &syn::Type {
     let syn::Type::Path(path) = ty else {
         return ty;
