@@ -105,13 +105,9 @@ pub(crate) fn check_certificate_binding(
         return Err(AuthError::invalid_token(BAD_CNF));
     };
     match certificate {
-        Some(cert) if constant_time_eq(cert.thumbprint().as_bytes(), bound.as_bytes()) => Ok(()),
+        Some(cert) if super::same_thumbprint(cert.thumbprint(), bound) => Ok(()),
         _ => Err(AuthError::invalid_token(UNBOUND)),
     }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]
