@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::auth::{AuthError, Principal};
 use crate::body::{self, ReadFailure};
-use crate::ledger::{Kind, Place, Refusal};
+use crate::ledger::{Caller, Kind, Place, Refusal};
 use crate::origin::ClientAddr;
 use crate::protocol::error::RpcError;
 use crate::protocol::fields::{judge, read_fields};
@@ -298,6 +298,20 @@ impl<'a> Exchange<'a> {
         }
     }
 
+    /// Who the ledger counts this exchange against (see
+    /// [`Server::caller_of`]): the principal once
+    /// [`authenticate`](Self::authenticate) established one, else the
+    /// client's address. The body's place already holds the address's key
+    /// (the body is read before credentials): reused, not written again.
+    pub(crate) fn caller(&self) -> Caller {
+        match (&self.principal, &self.body_place) {
+            (None, Some(place)) => place.caller().clone(),
+            (principal, _) => self
+                .server
+                .caller_of(principal.as_ref(), self.client_addr()),
+        }
+    }
+
     /// The body's place in the ledger, for an answer that holds the body's
     /// bytes (or what was parsed from them) after the exchange ends: a
     /// streamed answer keeps it until its handler is done.
@@ -372,7 +386,7 @@ impl<'a> Exchange<'a> {
     pub async fn authenticate(&mut self) -> Result<Option<&Principal>, AuthError> {
         if !self.authenticated {
             if let Some(setup) = self.server.auth.as_ref() {
-                let caller = self.server.caller_of(None, self.client_addr());
+                let caller = self.caller();
                 let principal = setup
                     .authenticate(
                         &self.parts,
@@ -557,6 +571,44 @@ impl<'a> Exchange<'a> {
             http2: self.is_http2(),
             span: self.span.clone(),
             slot: self.slot.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use super::*;
+
+    fn request(client: Option<IpAddr>) -> http::Request<Body> {
+        let mut request = http::Request::post("/mcp")
+            .body(Body::from(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#))
+            .unwrap();
+        if let Some(client) = client {
+            request.extensions_mut().insert(ClientAddr(client));
+        }
+        request
+    }
+
+    /// The caller of an exchange without a principal is its body place's:
+    /// the key the place holds, not a second one written for it, and the
+    /// key `Server::caller_of` gives.
+    #[tokio::test]
+    async fn the_caller_is_the_body_places_key() {
+        let server = Server::builder().build().unwrap();
+        for client in [Some(IpAddr::V4(Ipv4Addr::new(10, 1, 2, 3))), None] {
+            let mut ex = Exchange::new(&server, request(client));
+            assert_eq!(ex.caller(), server.caller_of(None, client));
+            ex.read_body().await.unwrap();
+            let caller = ex.caller();
+            assert_eq!(caller, server.caller_of(None, client));
+            let place = ex.take_body_place().unwrap();
+            assert!(
+                std::ptr::eq(caller.as_str(), place.caller().as_str()),
+                "the key is the place's own"
+            );
         }
     }
 }

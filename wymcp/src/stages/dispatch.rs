@@ -90,7 +90,7 @@ impl Stage for Dispatch {
             // not parsed again).
             let message = ex.take_message();
             let subject = ex.principal().map_or("", |p| p.subject.as_str());
-            let caller = ex.server().caller_of(ex.principal(), ex.client_addr());
+            let caller = ex.caller();
             let delivery =
                 ex.server()
                     .surface
@@ -109,7 +109,7 @@ impl Stage for Dispatch {
             method: ex.method(),
             params,
             principal: ex.principal(),
-            caller: ex.server().caller_of(ex.principal(), ex.client_addr()),
+            caller: ex.caller(),
             raw: ex.bytes().clone(),
             span: ex.span().clone(),
             slot: ex.span_slot(),

@@ -178,8 +178,7 @@ fn bind_present(server: &Server, headers: &HeaderMap, message: &Value) -> Result
     present_row(headers, &MCP_METHOD, "Mcp-Method", method, Reading::Plain)?;
     let name = name_of(method, params);
     present_row(headers, &MCP_NAME, "Mcp-Name", name, Reading::Sentinel)?;
-    let tool = params.and_then(|p| p.get("name")).and_then(Value::as_str);
-    if let (Some("tools/call"), Some(tool)) = (method, tool) {
+    if let (Some("tools/call"), Some(tool)) = (method, name) {
         let arguments = params.and_then(|p| p.get("arguments"));
         for param in server.header_params(tool) {
             param_row(headers, param, arguments, false)?;
@@ -266,7 +265,8 @@ fn bind(
     }
 
     // Mcp-Name ↔ params.name / params.uri.
-    if let Some(value) = name_of(method, params) {
+    let name = name_of(method, params);
+    if let Some(value) = name {
         standard_row(
             headers,
             &MCP_NAME,
@@ -277,9 +277,9 @@ fn bind(
         )?;
     }
 
-    // Mcp-Param-{Name} ↔ annotated tools/call arguments.
-    let tool = params.and_then(|p| p.get("name")).and_then(Value::as_str);
-    if let (Some("tools/call"), Some(tool)) = (method, tool) {
+    // Mcp-Param-{Name} ↔ annotated tools/call arguments (a tool call's
+    // name is the one `Mcp-Name` was bound to: not looked up again).
+    if let (Some("tools/call"), Some(tool)) = (method, name) {
         let arguments = params.and_then(|p| p.get("arguments"));
         for param in server.header_params(tool) {
             param_row(headers, param, arguments, true)?;
