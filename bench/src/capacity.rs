@@ -53,7 +53,7 @@ pub fn fanout(args: &[String]) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let named: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
     println!(
-        "== listen fan-out: a change reaching {streams} streams over TCP, {changes} changes one at a time, {rounds} round(s) of floor, in-process, redis, for {} (load average: {})",
+        "== listen fan-out: a change reaching {streams} streams over TCP, {changes} changes one at a time, {rounds} round(s) of floor, hyper floor, in-process, redis, for {} (load average: {})",
         named.join(" then "),
         load()
     );
@@ -78,11 +78,21 @@ pub fn fanout(args: &[String]) -> Result<(), String> {
 
 /// The server `fanout` starts.
 pub fn fanout_serve(args: &[String]) -> Result<(), String> {
-    check_flags(args, &["--streams", "--addr", "--redis"], &["--floor"])?;
+    check_flags(
+        args,
+        &["--streams", "--addr", "--redis"],
+        &["--floor", "--hyper-floor"],
+    )?;
     let streams = value(args, "--streams")?.unwrap_or(10_000);
     let addr: SocketAddr = value(args, "--addr")?.unwrap_or_else(|| ([127, 0, 0, 1], 0).into());
     let redis: Option<String> = value(args, "--redis")?;
-    let floor = args.iter().any(|a| a == "--floor");
+    let floor = if args.iter().any(|a| a == "--floor") {
+        Some(wymcp_bench::fanout::Floor::Socket)
+    } else if args.iter().any(|a| a == "--hyper-floor") {
+        Some(wymcp_bench::fanout::Floor::Hyper)
+    } else {
+        None
+    };
     wymcp_bench::fanout::serve(addr, streams, redis.as_deref(), floor)
 }
 
