@@ -572,11 +572,11 @@ pub(crate) struct Registered {
 /// tool's serialised listing; a compile error is kept (its text), so
 /// every call of the tool is answered the same.
 ///
-/// Why on first use (issue 26 §1: wymcp's RSS against rmcp's): a compiled
-/// validator is ≈ 130 kB of heap for a small schemars schema, and
-/// compiling touches jsonschema's compiler; a tool never called costs
-/// neither. The build still checks each schema ([`check_schema`]), so a
-/// schema that does not compile fails there, not on a call.
+/// Why on first use (issue 26 §1: wymcp's RSS against rmcp's): a tool
+/// never called holds no validator (≈ 7 kB of heap for a small schemars
+/// schema; BENCHMARKS.md, "RSS, where it goes"). The build still checks
+/// each schema ([`check_schema`]), so a schema that does not compile fails
+/// there, not on a call.
 #[derive(Default)]
 struct Lazy(OnceLock<Result<jsonschema::Validator, String>>);
 
