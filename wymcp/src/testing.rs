@@ -774,3 +774,58 @@ mod schema_failure {
         assert!(listed.response().unwrap().get("result").is_some());
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tool_schema_failure {
+    //! A tool's answer when its `inputSchema` does not compile on its first
+    //! call (surface/tool.rs compiles it there): here, since it drives a
+    //! whole server.
+    use serde_json::json;
+
+    use http::StatusCode;
+
+    use super::Client;
+    use crate::server::Server;
+    use crate::surface::UNCHECKED;
+    use crate::{Tool, ToolResult};
+
+    /// A server whose tool `broken` was registered with a schema the
+    /// build's check would refuse (a `$ref` to nothing), beside `fine`.
+    fn broken() -> Server {
+        let tool = |name: &str, schema| {
+            Tool::new(name)
+                .input_schema(schema)
+                .raw_handler(|_, _| async { Ok(ToolResult::text("ran")) })
+        };
+        UNCHECKED.with(|u| u.set(true));
+        let server = Server::builder()
+            .tool(tool("broken", json!({"$ref": "#/$defs/Missing"})))
+            .tool(tool("fine", json!({"type": "object"})))
+            .build();
+        UNCHECKED.with(|u| u.set(false));
+        server.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_tool_schema_that_does_not_compile_answers_500_internal_error_with_the_id() {
+        let client = Client::new(broken());
+        for _ in 0..2 {
+            // The failure is kept: the second call is answered the same.
+            let reply = client
+                .send("tools/call", json!({"name": "broken", "arguments": {}}))
+                .await;
+            assert_eq!(reply.status, StatusCode::INTERNAL_SERVER_ERROR, "{reply:?}");
+            let response = reply.response().unwrap();
+            assert_eq!(response["id"], reply.request["id"], "{response}");
+            assert_eq!(response["error"]["code"], -32603, "{response}");
+            assert!(response.get("result").is_none(), "{response}");
+        }
+        let fine = client
+            .send("tools/call", json!({"name": "fine", "arguments": {}}))
+            .await;
+        assert_eq!(fine.status, StatusCode::OK, "{fine:?}");
+        let result = &fine.response().unwrap()["result"];
+        assert_eq!(result["content"][0]["text"], "ran", "{result}");
+    }
+}

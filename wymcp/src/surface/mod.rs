@@ -89,6 +89,8 @@ pub use skills::{
     MAX_SKILL_BYTES, MAX_SKILL_DEPTH, MAX_SKILL_FILES, MAX_SKILLS, MAX_SKILLS_BYTES, Skill,
 };
 pub use task::TaskLimits;
+#[cfg(test)]
+pub(crate) use tool::UNCHECKED;
 pub use tool::{NoArgs, Structured, TaskSupport, Tool, ToolKind, ToolOutput, ToolResult};
 
 pub(crate) use completion::boxed as boxed_completion;

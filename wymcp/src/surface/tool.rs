@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::fmt::Write as _;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -482,13 +482,6 @@ impl Tool {
             .input_schema
             .unwrap_or_else(|| json!({"type": "object"}));
         let header_params = header_params(&tool.name, &input_schema)?;
-        let compile = |schema: &Value, which| {
-            jsonschema::validator_for(schema).map_err(|e| SurfaceError::Schema {
-                tool: tool.name.clone(),
-                which,
-                reason: e.to_string(),
-            })
-        };
         if tool.derived_output
             && let Some(schema) = &tool.output_schema
             && schema.get("type").and_then(Value::as_str) != Some("object")
@@ -499,9 +492,19 @@ impl Tool {
                 reason: "a `Structured<T>` output must be a JSON object (`\"type\": \"object\"`, as a 2025 client requires): wrap the value in a struct".into(),
             });
         }
-        let input_validator = compile(&input_schema, "inputSchema")?;
+        let check = |schema: &Value, which| {
+            check_schema(schema).map_err(|reason| SurfaceError::Schema {
+                tool: tool.name.clone(),
+                which,
+                reason,
+            })
+        };
+        check(&input_schema, "inputSchema")?;
         let output_validator = match &tool.output_schema {
-            Some(schema) => Some(compile(schema, "outputSchema")?),
+            Some(schema) => {
+                check(schema, "outputSchema")?;
+                Some(Lazy::default())
+            }
             None => None,
         };
         let mut definition = Map::new();
@@ -539,14 +542,14 @@ impl Tool {
             task_support: tool.task_support,
             task_when: tool.task_when,
             header_params: header_params.into(),
-            input_validator,
+            input_validator: Lazy::default(),
             output_validator,
         })
     }
 }
 
 /// A tool once checked: its listing, handler, header parameters and
-/// compiled schemas.
+/// schemas (compiled on its first call).
 pub(crate) struct Registered {
     name: Arc<str>,
     /// What a caller must hold to see and call it.
@@ -557,8 +560,77 @@ pub(crate) struct Registered {
     pub(crate) task_support: TaskSupport,
     pub(crate) task_when: Option<Arc<TaskWhen>>,
     pub(crate) header_params: Arc<[HeaderParam]>,
-    pub(crate) input_validator: jsonschema::Validator,
-    pub(crate) output_validator: Option<jsonschema::Validator>,
+    /// The `inputSchema`'s validator, compiled on the first call.
+    input_validator: Lazy,
+    /// The `outputSchema`'s, if the tool has one, compiled on the first
+    /// result it checks.
+    output_validator: Option<Lazy>,
+}
+
+/// A tool schema's validator, compiled once, by the first call that needs
+/// it (concurrent ones wait for that compile), from the schema in the
+/// tool's serialised listing; a compile error is kept (its text), so
+/// every call of the tool is answered the same.
+///
+/// Why on first use (issue 26 §1: wymcp's RSS against rmcp's): a tool
+/// never called holds no validator (≈ 7 kB of heap for a small schemars
+/// schema; BENCHMARKS.md, "RSS, where it goes"). The build still checks
+/// each schema ([`check_schema`]), so a schema that does not compile fails
+/// there, not on a call.
+#[derive(Default)]
+struct Lazy(OnceLock<Result<jsonschema::Validator, String>>);
+
+impl Lazy {
+    /// The validator of `definition`'s `which` (`inputSchema` or
+    /// `outputSchema`), compiled on the first call.
+    fn get(
+        &self,
+        definition: &serde_json::value::RawValue,
+        which: &str,
+    ) -> Result<&jsonschema::Validator, &str> {
+        self.0
+            .get_or_init(|| {
+                let mut listing: Map<String, Value> =
+                    serde_json::from_str(definition.get()).map_err(|e| e.to_string())?;
+                let schema = listing
+                    .remove(which)
+                    .ok_or_else(|| format!("the listing has no {which}"))?;
+                jsonschema::validator_for(&schema).map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(String::as_str)
+    }
+}
+
+/// Whether `schema` compiles: what a tool's registration holds each of
+/// its schemas to, so a schema that cannot be compiled fails the build
+/// ([`SurfaceError::Schema`]) rather than its first call. The validator is
+/// dropped; [`Lazy`] compiles the one a call uses.
+fn check_schema(schema: &Value) -> Result<(), String> {
+    #[cfg(test)]
+    if UNCHECKED.with(std::cell::Cell::get) {
+        return Ok(());
+    }
+    jsonschema::validator_for(schema)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Set by a test to register tools on this thread with their schemas
+    /// unchecked, so one that does not compile reaches a call.
+    pub(crate) static UNCHECKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Why a tool's schema could not be compiled on its first call: logged,
+/// and the call answered -32603 (500), never run unchecked.
+fn broken_schema(tool: &str, which: &str, reason: &str) -> RpcError {
+    tracing::error!(tool = %Bounded(tool), which, reason = %Bounded(reason), "a tool schema does not compile");
+    RpcError::new(
+        ErrorCode::INTERNAL_ERROR,
+        format!("tool `{}`: its {which} does not compile", truncated(tool)),
+    )
 }
 
 impl fmt::Debug for Registered {
@@ -576,14 +648,21 @@ impl Registered {
     }
 
     /// How `arguments` break the `inputSchema` (at most
-    /// [`MAX_PROBLEMS`]), if they do.
-    pub(crate) fn check_arguments(&self, arguments: &Value) -> Option<Vec<Problem>> {
-        // The served path asks only whether; the errors are built when there are some.
-        if self.input_validator.is_valid(arguments) {
-            return None;
-        }
-        let problems: Vec<Problem> = self
+    /// [`MAX_PROBLEMS`]), if they do; an error when the schema does not
+    /// compile.
+    pub(crate) fn check_arguments(
+        &self,
+        arguments: &Value,
+    ) -> Result<Option<Vec<Problem>>, RpcError> {
+        let validator = self
             .input_validator
+            .get(&self.definition, "inputSchema")
+            .map_err(|reason| broken_schema(&self.name, "inputSchema", reason))?;
+        // The served path asks only whether; the errors are built when there are some.
+        if validator.is_valid(arguments) {
+            return Ok(None);
+        }
+        let problems: Vec<Problem> = validator
             .iter_errors(arguments)
             .take(MAX_PROBLEMS)
             .map(|e| Problem {
@@ -591,15 +670,20 @@ impl Registered {
                 message: e.to_string(),
             })
             .collect();
-        (!problems.is_empty()).then_some(problems)
+        Ok((!problems.is_empty()).then_some(problems))
     }
 
-    /// How a successful result breaks the `outputSchema`, if it does.
+    /// How a successful result breaks the `outputSchema`, if it does (or
+    /// the schema does not compile).
     pub(crate) fn check_output(&self, result: &ToolResult) -> Option<String> {
-        let validator = self.output_validator.as_ref()?;
+        let lazy = self.output_validator.as_ref()?;
         if result.is_error {
             return None;
         }
+        let validator = match lazy.get(&self.definition, "outputSchema") {
+            Ok(validator) => validator,
+            Err(reason) => return Some(format!("the outputSchema does not compile: {reason}")),
+        };
         match &result.structured_content {
             None => {
                 Some("the tool declares an outputSchema but returned no structuredContent".into())
@@ -719,7 +803,7 @@ pub(crate) fn prepare(
         Some(arguments @ Value::Object(_)) => arguments,
         Some(_) => return Err(RpcError::invalid_params("`arguments` must be an object").into()),
     };
-    if let Some(problems) = tool.check_arguments(arguments) {
+    if let Some(problems) = tool.check_arguments(arguments).map_err(Answer::from)? {
         let reply = call.reply(env.finishing);
         let result = ToolResult::error(invalid_arguments(name, &problems));
         trace::tool_failed(&call.span, call.slot.as_ref().map(|slot| &*slot.0));
@@ -806,6 +890,93 @@ fn header_params(tool: &str, schema: &Value) -> Result<Vec<HeaderParam>, Surface
 mod tests {
     use super::*;
     use crate::surface::finish::{CachePolicy, CacheScope, Finishing, ServerInfo};
+
+    fn tool(input: Value, output: Option<Value>) -> Tool {
+        let tool = Tool::new("t")
+            .input_schema(input)
+            .raw_handler(|_, _| async { Ok(ToolResult::text("ok")) });
+        match output {
+            Some(schema) => tool.output_schema(schema),
+            None => tool,
+        }
+    }
+
+    /// Issue 26 §1: a tool's validators are compiled by its first call,
+    /// not at registration, and then kept.
+    #[test]
+    fn a_tools_validators_are_compiled_on_its_first_call() {
+        let registered = tool(
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
+            Some(json!({"type": "object", "required": ["n"]})),
+        )
+        .register()
+        .unwrap();
+        let output = registered.output_validator.as_ref().unwrap();
+        assert!(registered.input_validator.0.get().is_none());
+        assert!(output.0.get().is_none());
+        assert_eq!(registered.check_arguments(&json!({"n": 1})).unwrap(), None);
+        let problems = registered
+            .check_arguments(&json!({"n": "x"}))
+            .unwrap()
+            .unwrap();
+        assert_eq!(problems[0].pointer, "/n");
+        assert!(
+            registered
+                .input_validator
+                .0
+                .get()
+                .is_some_and(Result::is_ok)
+        );
+        assert!(output.0.get().is_none());
+        let mut result = ToolResult::text("r");
+        result.structured_content = Some(json!({"m": 1}));
+        let problem = registered.check_output(&result).unwrap();
+        assert!(problem.contains("breaks the outputSchema"), "{problem}");
+        result.structured_content = Some(json!({"n": 1}));
+        assert_eq!(registered.check_output(&result), None);
+        assert!(output.0.get().is_some_and(Result::is_ok));
+    }
+
+    /// A schema that does not compile still fails the build, though its
+    /// validator is compiled later.
+    #[test]
+    fn a_schema_that_does_not_compile_fails_the_registration() {
+        let missing = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}}});
+        for (input, output, which) in [
+            (missing.clone(), None, "inputSchema"),
+            (json!({"type": 5}), None, "inputSchema"),
+            (json!({"type": "object"}), Some(missing), "outputSchema"),
+            (
+                json!({"type": "object"}),
+                Some(json!({"type": "object", "pattern": "("})),
+                "outputSchema",
+            ),
+        ] {
+            let error = tool(input.clone(), output.clone()).register().unwrap_err();
+            assert!(
+                matches!(&error, SurfaceError::Schema { tool, which: w, .. } if tool == "t" && *w == which),
+                "{input} {output:?}: {error}"
+            );
+        }
+    }
+
+    /// With the build's check skipped (as a schema the check missed would
+    /// be), a schema that does not compile refuses every call of the tool,
+    /// and never lets one through unchecked.
+    #[test]
+    fn a_schema_that_does_not_compile_at_the_first_call_refuses_every_call() {
+        UNCHECKED.with(|u| u.set(true));
+        let registered =
+            tool(json!({"$ref": "#/$defs/Missing"}), Some(json!({"type": 5}))).register();
+        UNCHECKED.with(|u| u.set(false));
+        let registered = registered.unwrap();
+        for _ in 0..2 {
+            let error = registered.check_arguments(&json!({})).unwrap_err();
+            assert_eq!(error.code, ErrorCode::INTERNAL_ERROR, "{error:?}");
+            let problem = registered.check_output(&ToolResult::text("r")).unwrap();
+            assert!(problem.contains("does not compile"), "{problem}");
+        }
+    }
 
     /// The tool result serialised straight onto the wire is the result the
     /// general finish makes of it, in both eras.
