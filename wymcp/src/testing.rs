@@ -787,8 +787,7 @@ mod tool_schema_failure {
 
     use super::Client;
     use crate::server::Server;
-    use crate::surface::UNCHECKED;
-    use crate::{Tool, ToolResult};
+    use crate::surface::{Tool, ToolResult, UNCHECKED};
 
     /// A server whose tool `broken` was registered with a schema the
     /// build's check would refuse (a `$ref` to nothing), beside `fine`.
