@@ -284,6 +284,22 @@ fn changes_from_stdin() -> tokio::sync::mpsc::Receiver<()> {
 /// wymcp's and stops when they differ. It serves only the benchmark's
 /// requests (a `toolsListChanged` listen, a GET stream).
 async fn serve_floor(addr: SocketAddr) -> Result<(), String> {
+    let (listener, changes) = floor_listener(addr).await?;
+    loop {
+        let (tcp, _) = listener.accept().await.map_err(|e| e.to_string())?;
+        let _ = tcp.set_nodelay(true);
+        let changes = changes.clone();
+        tokio::spawn(async move {
+            let _ = floor_stream(tcp, &changes).await;
+        });
+    }
+}
+
+/// Both floors' start: the listener on `addr`, and the channel each
+/// change read from stdin is sent on; prints `listening on ADDR`.
+async fn floor_listener(
+    addr: SocketAddr,
+) -> Result<(tokio::net::TcpListener, tokio::sync::broadcast::Sender<()>), String> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| e.to_string())?;
@@ -297,14 +313,7 @@ async fn serve_floor(addr: SocketAddr) -> Result<(), String> {
         }
     });
     println!("listening on {local}");
-    loop {
-        let (tcp, _) = listener.accept().await.map_err(|e| e.to_string())?;
-        let _ = tcp.set_nodelay(true);
-        let changes = changes.clone();
-        tokio::spawn(async move {
-            let _ = floor_stream(tcp, &changes).await;
-        });
-    }
+    Ok((listener, changes))
 }
 
 /// The floor's channel capacity: wymcp's change bus's (`BUS_CAPACITY`).
@@ -454,19 +463,7 @@ fn http_date(at: std::time::SystemTime) -> String {
 /// What it costs beyond the socket floor is hyper's; what wymcp costs
 /// beyond it is wymcp's.
 async fn serve_hyper_floor(addr: SocketAddr) -> Result<(), String> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| e.to_string())?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
-    let (changes, _) = tokio::sync::broadcast::channel::<()>(FLOOR_CAPACITY);
-    let mut rx = changes_from_stdin();
-    let publisher = changes.clone();
-    tokio::spawn(async move {
-        while rx.recv().await.is_some() {
-            let _ = publisher.send(());
-        }
-    });
-    println!("listening on {local}");
+    let (listener, changes) = floor_listener(addr).await?;
     loop {
         let (tcp, _) = listener.accept().await.map_err(|e| e.to_string())?;
         let _ = tcp.set_nodelay(true);

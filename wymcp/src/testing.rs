@@ -752,26 +752,35 @@ mod schema_failure {
     #[tokio::test]
     async fn a_schema_that_does_not_compile_answers_500_internal_error_with_the_id() {
         let client = Client::new(broken());
-        for _ in 0..2 {
-            // The failure is kept: the second call is answered the same.
-            let reply = client
-                .send("tools/call", json!({"name": "t", "arguments": {}}))
-                .await;
-            assert_eq!(reply.status, StatusCode::INTERNAL_SERVER_ERROR, "{reply:?}");
-            let response = reply.response().unwrap();
-            assert_eq!(response["id"], reply.request["id"], "{response}");
-            assert_eq!(response["error"]["code"], -32603, "{response}");
-            assert!(response.get("result").is_none(), "{response}");
-            // Content-Type and the in-process body's Content-Length, nothing
-            // else (no Connection: close: the connection is sound).
-            assert_eq!(reply.headers.len(), 2, "{:?}", reply.headers);
-            assert_eq!(reply.header("content-type"), "application/json");
-            assert_eq!(reply.header("content-length"), reply.body.len().to_string());
-        }
+        super::answers_internal_error_twice(&client, json!({"name": "t", "arguments": {}})).await;
         // The methods whose definitions compile are served as ever.
         let listed = client.send("server/discover", json!({})).await;
         assert_eq!(listed.status, StatusCode::OK, "{listed:?}");
         assert!(listed.response().unwrap().get("result").is_some());
+    }
+}
+
+/// A `tools/call` of `params` answered 500 with -32603, the request's id and
+/// no result, twice (the failure is kept: the second call is answered the
+/// same), with Content-Type and the in-process body's Content-Length and
+/// nothing else (no `Connection: close`: the connection is sound).
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+async fn answers_internal_error_twice(client: &Client, params: serde_json::Value) {
+    for _ in 0..2 {
+        let reply = client.send("tools/call", params.clone()).await;
+        assert_eq!(
+            reply.status,
+            http::StatusCode::INTERNAL_SERVER_ERROR,
+            "{reply:?}"
+        );
+        let response = reply.response().unwrap();
+        assert_eq!(response["id"], reply.request["id"], "{response}");
+        assert_eq!(response["error"]["code"], -32603, "{response}");
+        assert!(response.get("result").is_none(), "{response}");
+        assert_eq!(reply.headers.len(), 2, "{:?}", reply.headers);
+        assert_eq!(reply.header("content-type"), "application/json");
+        assert_eq!(reply.header("content-length"), reply.body.len().to_string());
     }
 }
 
@@ -809,17 +818,8 @@ mod tool_schema_failure {
     #[tokio::test]
     async fn a_tool_schema_that_does_not_compile_answers_500_internal_error_with_the_id() {
         let client = Client::new(broken());
-        for _ in 0..2 {
-            // The failure is kept: the second call is answered the same.
-            let reply = client
-                .send("tools/call", json!({"name": "broken", "arguments": {}}))
-                .await;
-            assert_eq!(reply.status, StatusCode::INTERNAL_SERVER_ERROR, "{reply:?}");
-            let response = reply.response().unwrap();
-            assert_eq!(response["id"], reply.request["id"], "{response}");
-            assert_eq!(response["error"]["code"], -32603, "{response}");
-            assert!(response.get("result").is_none(), "{response}");
-        }
+        super::answers_internal_error_twice(&client, json!({"name": "broken", "arguments": {}}))
+            .await;
         let fine = client
             .send("tools/call", json!({"name": "fine", "arguments": {}}))
             .await;
