@@ -105,9 +105,19 @@ pub(crate) fn check_certificate_binding(
         return Err(AuthError::invalid_token(BAD_CNF));
     };
     match certificate {
-        Some(cert) if super::same_thumbprint(cert.thumbprint(), bound) => Ok(()),
+        Some(cert) if same_thumbprint(cert.thumbprint(), bound) => Ok(()),
         _ => Err(AuthError::invalid_token(UNBOUND)),
     }
+}
+
+/// Whether a presented key's or certificate's thumbprint is the one a token
+/// is bound to (`cnf.jkt`, RFC 9449; `cnf.x5t#S256`, RFC 8705). Both
+/// bindings compare here, in time that does not depend on where the two
+/// first differ: a thumbprint is not a secret, but one rule for both keeps
+/// a later binding from choosing differently.
+pub(crate) fn same_thumbprint(presented: &str, bound: &str) -> bool {
+    let (a, b) = (presented.as_bytes(), bound.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]
@@ -153,5 +163,22 @@ mod tests {
                 BAD_CNF
             );
         }
+    }
+
+    #[test]
+    fn a_thumbprint_matches_only_itself() {
+        let bound = "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs";
+        assert!(same_thumbprint(bound, bound));
+        assert!(!same_thumbprint(
+            "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xt",
+            bound
+        ));
+        assert!(!same_thumbprint(
+            "MzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs",
+            bound
+        ));
+        assert!(!same_thumbprint(&bound[..42], bound));
+        assert!(!same_thumbprint("", bound));
+        assert!(same_thumbprint("", ""));
     }
 }
