@@ -572,7 +572,7 @@ impl AuthSetup {
         };
         match binding.get() {
             None => return Err(invalid_token(dpop::NOT_BOUND)),
-            Some(jkt) if !super::certificate::same_thumbprint(&proof.jkt, jkt) => {
+            Some(jkt) if !super::client_certificate::same_thumbprint(&proof.jkt, jkt) => {
                 return Err(AuthError::dpop("invalid_dpop_proof", dpop::PROOF_KEY));
             }
             Some(_) => {}

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::authenticator::{AuthError, AuthFuture, Authenticator, Credentials, Principal};
-use super::client_certificate::ClientCertificate;
+use super::client_certificate::{ClientCertificate, same_thumbprint};
 
 /// An [`Authenticator`] for mutual TLS: the request's verified
 /// [`ClientCertificate`]'s [identity](ClientCertificate::identity) is the
@@ -110,16 +110,6 @@ pub(crate) fn check_certificate_binding(
     }
 }
 
-/// Whether a presented key's or certificate's thumbprint is the one a token
-/// is bound to (`cnf.jkt`, RFC 9449; `cnf.x5t#S256`, RFC 8705). Both
-/// bindings compare here, in time that does not depend on where the two
-/// first differ: a thumbprint is not a secret, but one rule for both keeps
-/// a later binding from choosing differently.
-pub(crate) fn same_thumbprint(presented: &str, bound: &str) -> bool {
-    let (a, b) = (presented.as_bytes(), bound.as_bytes());
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -163,22 +153,5 @@ mod tests {
                 BAD_CNF
             );
         }
-    }
-
-    #[test]
-    fn a_thumbprint_matches_only_itself() {
-        let bound = "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs";
-        assert!(same_thumbprint(bound, bound));
-        assert!(!same_thumbprint(
-            "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xt",
-            bound
-        ));
-        assert!(!same_thumbprint(
-            "MzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs",
-            bound
-        ));
-        assert!(!same_thumbprint(&bound[..42], bound));
-        assert!(!same_thumbprint("", bound));
-        assert!(same_thumbprint("", ""));
     }
 }

@@ -134,6 +134,16 @@ fn common_name(mut name: &[u8]) -> Option<String> {
     None
 }
 
+/// Whether a presented key's or certificate's thumbprint is the one a token
+/// is bound to (`cnf.jkt`, RFC 9449; `cnf.x5t#S256`, RFC 8705). Both
+/// bindings compare here, in time that does not depend on where the two
+/// first differ: a thumbprint is not a secret, but one rule for both keeps
+/// a later binding from choosing differently.
+pub(crate) fn same_thumbprint(presented: &str, bound: &str) -> bool {
+    let (a, b) = (presented.as_bytes(), bound.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -152,5 +162,22 @@ mod tests {
         assert_eq!(common_name(&name[..13]), None);
         assert_eq!(common_name(&name[..20]), None);
         assert_eq!(common_name(&[0x31, 0x85, 0, 0, 0, 0, 1]), None);
+    }
+
+    #[test]
+    fn a_thumbprint_matches_only_itself() {
+        let bound = "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs";
+        assert!(same_thumbprint(bound, bound));
+        assert!(!same_thumbprint(
+            "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xt",
+            bound
+        ));
+        assert!(!same_thumbprint(
+            "MzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs",
+            bound
+        ));
+        assert!(!same_thumbprint(&bound[..42], bound));
+        assert!(!same_thumbprint("", bound));
+        assert!(same_thumbprint("", ""));
     }
 }
