@@ -97,14 +97,13 @@ pub fn trim_ows(bytes: &[u8]) -> &[u8] {
 /// plain header value may carry (visible ASCII, space, tab). No sentinel
 /// decoding: this is how `MCP-Protocol-Version` and `Mcp-Method` are read.
 pub fn plain_text(value: &HeaderValue) -> Result<&str, HeaderValueError> {
-    let bytes = trim_ows(value.as_bytes());
-    if !bytes
-        .iter()
-        .all(|&b| b == b'\t' || (b' '..=b'~').contains(&b))
-    {
-        return Err(HeaderValueError::InvalidCharacters);
-    }
-    std::str::from_utf8(bytes).map_err(|_| HeaderValueError::InvalidCharacters)
+    // `to_str` checks exactly these bytes (visible ASCII, space, tab) and,
+    // all of them being ASCII, skips a UTF-8 check of its own: every
+    // request reads three or four values this way.
+    let text = value
+        .to_str()
+        .map_err(|_| HeaderValueError::InvalidCharacters)?;
+    Ok(text.trim_matches(|c| c == ' ' || c == '\t'))
 }
 
 /// The value as `Mcp-Name` and `Mcp-Param-{Name}` carry it: [`plain_text`],
@@ -463,6 +462,42 @@ mod tests {
         assert_eq!(trim_ows(b"   "), b"");
         assert_eq!(trim_ows(b""), b"");
         assert_eq!(plain_text(&hv(b"  tools/call ")).unwrap(), "tools/call");
+    }
+
+    /// Every value a header can hold made of one byte between spaces, tabs
+    /// and letters reads as the byte check `plain_text` was before it took
+    /// `HeaderValue::to_str` (visible ASCII, space, tab; trimmed).
+    #[test]
+    fn plain_text_reads_as_the_byte_check_did() {
+        fn by_bytes(value: &HeaderValue) -> Result<&str, HeaderValueError> {
+            let bytes = trim_ows(value.as_bytes());
+            if bytes
+                .iter()
+                .all(|&b| b == b'\t' || (b' '..=b'~').contains(&b))
+            {
+                std::str::from_utf8(bytes).map_err(|_| HeaderValueError::InvalidCharacters)
+            } else {
+                Err(HeaderValueError::InvalidCharacters)
+            }
+        }
+        let mut checked = 0;
+        for b in 0..=u8::MAX {
+            for shape in [&[b][..], b" \t", b"\t ", b"a", b"a b"] {
+                for raw in [
+                    [shape, &[b]].concat(),
+                    [&[b][..], shape].concat(),
+                    [b" ", shape, &[b], b"\t"].concat(),
+                ] {
+                    let Ok(value) = HeaderValue::from_bytes(&raw) else {
+                        continue;
+                    };
+                    assert_eq!(plain_text(&value), by_bytes(&value), "{raw:?}");
+                    checked += 1;
+                }
+            }
+        }
+        // Bytes 0x00-0x08, 0x0a-0x1f and 0x7f make no value.
+        assert_eq!(checked, (256 - 32) * 15);
     }
 
     #[test]
