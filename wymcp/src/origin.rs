@@ -283,32 +283,49 @@ static HOST_BYTES: [bool; 256] = {
 /// Splits `host[:port]` (an IPv6 literal in brackets) into the host name and
 /// the port. `None` when it is not of that form.
 fn split_authority(raw: &[u8]) -> Option<(&str, Option<u16>)> {
-    let raw = std::str::from_utf8(raw).ok()?;
+    // Byte by byte, in one pass over each part: every request's `Host` is
+    // split here.
     // An `:authority` may carry userinfo; the host follows the last `@`.
-    let raw = raw.rsplit_once('@').map_or(raw, |(_, host)| host);
-    let (name, port) = if raw.starts_with('[') {
-        let end = raw.find(']')?;
+    let raw = match raw.iter().rposition(|&b| b == b'@') {
+        Some(at) => {
+            std::str::from_utf8(&raw[..at]).ok()?;
+            &raw[at + 1..]
+        }
+        None => raw,
+    };
+    let (name, port) = if raw.first() == Some(&b'[') {
+        let end = raw.iter().position(|&b| b == b']')?;
         let (name, rest) = raw.split_at(end + 1);
         match rest {
-            "" => (name, None),
-            _ => (name, Some(rest.strip_prefix(':')?)),
+            [] => (name, None),
+            [b':', digits @ ..] => (name, Some(digits)),
+            _ => return None,
         }
     } else {
-        match raw.split_once(':') {
-            Some((name, port)) => (name, Some(port)),
+        match raw.iter().position(|&b| b == b':') {
+            Some(colon) => (&raw[..colon], Some(&raw[colon + 1..])),
             None => (raw, None),
         }
     };
-    let valid_name = !name.is_empty() && name.bytes().all(|b| HOST_BYTES[usize::from(b)]);
+    // Every byte the table allows is ASCII, so a valid name is UTF-8.
+    let valid_name = !name.is_empty() && name.iter().all(|&b| HOST_BYTES[usize::from(b)]);
     if !valid_name {
         return None;
     }
     let port = match port {
-        None | Some("") => None,
-        Some(digits) if digits.bytes().all(|b| b.is_ascii_digit()) => Some(digits.parse().ok()?),
-        Some(_) => return None,
+        None | Some([]) => None,
+        Some(digits) => {
+            let mut port: u16 = 0;
+            for &b in digits {
+                if !b.is_ascii_digit() {
+                    return None;
+                }
+                port = port.checked_mul(10)?.checked_add(u16::from(b - b'0'))?;
+            }
+            Some(port)
+        }
     };
-    Some((name, port))
+    Some((std::str::from_utf8(name).ok()?, port))
 }
 
 /// Parses `scheme://host[:port]`, the serialised form of an origin.
@@ -374,6 +391,89 @@ mod tests {
         assert_eq!(split_authority(b"local host"), None);
         assert_eq!(split_authority(b""), None);
         assert_eq!(split_authority(b"\xff"), None);
+    }
+
+    /// The split as it was written over `str` before it went byte by
+    /// byte: the reference the byte split is held to.
+    fn split_authority_by_str(raw: &[u8]) -> Option<(&str, Option<u16>)> {
+        let raw = std::str::from_utf8(raw).ok()?;
+        let raw = raw.rsplit_once('@').map_or(raw, |(_, host)| host);
+        let (name, port) = if raw.starts_with('[') {
+            let end = raw.find(']')?;
+            let (name, rest) = raw.split_at(end + 1);
+            match rest {
+                "" => (name, None),
+                _ => (name, Some(rest.strip_prefix(':')?)),
+            }
+        } else {
+            match raw.split_once(':') {
+                Some((name, port)) => (name, Some(port)),
+                None => (raw, None),
+            }
+        };
+        if name.is_empty() || !name.bytes().all(|b| HOST_BYTES[usize::from(b)]) {
+            return None;
+        }
+        let port = match port {
+            None | Some("") => None,
+            Some(digits) if digits.bytes().all(|b| b.is_ascii_digit()) => {
+                Some(digits.parse().ok()?)
+            }
+            Some(_) => return None,
+        };
+        Some((name, port))
+    }
+
+    /// Every authority built from these pieces (userinfo, a name or an IPv6
+    /// literal, a port, stray bytes) splits as the `str` version did.
+    #[test]
+    fn the_byte_split_agrees_with_the_str_split() {
+        let users: &[&[u8]] = &[b"", b"u@", b"a@b@", b"\xff@", b"@"];
+        let names: &[&[u8]] = &[
+            b"",
+            b"localhost",
+            b"127.0.0.1",
+            b"[::1]",
+            b"[::1",
+            b"::1]",
+            b"h\xc3\xa9",
+            b"a b",
+            b"x]y",
+            b"[",
+            b"]",
+        ];
+        let ports: &[&[u8]] = &[
+            b"",
+            b":",
+            b":0",
+            b":80",
+            b":65535",
+            b":65536",
+            b":0065535",
+            b":99999999999",
+            b":+1",
+            b":1x",
+            b"x",
+            b"::1",
+            b":\xff",
+            b"]:1",
+        ];
+        let mut checked = 0;
+        for user in users {
+            for name in names {
+                for port in ports {
+                    let raw = [*user, *name, *port].concat();
+                    assert_eq!(
+                        split_authority(&raw),
+                        split_authority_by_str(&raw),
+                        "{:?}",
+                        String::from_utf8_lossy(&raw)
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, users.len() * names.len() * ports.len());
     }
 
     #[test]
