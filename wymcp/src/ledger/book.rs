@@ -18,6 +18,7 @@
 //! caller-share error), so many callers cannot starve a newcomer. Only when
 //! no holder is over its fair share is the newcomer refused (503).
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -376,12 +377,24 @@ impl Ledger {
         evictable: bool,
     ) -> Result<Place, Refusal> {
         let share = self.share(kind);
-        let mut book = self.inner.book(kind);
-        make_room(&mut book, kind, share, caller, amount)?;
+        let mut guard = self.inner.book(kind);
+        let book = &mut *guard;
+        // Under the kind's global cap (the usual case) nothing can give way,
+        // and the caller's holder is looked up once, by `entry`: each lookup
+        // hashes the caller's key (SipHash, as the keys are the clients').
+        if book.total.saturating_add(amount) > share.global {
+            make_room(book, kind, share, caller, amount)?;
+        }
+        let holder = book.holders.entry(caller.clone()).or_default();
+        if holder.held.saturating_add(amount) > share.per_caller {
+            if holder.places.is_empty() {
+                book.holders.remove(caller);
+            }
+            return Err(Refusal::Share(kind));
+        }
         let seq = self.inner.next.fetch_add(1, Ordering::Relaxed);
         let eviction = evictable.then(Arc::default);
         book.total += amount;
-        let holder = book.holders.entry(caller.clone()).or_default();
         holder.held += amount;
         holder.places.insert(
             seq,
@@ -534,20 +547,24 @@ impl Place {
             return Err(Refusal::Share(self.kind));
         }
         let share = self.inner.shares[self.kind.index()];
-        let mut book = self.inner.book(self.kind);
-        make_room(&mut book, self.kind, share, &self.caller, more)?;
-        let Some(held) = book
-            .holders
-            .get_mut(&self.caller)
-            .and_then(|h| h.places.get_mut(&self.seq))
-        else {
+        let mut guard = self.inner.book(self.kind);
+        let book = &mut *guard;
+        // As in `take_place`: the holder looked up once under the global cap.
+        if book.total.saturating_add(more) > share.global {
+            make_room(book, self.kind, share, &self.caller, more)?;
+        }
+        let Some(holder) = book.holders.get_mut(&self.caller) else {
+            return Err(Refusal::Share(self.kind));
+        };
+        if holder.held.saturating_add(more) > share.per_caller {
+            return Err(Refusal::Share(self.kind));
+        }
+        let Some(held) = holder.places.get_mut(&self.seq) else {
             return Err(Refusal::Share(self.kind));
         };
         held.amount += more;
+        holder.held += more;
         book.total += more;
-        if let Some(holder) = book.holders.get_mut(&self.caller) {
-            holder.held += more;
-        }
         Ok(())
     }
 
@@ -612,17 +629,18 @@ impl Place {
 
 impl Drop for Place {
     fn drop(&mut self) {
-        let mut book = self.inner.book(self.kind);
-        let Some(holder) = book.holders.get_mut(&self.caller) else {
+        let mut guard = self.inner.book(self.kind);
+        let book = &mut *guard;
+        // One lookup (one hash of the key) whether the holder stays or goes.
+        let Entry::Occupied(mut holder) = book.holders.entry(self.caller.clone()) else {
             return;
         };
-        let Some(place) = holder.places.remove(&self.seq) else {
+        let Some(place) = holder.get_mut().places.remove(&self.seq) else {
             return;
         };
-        holder.held -= place.amount;
-        let empty = holder.places.is_empty();
-        if empty {
-            book.holders.remove(&self.caller);
+        holder.get_mut().held -= place.amount;
+        if holder.get().places.is_empty() {
+            holder.remove();
         }
         book.total -= place.amount;
     }
@@ -673,6 +691,29 @@ mod tests {
         drop(places);
         assert_eq!(ledger.held(Kind::Bodies), 0);
         assert!(ledger.inner.book(Kind::Bodies).holders.is_empty());
+    }
+
+    /// A take refused by the caller's share leaves no empty holder behind:
+    /// one would count in the cap's fair share (`global / holders`) and
+    /// make every other caller's smaller.
+    #[test]
+    fn a_refused_take_leaves_no_holder_behind() {
+        let ledger = ledger(2, 10);
+        for i in 0..100 {
+            assert_eq!(
+                ledger
+                    .take(Kind::Waits, &who(&i.to_string()), 3)
+                    .unwrap_err(),
+                Refusal::Share(Kind::Waits)
+            );
+        }
+        assert!(ledger.inner.book(Kind::Waits).holders.is_empty());
+        // A caller holding one place and refused a second keeps the one.
+        let a = who("a");
+        let _one = ledger.take(Kind::Waits, &a, 2).unwrap();
+        assert!(ledger.take(Kind::Waits, &a, 1).is_err());
+        assert_eq!(ledger.held_by(Kind::Waits, &a), 2);
+        assert_eq!(ledger.inner.book(Kind::Waits).holders.len(), 1);
     }
 
     #[test]
