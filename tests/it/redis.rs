@@ -38,12 +38,29 @@ fn quick() -> RedisConfig {
         .ping_interval(Duration::from_millis(200))
 }
 
+/// For the tests that count what a stream hears and kill no Redis: a
+/// command's answer may take 10 s and the subscription is pinged every 5 s.
+/// With [`quick`]'s 500 ms a machine busy enough to delay one ping's answer
+/// looks like an outage, and the resync that follows re-announces what the
+/// streams watch: a change heard twice that no replica sent twice (seen:
+/// the fresh-clone CI run beside a release build).
+fn steady() -> RedisConfig {
+    quick()
+        .timeouts(Duration::from_secs(10), Duration::from_secs(10))
+        .ping_interval(Duration::from_secs(5))
+}
+
 /// A replica: listens to changes, serves tasks, both through `redis`.
 fn replica(redis: &RedisServer, limits: TaskLimits) -> Arc<Server> {
+    replica_with(redis, limits, quick())
+}
+
+/// [`replica`] with `config` for the bus and the task store.
+fn replica_with(redis: &RedisServer, limits: TaskLimits, config: RedisConfig) -> Arc<Server> {
     let builder = Server::builder()
         .resources_capability()
-        .change_relay(RedisBus::new(&redis.url(), quick()).unwrap())
-        .task_store(RedisTaskStore::new(&redis.url(), quick()).unwrap())
+        .change_relay(RedisBus::new(&redis.url(), config.clone()).unwrap())
+        .task_store(RedisTaskStore::new(&redis.url(), config).unwrap())
         .task_limits(limits);
     Arc::new(task_tools(builder, Arc::default()).build().unwrap())
 }
@@ -68,8 +85,8 @@ async fn the_bus_carries_changes_to_every_replica_once() {
     let Some(redis) = RedisServer::start() else {
         return;
     };
-    let a = replica(&redis, TaskLimits::default());
-    let b = replica(&redis, TaskLimits::default());
+    let a = replica_with(&redis, TaskLimits::default(), steady());
+    let b = replica_with(&redis, TaskLimits::default(), steady());
     redis.await_subscribers(CHANNEL, 2).await;
     let mut on_a = listen(&a).await;
     let mut on_b = listen(&b).await;
@@ -736,7 +753,7 @@ fn streaming_replica(redis: &RedisServer) -> Arc<Server> {
                     .handler(|_: wymcp::NoArgs, _| async { Ok(wymcp::ToolResult::text("ok")) }),
             )
             .resource(wymcp::Resource::new("test://r", "r").text("r"))
-            .change_relay(RedisBus::new(&redis.url(), quick()).unwrap())
+            .change_relay(RedisBus::new(&redis.url(), steady()).unwrap())
             .build()
             .unwrap(),
     )
