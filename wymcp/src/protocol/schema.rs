@@ -265,6 +265,10 @@ pub(crate) struct Definition {
     /// level holds more than `type`, `properties`, `required` and
     /// `description` (none today): the detailed pass chooses then.
     envelope: Option<Validator>,
+    /// The envelope's shape, when it is the one every shipped definition
+    /// has: what a message's envelope is checked against in Rust before
+    /// the envelope validator is asked (see [`EnvelopeShape`]).
+    shape: Option<EnvelopeShape>,
 }
 
 impl fmt::Debug for Definition {
@@ -327,7 +331,16 @@ impl Definition {
             let chosen = most_relevant(self.validator.iter_errors(message), lies_in_params);
             return Err(SchemaFailure::from_error(chosen.as_ref().unwrap_or(&first)));
         };
-        if envelope.is_valid(message) {
+        if self
+            .shape
+            .as_ref()
+            .is_some_and(|shape| shape.holds(message))
+            || {
+                #[cfg(test)]
+                ENVELOPE_CHECKS.with(|n| n.set(n.get() + 1));
+                envelope.is_valid(message)
+            }
+        {
             return Err(SchemaFailure::from_error(&first));
         }
         let outside = envelope.iter_errors(message).find(|e| !lies_in_params(e));
@@ -342,6 +355,9 @@ thread_local! {
     /// How often [`Definition::validate`] ran the detailed pass over the
     /// whole message on this thread.
     static DETAILED_PASSES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// How often [`Definition::validate`] asked the envelope validator on
+    /// this thread.
+    static ENVELOPE_CHECKS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// The failure to report: the first outside `params` (the envelope is more
@@ -609,12 +625,16 @@ impl RevisionSchemas {
             ),
             None => None,
         };
+        let shape = document
+            .get(defs_key)
+            .and_then(|defs| EnvelopeShape::of(defs.get(member.name)?, defs, defs_key));
         Ok(Definition {
             revision,
             kind: member.kind,
             pointer,
             validator,
             envelope,
+            shape,
         })
     }
 }
@@ -796,6 +816,141 @@ impl Schemas {
             }
         }
         Ok(methods)
+    }
+}
+
+/// A definition's envelope in the shape every shipped definition's has:
+/// an object whose `jsonrpc` is the string `"2.0"`, whose `id` is a
+/// `RequestId` (a string or an integer), whose `method` is its constant,
+/// with some of those and `params` required, and nothing else held to a
+/// schema (a missing `params` is a failure inside `params`, not the
+/// shape's to check). A validation rejection with its first failure inside `params`
+/// must know whether the envelope holds too (an envelope failure is
+/// reported first): for a message whose envelope plainly holds, these few
+/// comparisons answer it without the envelope validator (≈ 1,100
+/// instructions, the rejection's own cost). Only a "holds" is trusted:
+/// anything else (an id of `1.0`, a member missing) is left to the
+/// validator, so the verdict stays jsonschema's. A definition of another
+/// shape has none and always asks the validator.
+#[derive(Debug)]
+struct EnvelopeShape {
+    /// `jsonrpc` is held to `{"type": "string", "const": "2.0"}`.
+    jsonrpc: bool,
+    /// `id` is held to `RequestId`, `{"type": ["string", "integer"]}`.
+    id: bool,
+    /// `method`'s constant.
+    method: String,
+    /// Whether `jsonrpc`, `id` and `method` are required (`params` is
+    /// not the shape's to check).
+    required: [bool; 3],
+}
+
+impl EnvelopeShape {
+    /// The shape of `def` (a definition of `defs`, under `defs_key`), when
+    /// it is exactly the one described above.
+    fn of(def: &Value, defs: &Value, defs_key: &str) -> Option<EnvelopeShape> {
+        let def = def.as_object()?;
+        let plain = def.iter().all(|(key, value)| match key.as_str() {
+            "type" => value == "object",
+            "properties" | "required" | "description" => true,
+            _ => false,
+        });
+        if !plain || def.get("type")? != "object" {
+            return None;
+        }
+        let properties = def.get("properties")?.as_object()?;
+        let mut shape = EnvelopeShape {
+            jsonrpc: false,
+            id: false,
+            method: String::new(),
+            required: [false; 3],
+        };
+        for (name, schema) in properties {
+            match name.as_str() {
+                "jsonrpc" if *schema == json!({"type": "string", "const": "2.0"}) => {
+                    shape.jsonrpc = true;
+                }
+                "id" if *schema == json!({"$ref": format!("#/{defs_key}/RequestId")})
+                    && defs.get("RequestId").and_then(|id| id.get("type"))
+                        == Some(&json!(["string", "integer"]))
+                    && defs
+                        .get("RequestId")?
+                        .as_object()?
+                        .keys()
+                        .all(|key| key == "type" || key == "description") =>
+                {
+                    shape.id = true;
+                }
+                "method" => {
+                    let method = schema.as_object()?;
+                    if method.len() != 2 || method.get("type")? != "string" {
+                        return None;
+                    }
+                    method.get("const")?.as_str()?.clone_into(&mut shape.method);
+                }
+                "params" => {}
+                _ => return None,
+            }
+        }
+        if shape.method.is_empty() {
+            return None;
+        }
+        for name in def
+            .get("required")
+            .map_or(Some(&[][..]), |r| r.as_array().map(Vec::as_slice))?
+        {
+            let name = name.as_str()?;
+            if !properties.contains_key(name) {
+                return None;
+            }
+            match name {
+                "jsonrpc" => shape.required[0] = true,
+                "id" => shape.required[1] = true,
+                "method" => shape.required[2] = true,
+                _ => {}
+            }
+        }
+        Some(shape)
+    }
+
+    /// Whether `message`'s envelope plainly holds: `false` says "ask the
+    /// validator", never "it fails".
+    fn holds(&self, message: &Value) -> bool {
+        let Some(message) = message.as_object() else {
+            return false;
+        };
+        // One pass over the message's members (the envelope's three, its
+        // `params`, rarely more), each name matched once.
+        let mut present = [false; 3];
+        for (name, value) in message {
+            let holds = match name.as_str() {
+                "jsonrpc" => {
+                    present[0] = true;
+                    !self.jsonrpc || value == "2.0"
+                }
+                "id" => {
+                    present[1] = true;
+                    !self.id
+                        || match value {
+                            Value::String(_) => true,
+                            Value::Number(n) => n.is_i64() || n.is_u64(),
+                            _ => false,
+                        }
+                }
+                "method" => {
+                    present[2] = true;
+                    value.as_str() == Some(self.method.as_str())
+                }
+                _ => true,
+            };
+            if !holds {
+                return false;
+            }
+        }
+        self.required
+            .iter()
+            .zip(present)
+            .all(|(&required, present)| present || !required)
     }
 }
 
@@ -1230,14 +1385,96 @@ mod tests {
             .compiled(Revision::V2026_07_28, "tools/call")
             .expect("tools/call is defined");
         let before = DETAILED_PASSES.with(std::cell::Cell::get);
+        let asked = ENVELOPE_CHECKS.with(std::cell::Cell::get);
         let inside = call(&json!({"_meta": meta(), "name": "echo", "arguments": "x"}));
         let failure = def.validate(&inside).expect_err("arguments is an object");
         assert_eq!(failure.pointer, "/params/arguments");
+        // A plain envelope is judged by its shape: the validator not asked.
+        assert_eq!(ENVELOPE_CHECKS.with(std::cell::Cell::get), asked);
+        // An envelope that does not plainly hold is the validator's to
+        // judge: an id of `1.0` is an integer to JSON Schema, not to the
+        // shape's check.
+        let float_id = json!({"jsonrpc": "2.0", "id": 1.0, "method": "tools/call",
+                              "params": {"_meta": meta(), "name": 7}});
+        let failure = def.validate(&float_id).expect_err("name is a string");
+        assert_eq!(failure.pointer, "/params/name");
+        assert_eq!(ENVELOPE_CHECKS.with(std::cell::Cell::get), asked + 1);
         let both = json!({"jsonrpc": "2.0", "id": [], "method": "tools/call",
                           "params": {"_meta": meta(), "name": 7}});
         let failure = def.validate(&both).expect_err("two failures");
         assert_eq!(failure.pointer, "/id");
         assert_eq!(DETAILED_PASSES.with(std::cell::Cell::get), before);
+    }
+
+    /// Every shipped definition's envelope has the shape the Rust check
+    /// reads, and the check never says "holds" of a message the envelope
+    /// validator finds a failure outside `params` in (a "holds" is what
+    /// skips it; a missing `params` is a failure inside), over envelopes
+    /// built member by member from right and wrong values.
+    #[test]
+    fn the_envelope_shape_never_holds_where_the_envelope_validator_refuses() {
+        let schemas = schemas();
+        let jsonrpcs = [
+            None,
+            Some(json!("2.0")),
+            Some(json!("1.0")),
+            Some(json!(2)),
+            Some(json!(null)),
+        ];
+        let ids = [
+            None,
+            Some(json!(1)),
+            Some(json!(-7)),
+            Some(json!(u64::MAX)),
+            Some(json!("a")),
+            Some(json!(1.0)),
+            Some(json!(1.5)),
+            Some(json!(null)),
+            Some(json!([])),
+            Some(json!(true)),
+        ];
+        let mut judged = 0;
+        let mut held = 0;
+        for revision in Revision::ALL {
+            for (method, def) in schemas.methods(revision).expect("every method compiles") {
+                let shape = def
+                    .shape
+                    .as_ref()
+                    .unwrap_or_else(|| panic!("{revision} {method}"));
+                let envelope = def.envelope.as_ref().expect("an envelope validator");
+                let methods = [None, Some(json!(method)), Some(json!("x")), Some(json!(5))];
+                for jsonrpc in &jsonrpcs {
+                    for id in &ids {
+                        for m in &methods {
+                            for params in [None, Some(json!("x")), Some(json!({}))] {
+                                let mut message = Map::new();
+                                for (key, value) in [
+                                    ("jsonrpc", jsonrpc),
+                                    ("id", id),
+                                    ("method", m),
+                                    ("params", &params),
+                                ] {
+                                    if let Some(value) = value {
+                                        message.insert(key.to_owned(), value.clone());
+                                    }
+                                }
+                                let message = Value::Object(message);
+                                if shape.holds(&message) {
+                                    assert!(
+                                        envelope.iter_errors(&message).all(|e| lies_in_params(&e)),
+                                        "{revision} {method}: {message}"
+                                    );
+                                    held += 1;
+                                }
+                                judged += 1;
+                            }
+                        }
+                    }
+                }
+                assert!(!shape.holds(&json!([])) && !shape.holds(&json!("x")));
+            }
+        }
+        assert!(judged > 10_000 && held > 100, "{judged} {held}");
     }
 
     #[test]
