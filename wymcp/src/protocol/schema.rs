@@ -824,9 +824,10 @@ impl Schemas {
 /// `RequestId` (a string or an integer), whose `method` is its constant,
 /// with some of those and `params` required, and nothing else held to a
 /// schema (a missing `params` is a failure inside `params`, not the
-/// shape's to check). A validation rejection with its first failure inside `params`
-/// must know whether the envelope holds too (an envelope failure is
-/// reported first): for a message whose envelope plainly holds, these few
+/// shape's to check). A validation rejection with its first failure
+/// inside `params` must know whether the envelope holds too (an envelope
+/// failure is reported first): for a message whose envelope plainly
+/// holds, these few
 /// comparisons answer it without the envelope validator (≈ 1,100
 /// instructions, the rejection's own cost). Only a "holds" is trusted:
 /// anything else (an id of `1.0`, a member missing) is left to the
@@ -850,15 +851,24 @@ impl EnvelopeShape {
     /// it is exactly the one described above.
     fn of(def: &Value, defs: &Value, defs_key: &str) -> Option<EnvelopeShape> {
         let def = def.as_object()?;
-        let plain = def.iter().all(|(key, value)| match key.as_str() {
-            "type" => value == "object",
-            "properties" | "required" | "description" => true,
-            _ => false,
+        let plain = def.keys().all(|key| {
+            matches!(
+                key.as_str(),
+                "type" | "properties" | "required" | "description"
+            )
         });
         if !plain || def.get("type")? != "object" {
             return None;
         }
         let properties = def.get("properties")?.as_object()?;
+        // `RequestId` as every revision defines it: a string or an integer.
+        let request_id = defs
+            .get("RequestId")
+            .and_then(Value::as_object)
+            .is_some_and(|id| {
+                id.get("type") == Some(&json!(["string", "integer"]))
+                    && id.keys().all(|key| key == "type" || key == "description")
+            });
         let mut shape = EnvelopeShape {
             jsonrpc: false,
             id: false,
@@ -870,14 +880,8 @@ impl EnvelopeShape {
                 "jsonrpc" if *schema == json!({"type": "string", "const": "2.0"}) => {
                     shape.jsonrpc = true;
                 }
-                "id" if *schema == json!({"$ref": format!("#/{defs_key}/RequestId")})
-                    && defs.get("RequestId").and_then(|id| id.get("type"))
-                        == Some(&json!(["string", "integer"]))
-                    && defs
-                        .get("RequestId")?
-                        .as_object()?
-                        .keys()
-                        .all(|key| key == "type" || key == "description") =>
+                "id" if request_id
+                    && *schema == json!({"$ref": format!("#/{defs_key}/RequestId")}) =>
                 {
                     shape.id = true;
                 }
