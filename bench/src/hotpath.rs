@@ -49,17 +49,17 @@ use crate::callgrind;
 use crate::payload::{ENDPOINT, REVISION, Request};
 use crate::procfs::{self, Stat};
 use crate::report::{Run, ServerResult};
-use crate::runner::{self, Error, Load, Options, Shot, io};
+use crate::runner::{self, Error, Load, LoadGenerator, Options, Shot, io};
 use crate::servers;
 
 /// The Bearer token `everything-auth` lets in.
 pub const TOKEN: &str = "wymcp-bench-static-token";
 
 const USAGE: &str = "usage:
-  wymcp-bench hotpath --everything PATH [--oha PATH] [--quick] [--runs N] [--seconds S]
+  wymcp-bench hotpath --everything PATH [--oha PATH | --builtin-load] [--quick] [--runs N] [--seconds S]
                       [--warmup S] [--connections C] [--only SCENARIO,…] [--cores 1,2]
                       [--malloc-tunables GLIBC_TUNABLES] [--json FILE] [--markdown FILE]
-  wymcp-bench hotpath --instructions --everything PATH [--oha PATH] [--quick]
+  wymcp-bench hotpath --instructions --everything PATH [--oha PATH | --builtin-load] [--quick]
                       [--warmup-requests W] [--requests N] [--connections C] [--with-rmcp]
                       [--only SCENARIO,…] [--malloc-tunables GLIBC_TUNABLES] [--json FILE]
                       [--markdown FILE]
@@ -71,7 +71,8 @@ servers on both cores: the scaling rows)
 --instructions: each server under callgrind, W warm-up requests (2000; --quick 50), the
 counters zeroed, N requests (20000; --quick 200) over C keep-alive connections (8),
 a dump: instructions per request; also everything-metrics (everything with --metrics);
-rmcp only with --with-rmcp";
+rmcp only with --with-rmcp
+--builtin-load: `wymcp-bench load` instead of oha (smoke runs)";
 
 /// The servers of the hot-path scenarios, in measuring order.
 const SERVERS: [&str; 6] = [
@@ -1234,7 +1235,9 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
-            "--quick" | "--no-pin" | "--instructions" | "--with-rmcp" => i += 1,
+            "--quick" | "--no-pin" | "--instructions" | "--with-rmcp" | "--builtin-load" => {
+                i += 1;
+            }
             flag if known.contains(&flag) => i += 2,
             other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
         }
@@ -1250,7 +1253,10 @@ pub fn main(args: &[String]) -> Result<(), String> {
     std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
     let runner = Options {
         quick,
-        oha: value(args, "--oha")?.unwrap_or_else(|| PathBuf::from("oha")),
+        load: LoadGenerator::from_flags(
+            value(args, "--oha")?,
+            args.iter().any(|a| a == "--builtin-load"),
+        )?,
         runs: value(args, "--runs")?.unwrap_or(if quick { 1 } else { 3 }),
         duration: Duration::from_secs_f64(value(args, "--seconds")?.unwrap_or(if quick {
             1.0

@@ -13,6 +13,7 @@ pub mod fanout;
 pub mod hostile;
 pub mod hotpath;
 pub mod io;
+pub mod loadgen;
 pub mod payload;
 pub mod procfs;
 pub mod report;

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use wymcp_bench::hostile;
-use wymcp_bench::runner::{self, Options};
+use wymcp_bench::runner::{self, LoadGenerator, Options};
 use wymcp_bench::servers::{self, Kind};
 
 /// The capacity scenarios' subcommands (issue 15: fanout, tasks, startup).
@@ -42,7 +42,7 @@ const USAGE: &str = "usage:
   wymcp-bench hostile --server PATH [--seconds S] [--unloaded S] [--only SCENARIO,…] [--json FILE]
   wymcp-bench serve --server floor|wymcp|rmcp [--addr 127.0.0.1:0]
                     [--release-memory-after BYTES|off]
-  wymcp-bench run [--quick] [--json FILE] [--markdown FILE] [--oha PATH]
+  wymcp-bench run [--quick] [--json FILE] [--markdown FILE] [--oha PATH | --builtin-load]
                   [--runs N] [--seconds S] [--warmup S] [--connections C]
                   [--only SCENARIO,…] [--servers floor,wymcp,rmcp] [--no-pin]
                   [--malloc-tunables GLIBC_TUNABLES] [--release-memory-after BYTES|off]
@@ -51,7 +51,11 @@ const USAGE: &str = "usage:
 \"\" runs them with glibc's defaults. Without it, a GLIBC_TUNABLES in the
 environment is what the servers get (and oha does not).
 --release-memory-after is wymcp's idle memory release (default 67108864,
-wymcp's default; off: none).";
+wymcp's default; off: none).
+--builtin-load drives the servers with `wymcp-bench load` instead of oha (smoke
+runs: its numbers are not oha's, and BENCHMARKS.md's are oha's).
+  wymcp-bench load URL --connections C --body FILE (--millis MS [--fresh] | --requests N)
+                   [--header 'Name: value']…   (the built-in load, for the harness)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -68,6 +72,7 @@ fn main() -> ExitCode {
         Some("io-serve") => capacity::io_serve(&args[1..]),
         Some("io-api") => capacity::io_api(&args[1..]),
         Some("run") => run(&args[1..]),
+        Some("load") => wymcp_bench::loadgen::main(&args[1..]),
         _ => Err(USAGE.to_owned()),
     };
     match result {
@@ -210,7 +215,7 @@ fn run(args: &[String]) -> Result<(), String> {
             "--malloc-tunables",
             "--release-memory-after",
         ],
-        &["--quick", "--no-pin"],
+        &["--quick", "--no-pin", "--builtin-load"],
     )?;
     let quick = args.iter().any(|a| a == "--quick");
     let seconds: f64 = value(args, "--seconds")?.unwrap_or(if quick { 1.0 } else { 5.0 });
@@ -220,7 +225,10 @@ fn run(args: &[String]) -> Result<(), String> {
         .filter(|t| !t.is_empty());
     let options = Options {
         quick,
-        oha: value(args, "--oha")?.unwrap_or_else(|| PathBuf::from("oha")),
+        load: LoadGenerator::from_flags(
+            value(args, "--oha")?,
+            args.iter().any(|a| a == "--builtin-load"),
+        )?,
         runs: value(args, "--runs")?.unwrap_or(if quick { 1 } else { 3 }),
         duration: Duration::from_secs_f64(seconds),
         warmup: Duration::from_secs_f64(warmup),

@@ -1,6 +1,7 @@
 //! The harness: starts the three servers pinned to one core, drives each
-//! scenario with `oha` pinned to the other, interleaving the servers run by
-//! run, and reads each server's CPU time and memory from `/proc`.
+//! scenario with `oha` pinned to the other (a smoke run: `wymcp-bench load`,
+//! see [`crate::loadgen`]), interleaving the servers run by run, and reads
+//! each server's CPU time and memory from `/proc`.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -20,8 +21,8 @@ use crate::servers::Kind;
 pub struct Options {
     /// A few seconds per server: the CI smoke test.
     pub quick: bool,
-    /// The `oha` binary.
-    pub oha: PathBuf,
+    /// What drives the servers.
+    pub load: LoadGenerator,
     /// Measured runs per server and scenario.
     pub runs: usize,
     /// Length of one measured run.
@@ -45,6 +46,32 @@ pub struct Options {
     pub malloc_tunables: Option<String>,
     /// wymcp's idle memory release (`None`: off).
     pub release_memory_after: Option<u64>,
+}
+
+/// What drives the servers.
+#[derive(Debug, Clone)]
+pub enum LoadGenerator {
+    /// `oha` at this path: every measurement.
+    Oha(PathBuf),
+    /// `wymcp-bench load` (this binary, [`crate::loadgen`]): smoke runs,
+    /// which then need no `oha` built.
+    Builtin,
+}
+
+impl LoadGenerator {
+    /// From a command line's `--oha PATH` and `--builtin-load`: at most one
+    /// of them; neither is the `oha` on `PATH`.
+    ///
+    /// # Errors
+    /// Both given.
+    pub fn from_flags(oha: Option<PathBuf>, builtin: bool) -> Result<LoadGenerator, String> {
+        match (oha, builtin) {
+            (Some(_), true) => Err("--oha and --builtin-load: one or the other".to_owned()),
+            (Some(path), false) => Ok(LoadGenerator::Oha(path)),
+            (None, true) => Ok(LoadGenerator::Builtin),
+            (None, false) => Ok(LoadGenerator::Oha(PathBuf::from("oha"))),
+        }
+    }
 }
 
 /// Why a run failed.
@@ -266,11 +293,42 @@ pub(crate) struct Shot<'a> {
     pub(crate) duration: Duration,
 }
 
-/// Runs `oha` once and returns its JSON summary.
+/// Runs the load generator once and returns its JSON summary (`oha`'s, or
+/// the same shape from `wymcp-bench load`).
 pub(crate) fn oha(options: &Options, shot: &Shot<'_>) -> Result<Value, Error> {
-    let mut command = pinned(options.cores.map(|(_, load)| load), &options.oha);
-    command
+    let core = options.cores.map(|(_, load)| load);
+    let (mut command, name) = match &options.load {
+        LoadGenerator::Oha(path) => {
+            let mut command = pinned(core, path);
+            oha_args(&mut command, shot);
+            (command, path.display().to_string())
+        }
+        LoadGenerator::Builtin => {
+            let exe = std::env::current_exe().map_err(io("locating the bench binary"))?;
+            let mut command = pinned(core, &exe);
+            builtin_args(&mut command, shot);
+            (command, "wymcp-bench load".to_owned())
+        }
+    };
+    let output = command
         .env_remove("GLIBC_TUNABLES")
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(io(format!("running {name}")))?;
+    if !output.status.success() {
+        return Err(Error::Harness(format!(
+            "{name} failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout)
+        )));
+    }
+    serde_json::from_slice(&output.stdout)
+        .map_err(|e| Error::Harness(format!("{name}'s JSON did not parse: {e}")))
+}
+
+fn oha_args(command: &mut Command, shot: &Shot<'_>) {
+    command
         .arg(shot.url)
         .args(["-m", "POST", "--no-tui", "--output-format", "json"])
         .args(["--disable-compression", "--worker-threads", "1"])
@@ -295,20 +353,30 @@ pub(crate) fn oha(options: &Options, shot: &Shot<'_>) -> Result<Value, Error> {
     for (name, value) in &shot.request.headers {
         command.arg("-H").arg(format!("{name}: {value}"));
     }
-    let output = command
-        .stdin(Stdio::null())
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(io(format!("running {}", options.oha.display())))?;
-    if !output.status.success() {
-        return Err(Error::Harness(format!(
-            "oha failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout)
-        )));
+}
+
+fn builtin_args(command: &mut Command, shot: &Shot<'_>) {
+    command
+        .args(["load", shot.url, "--connections"])
+        .arg(shot.connections.to_string())
+        .arg("--body")
+        .arg(shot.body_file);
+    match shot.load {
+        Load::Throughput | Load::Fresh => {
+            command
+                .arg("--millis")
+                .arg(shot.duration.as_millis().to_string());
+            if matches!(shot.load, Load::Fresh) {
+                command.arg("--fresh");
+            }
+        }
+        Load::Burst { requests } => {
+            command.arg("--requests").arg(requests.to_string());
+        }
     }
-    serde_json::from_slice(&output.stdout)
-        .map_err(|e| Error::Harness(format!("oha's JSON did not parse: {e}")))
+    for (name, value) in &shot.request.headers {
+        command.arg("--header").arg(format!("{name}: {value}"));
+    }
 }
 
 /// Reads one run's figures from oha's summary and the server's counters.
@@ -564,8 +632,18 @@ fn conditions(options: &Options) -> Conditions {
     if let Some(v) = command_output("rustc", &["--version"]) {
         versions.insert("rustc".to_owned(), v);
     }
-    if let Some(v) = command_output(&options.oha.to_string_lossy(), &["--version"]) {
-        versions.insert("oha".to_owned(), v);
+    match &options.load {
+        LoadGenerator::Oha(path) => {
+            if let Some(v) = command_output(&path.to_string_lossy(), &["--version"]) {
+                versions.insert("oha".to_owned(), v);
+            }
+        }
+        LoadGenerator::Builtin => {
+            versions.insert(
+                "load generator".to_owned(),
+                "wymcp-bench load (built in: a smoke run)".to_owned(),
+            );
+        }
     }
     versions.insert("rmcp".to_owned(), "3.11.0".to_owned());
     if let Some(v) = command_output("git", &["rev-parse", "--short", "HEAD"]) {
