@@ -19,5 +19,6 @@ pub(crate) mod meta;
 pub(crate) mod net;
 pub(crate) mod revision;
 pub(crate) mod schema;
+pub(crate) mod subset;
 pub(crate) mod text;
 pub(crate) mod validation;

@@ -55,6 +55,8 @@ use std::fmt::{self, Write as _};
 use std::sync::{Arc, OnceLock};
 
 use jsonschema::error::ValidationErrorKind;
+
+use crate::protocol::subset::{Formats, Subset};
 use jsonschema::{Registry, ValidationError, Validator};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
@@ -244,6 +246,25 @@ fn deviate(
     Ok(())
 }
 
+/// What Validate reads of a method before jsonschema: whether it is a
+/// request or a notification, and the definition in wymcp's subset.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Quick<'s> {
+    /// Request or notification.
+    pub(crate) kind: DefinitionKind,
+    /// `None` when the definition's document did not build (the compiled
+    /// definition then reports it).
+    pub(crate) subset: Option<&'s Subset>,
+}
+
+impl Quick<'_> {
+    /// Whether the subset vouches for `message` (see [`Subset::holds`]).
+    #[must_use]
+    pub(crate) fn holds(&self, message: &Value) -> bool {
+        self.subset.is_some_and(|subset| subset.holds(message))
+    }
+}
+
 /// Whether a definition describes a client request or a client notification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum DefinitionKind {
@@ -284,6 +305,7 @@ impl fmt::Debug for Definition {
 impl Definition {
     /// Request or notification.
     #[must_use]
+    #[cfg(test)]
     pub(crate) fn kind(&self) -> DefinitionKind {
         self.kind
     }
@@ -502,11 +524,16 @@ struct Index {
     methods: HashMap<String, Member>,
 }
 
-/// A client method of a revision: its definition's name, and its
-/// validator once compiled.
+/// A client method of a revision: its definition's name, wymcp's own check
+/// of it and its validator once compiled.
 struct Member {
     name: &'static str,
     kind: DefinitionKind,
+    /// The definition in wymcp's subset (`None` when its document did not
+    /// build: `compiled` then says why), compiled on the first message.
+    subset: OnceLock<Option<Subset>>,
+    /// jsonschema's validators, compiled on the first message the subset
+    /// does not vouch for.
     compiled: OnceLock<Result<Definition, SchemaError>>,
 }
 
@@ -524,6 +551,24 @@ impl RevisionSchemas {
         self.index
             .get_or_init(|| Index::read(self.revision, self.source))
             .as_ref()
+    }
+
+    /// `method`'s kind and its definition in wymcp's subset, compiled on
+    /// first use; `Ok(None)` for a method the revision does not define.
+    fn quick(&self, method: &str) -> Result<Option<Quick<'_>>, &SchemaError> {
+        let index = self.index()?;
+        let Some(member) = index.methods.get(method) else {
+            return Ok(None);
+        };
+        let subset = member.subset.get_or_init(|| {
+            let document = self.document(index, Some(member.name)).ok()?;
+            let pointer = format!("/{}/{}", index.defs_key, member.name);
+            Some(Subset::compile(&document, &pointer, Formats::Annotate))
+        });
+        Ok(Some(Quick {
+            kind: member.kind,
+            subset: subset.as_ref(),
+        }))
     }
 
     fn definition(&self, method: &str) -> Result<Option<&Definition>, &SchemaError> {
@@ -697,6 +742,7 @@ impl Index {
                 let member = Member {
                     name,
                     kind,
+                    subset: OnceLock::new(),
                     compiled: OnceLock::new(),
                 };
                 methods.insert(method.to_owned(), member);
@@ -788,6 +834,22 @@ impl Schemas {
     ) -> Result<Option<&Definition>, &SchemaError> {
         match self.revisions.iter().find(|s| s.revision == revision) {
             Some(schemas) => schemas.definition(method),
+            None => Ok(None),
+        }
+    }
+
+    /// `method`'s kind and wymcp's own check of it ([`Subset`]), the
+    /// subset compiled on its first use; as [`definition`](Self::definition)
+    /// for a method the revision does not define or a file that does not
+    /// read. Validate asks this first: a message the subset holds is
+    /// valid, and jsonschema's validator is neither compiled nor run for it.
+    pub(crate) fn quick(
+        &self,
+        revision: Revision,
+        method: &str,
+    ) -> Result<Option<Quick<'_>>, &SchemaError> {
+        match self.revisions.iter().find(|s| s.revision == revision) {
+            Some(schemas) => schemas.quick(method),
             None => Ok(None),
         }
     }
@@ -1479,6 +1541,115 @@ mod tests {
             }
         }
         assert!(judged > 10_000 && held > 100, "{judged} {held}");
+    }
+
+    /// wymcp's own check of every definition of every revision is whole
+    /// (no keyword left to jsonschema), accepts only what jsonschema's
+    /// validator of the definition accepts, and accepts nearly all of it:
+    /// over messages generated from each definition and mutations of them,
+    /// and over the deviation samples.
+    #[test]
+    fn the_subset_accepts_only_what_jsonschema_accepts() {
+        use crate::protocol::subset::corpus::{Rng, has_edge, instance};
+        let schemas = schemas();
+        let mut judged = 0_usize;
+        let mut valid = 0_usize;
+        let mut vouched = 0_usize;
+        for revision in Revision::ALL {
+            let revision_schemas = schemas
+                .revisions
+                .iter()
+                .find(|s| s.revision == revision)
+                .expect("every revision");
+            let index = revision_schemas.index().expect("indexed");
+            for (method, def) in schemas.methods(revision).expect("every method compiles") {
+                let quick = schemas
+                    .quick(revision, method)
+                    .expect("indexed")
+                    .expect("a method");
+                let subset = quick.subset.expect("a subset");
+                assert!(subset.is_complete(), "{revision} {method}");
+                assert_eq!(quick.kind, def.kind());
+                let name = index.methods[method].name;
+                let document = revision_schemas
+                    .document(index, Some(name))
+                    .expect("a document");
+                let schema = &document[index.defs_key][name];
+                let mut rng = Rng::new(judged as u64 + 1);
+                for round in 0..400 {
+                    let chaos = [0, 0, 10, 60, 250][round % 5];
+                    let message = instance(&document, schema, &mut rng, chaos);
+                    let ours = quick.holds(&message);
+                    let theirs = def.is_valid(&message);
+                    assert!(
+                        !ours || theirs,
+                        "{revision} {method}: accepted what jsonschema refuses: {message}"
+                    );
+                    if theirs && !has_edge(&message) {
+                        valid += 1;
+                        vouched += usize::from(ours);
+                    }
+                    judged += 1;
+                }
+            }
+        }
+        for sample in samples() {
+            let quick = schemas
+                .quick(sample.revision, sample.method)
+                .expect("indexed")
+                .expect("a method");
+            assert!(quick.holds(&sample.message), "{}", sample.message);
+        }
+        // Valid messages the subset turned away (it only does so for the
+        // edges excluded above): none.
+        assert_eq!(vouched, valid, "{judged} judged");
+        assert!(
+            valid > 5_000 && judged - valid > 5_000,
+            "{judged} judged, {valid} valid"
+        );
+    }
+
+    /// Issue 26 §1: a valid message is vouched for by the subset, and
+    /// jsonschema's validator of its method is neither compiled nor run;
+    /// the first invalid one compiles it and is refused as before.
+    #[test]
+    fn a_valid_message_never_compiles_jsonschema() {
+        use crate::protocol::error::ErrorCode;
+        use crate::protocol::jsonrpc::MessageKind;
+        use crate::protocol::validation::check;
+        let schemas = Schemas::embedded(DEVIATIONS);
+        let revision = Revision::V2026_07_28;
+        let member = |method: &str| {
+            let revision_schemas = schemas
+                .revisions
+                .iter()
+                .find(|s| s.revision == revision)
+                .expect("a revision");
+            let index = revision_schemas.index().expect("indexed");
+            let member = &index.methods[method];
+            (
+                member.subset.get().is_some(),
+                member.compiled.get().is_some(),
+            )
+        };
+        let good = modern_call(&json!({"arguments": {"a": 1}}));
+        assert_eq!(
+            check(&schemas, revision, MessageKind::Request, &good),
+            Ok(())
+        );
+        assert_eq!(member("tools/call"), (true, false));
+        let bad = modern_call(&json!({"name": 5}));
+        let error = check(&schemas, revision, MessageKind::Request, &bad).expect_err("a number");
+        assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "{error:?}");
+        assert_eq!(member("tools/call"), (true, true));
+        // The kind is the index's: a notification's method sent with an id
+        // is refused before either validator is asked.
+        let cancel = json!({"jsonrpc": "2.0", "id": 1, "method": "notifications/cancelled",
+                            "params": {"requestId": 1}});
+        let error = check(&schemas, revision, MessageKind::Request, &cancel)
+            .expect_err("a notification with an id");
+        assert_eq!(error.code, ErrorCode::INVALID_REQUEST);
+        assert_eq!(member("notifications/cancelled"), (true, false));
     }
 
     #[test]

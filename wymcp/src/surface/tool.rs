@@ -34,6 +34,7 @@ use super::scopes::Scopes;
 use crate::protocol::error::{ErrorCode, RpcError};
 use crate::protocol::headers::{self, HeaderParam};
 use crate::protocol::revision::Era;
+use crate::protocol::subset::Subset;
 use crate::protocol::text::{Bounded, truncated};
 use crate::trace::{self, SpanSlot};
 
@@ -577,24 +578,56 @@ pub(crate) struct Registered {
 /// schema; BENCHMARKS.md, "RSS, where it goes"). The build still checks
 /// each schema ([`check_schema`]), so a schema that does not compile fails
 /// there, not on a call.
+///
+/// A value is first held to wymcp's own check ([`Subset`]): what it
+/// accepts is valid, and jsonschema's validator is compiled and asked only
+/// for the rest (every invalid value, and the few valid ones outside the
+/// subset), so a tool whose schema is in the subset and whose calls are
+/// valid never runs jsonschema.
 #[derive(Default)]
-struct Lazy(OnceLock<Result<jsonschema::Validator, String>>);
+struct Lazy {
+    subset: OnceLock<Option<Subset>>,
+    strict: OnceLock<Result<jsonschema::Validator, String>>,
+}
+
+/// `which` (`inputSchema` or `outputSchema`) of a tool's serialised listing.
+fn listed_schema(definition: &serde_json::value::RawValue, which: &str) -> Result<Value, String> {
+    let mut listing: Map<String, Value> =
+        serde_json::from_str(definition.get()).map_err(|e| e.to_string())?;
+    listing
+        .remove(which)
+        .ok_or_else(|| format!("the listing has no {which}"))
+}
 
 impl Lazy {
-    /// The validator of `definition`'s `which` (`inputSchema` or
-    /// `outputSchema`), compiled on the first call.
+    /// Whether wymcp's own check of `definition`'s `which` vouches for
+    /// `value` (compiled on the first call).
+    fn vouches(
+        &self,
+        definition: &serde_json::value::RawValue,
+        which: &str,
+        value: &Value,
+    ) -> bool {
+        self.subset
+            .get_or_init(|| {
+                listed_schema(definition, which)
+                    .ok()
+                    .map(|schema| Subset::of_schema(&schema))
+            })
+            .as_ref()
+            .is_some_and(|subset| subset.holds(value))
+    }
+
+    /// jsonschema's validator of `definition`'s `which`, compiled on the
+    /// first value the subset does not vouch for.
     fn get(
         &self,
         definition: &serde_json::value::RawValue,
         which: &str,
     ) -> Result<&jsonschema::Validator, &str> {
-        self.0
+        self.strict
             .get_or_init(|| {
-                let mut listing: Map<String, Value> =
-                    serde_json::from_str(definition.get()).map_err(|e| e.to_string())?;
-                let schema = listing
-                    .remove(which)
-                    .ok_or_else(|| format!("the listing has no {which}"))?;
+                let schema = listed_schema(definition, which)?;
                 jsonschema::validator_for(&schema).map_err(|e| e.to_string())
             })
             .as_ref()
@@ -604,11 +637,18 @@ impl Lazy {
 
 /// Whether `schema` compiles: what a tool's registration holds each of
 /// its schemas to, so a schema that cannot be compiled fails the build
-/// ([`SurfaceError::Schema`]) rather than its first call. The validator is
-/// dropped; [`Lazy`] compiles the one a call uses.
+/// ([`SurfaceError::Schema`]) rather than its first call. A schema wholly
+/// in wymcp's subset, each keyword's value of the shape the meta-schema
+/// asks for ([`Subset::is_complete`]), compiles, and jsonschema is not
+/// asked (nor its compiler and meta-schema validator loaded); any other is
+/// compiled by jsonschema and the validator dropped. [`Lazy`] compiles the
+/// one a call uses, if any.
 fn check_schema(schema: &Value) -> Result<(), String> {
     #[cfg(test)]
     if UNCHECKED.with(std::cell::Cell::get) {
+        return Ok(());
+    }
+    if Subset::of_schema(schema).is_complete() {
         return Ok(());
     }
     jsonschema::validator_for(schema)
@@ -654,6 +694,12 @@ impl Registered {
         &self,
         arguments: &Value,
     ) -> Result<Option<Vec<Problem>>, RpcError> {
+        if self
+            .input_validator
+            .vouches(&self.definition, "inputSchema", arguments)
+        {
+            return Ok(None);
+        }
         let validator = self
             .input_validator
             .get(&self.definition, "inputSchema")
@@ -680,11 +726,15 @@ impl Registered {
         if result.is_error {
             return None;
         }
+        let value = result.structured_content.as_ref();
+        if value.is_some_and(|value| lazy.vouches(&self.definition, "outputSchema", value)) {
+            return None;
+        }
         let validator = match lazy.get(&self.definition, "outputSchema") {
             Ok(validator) => validator,
             Err(reason) => return Some(format!("the outputSchema does not compile: {reason}")),
         };
-        match &result.structured_content {
+        match value {
             None => {
                 Some("the tool declares an outputSchema but returned no structuredContent".into())
             }
@@ -901,8 +951,9 @@ mod tests {
         }
     }
 
-    /// Issue 26 §1: a tool's validators are compiled by its first call,
-    /// not at registration, and then kept.
+    /// Issue 26 §1: a tool's checks are compiled by its first call, not at
+    /// registration, and then kept; jsonschema's validator only by the
+    /// first value wymcp's own check does not vouch for.
     #[test]
     fn a_tools_validators_are_compiled_on_its_first_call() {
         let registered = tool(
@@ -911,30 +962,32 @@ mod tests {
         )
         .register()
         .unwrap();
+        let input = &registered.input_validator;
         let output = registered.output_validator.as_ref().unwrap();
-        assert!(registered.input_validator.0.get().is_none());
-        assert!(output.0.get().is_none());
+        for lazy in [input, output] {
+            assert!(lazy.subset.get().is_none() && lazy.strict.get().is_none());
+        }
         assert_eq!(registered.check_arguments(&json!({"n": 1})).unwrap(), None);
+        assert!(input.subset.get().is_some_and(Option::is_some));
+        assert!(
+            input.strict.get().is_none(),
+            "a valid call needs no jsonschema"
+        );
         let problems = registered
             .check_arguments(&json!({"n": "x"}))
             .unwrap()
             .unwrap();
         assert_eq!(problems[0].pointer, "/n");
-        assert!(
-            registered
-                .input_validator
-                .0
-                .get()
-                .is_some_and(Result::is_ok)
-        );
-        assert!(output.0.get().is_none());
+        assert!(input.strict.get().is_some_and(Result::is_ok));
+        assert!(output.subset.get().is_none() && output.strict.get().is_none());
         let mut result = ToolResult::text("r");
+        result.structured_content = Some(json!({"n": 1}));
+        assert_eq!(registered.check_output(&result), None);
+        assert!(output.strict.get().is_none());
         result.structured_content = Some(json!({"m": 1}));
         let problem = registered.check_output(&result).unwrap();
         assert!(problem.contains("breaks the outputSchema"), "{problem}");
-        result.structured_content = Some(json!({"n": 1}));
-        assert_eq!(registered.check_output(&result), None);
-        assert!(output.0.get().is_some_and(Result::is_ok));
+        assert!(output.strict.get().is_some_and(Result::is_ok));
     }
 
     /// A schema that does not compile still fails the build, though its
