@@ -248,20 +248,38 @@ fn deviate(
 
 /// What Validate reads of a method before jsonschema: whether it is a
 /// request or a notification, and the definition in wymcp's subset.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub(crate) struct Quick<'s> {
     /// Request or notification.
     pub(crate) kind: DefinitionKind,
     /// `None` when the definition's document did not build (the compiled
     /// definition then reports it).
     pub(crate) subset: Option<&'s Subset>,
+    schemas: &'s RevisionSchemas,
+    index: &'s Index,
+    member: &'s Member,
 }
 
-impl Quick<'_> {
+impl fmt::Debug for Quick<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Quick")
+            .field("kind", &self.kind)
+            .field("definition", &self.member.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'s> Quick<'s> {
     /// Whether the subset vouches for `message` (see [`Subset::holds`]).
     #[must_use]
     pub(crate) fn holds(&self, message: &Value) -> bool {
         self.subset.is_some_and(|subset| subset.holds(message))
+    }
+
+    /// The method's definition for jsonschema, compiled on its first use
+    /// (as [`Schemas::definition`], the method not looked up again).
+    pub(crate) fn definition(&self) -> Result<&'s Definition, &'s SchemaError> {
+        self.schemas.compiled(self.index, self.member)
     }
 }
 
@@ -568,14 +586,27 @@ impl RevisionSchemas {
         Ok(Some(Quick {
             kind: member.kind,
             subset: subset.as_ref(),
+            schemas: self,
+            index,
+            member,
         }))
     }
 
+    #[cfg(test)]
     fn definition(&self, method: &str) -> Result<Option<&Definition>, &SchemaError> {
         let index = self.index()?;
         let Some(member) = index.methods.get(method) else {
             return Ok(None);
         };
+        self.compiled(index, member).map(Some)
+    }
+
+    /// `member`'s definition, compiled on its first use.
+    fn compiled<'s>(
+        &'s self,
+        index: &'s Index,
+        member: &'s Member,
+    ) -> Result<&'s Definition, &'s SchemaError> {
         member
             .compiled
             .get_or_init(|| {
@@ -583,12 +614,11 @@ impl RevisionSchemas {
                 if let Err(error) = &compiled {
                     // Once per method and process: the error is wymcp's own
                     // text, never the client's.
-                    tracing::error!(%error, method, "an MCP schema did not compile; its messages are answered -32603");
+                    tracing::error!(%error, definition = member.name, "an MCP schema did not compile; its messages are answered -32603");
                 }
                 compiled
             })
             .as_ref()
-            .map(Some)
     }
 
     /// The document of the definitions `root` reaches (none for `None`)
@@ -827,6 +857,7 @@ impl Schemas {
     /// Dispatch answers it); `Err` when the revision's schema or that
     /// definition did not compile (a bug in wymcp: the message is answered
     /// as an internal error, never let through unvalidated).
+    #[cfg(test)]
     pub(crate) fn definition(
         &self,
         revision: Revision,

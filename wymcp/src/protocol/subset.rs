@@ -92,11 +92,35 @@ struct Checks {
     types: u8,
     constant: Option<Value>,
     values: Option<Vec<Value>>,
-    /// `properties`, sorted by name.
-    properties: Vec<(String, Id)>,
+    /// `properties`, each marked when `required` names it: those with
+    /// nothing below them (a `type`, a `const`) first, so a plain mismatch
+    /// is found before anything is walked into; then by name.
+    properties: Vec<Property>,
+    /// `properties`' indexes in name order.
+    by_name: Vec<u16>,
+    /// How many of `properties` are required.
+    required_properties: usize,
+    /// The names `required` lists that `properties` does not.
     required: Vec<String>,
+    /// `additionalProperties`, unless it allows anything.
     additional: Option<Id>,
     items: Option<Id>,
+    bounds: Option<Box<Bounds>>,
+    any_of: Vec<Id>,
+    all_of: Vec<Id>,
+    reference: Option<Id>,
+}
+
+#[derive(Debug)]
+struct Property {
+    name: String,
+    id: Id,
+    required: bool,
+}
+
+/// The counting and numeric keywords, rare enough to sit apart.
+#[derive(Debug, Default)]
+struct Bounds {
     min_items: Option<u64>,
     max_items: Option<u64>,
     min_length: Option<u64>,
@@ -105,9 +129,6 @@ struct Checks {
     maximum: Option<f64>,
     exclusive_minimum: Option<f64>,
     exclusive_maximum: Option<f64>,
-    any_of: Vec<Id>,
-    all_of: Vec<Id>,
-    reference: Option<Id>,
 }
 
 /// The `type` bits.
@@ -148,8 +169,10 @@ impl Subset {
             complete: true,
         };
         let root = compiler.reference(pointer);
+        let mut nodes = compiler.nodes;
+        let root = simplify(&mut nodes, root);
         Subset {
-            nodes: compiler.nodes,
+            nodes,
             root,
             complete: compiler.complete,
         }
@@ -238,8 +261,8 @@ impl Subset {
         let fits = match instance {
             Value::Object(object) => self.object(c, object, walk),
             Value::Array(items) => self.array(c, items, walk),
-            Value::String(text) => length_fits(c, text),
-            Value::Number(number) => bounds_fit(c, number),
+            Value::String(text) => c.bounds.as_deref().is_none_or(|b| length_fits(b, text)),
+            Value::Number(number) => c.bounds.as_deref().is_none_or(|b| bounds_fit(b, number)),
             Value::Null | Value::Bool(_) => true,
         };
         fits && (c.any_of.is_empty() || c.any_of.iter().any(|&s| self.node(s, instance, walk)))
@@ -250,26 +273,160 @@ impl Subset {
         if !c.required.iter().all(|name| object.contains_key(name)) {
             return false;
         }
-        if c.properties.is_empty() && c.additional.is_none() {
-            return true;
-        }
-        object.iter().all(|(name, value)| {
-            match c
-                .properties
-                .binary_search_by(|(known, _)| known.as_str().cmp(name))
-            {
-                Ok(at) => self.node(c.properties[at].1, value, walk),
-                Err(_) => c.additional.is_none_or(|s| self.node(s, value, walk)),
+        match c.additional {
+            // Members outside `properties` are free: each property is
+            // looked up (those with nothing below them first: see
+            // [`simplify`]), and a required one must be there.
+            None => c.properties.iter().all(|p| match object.get(&p.name) {
+                Some(value) => self.node(p.id, value, walk),
+                None => !p.required,
+            }),
+            // Every member is held to its property or to
+            // `additionalProperties`.
+            Some(additional) => {
+                let mut required = 0;
+                object.iter().all(|(name, value)| {
+                    let at = c.by_name.binary_search_by(|&at| {
+                        c.properties[usize::from(at)].name.as_str().cmp(name)
+                    });
+                    match at {
+                        Ok(at) => {
+                            let p = &c.properties[usize::from(c.by_name[at])];
+                            required += usize::from(p.required);
+                            self.node(p.id, value, walk)
+                        }
+                        Err(_) => self.node(additional, value, walk),
+                    }
+                }) && required == c.required_properties
             }
-        })
+        }
     }
 
     fn array(&self, c: &Checks, items: &[Value], walk: &mut Walk) -> bool {
         let n = items.len() as u64;
-        c.min_items.is_none_or(|min| n >= min)
-            && c.max_items.is_none_or(|max| n <= max)
-            && c.items
-                .is_none_or(|s| items.iter().all(|item| self.node(s, item, walk)))
+        c.bounds.as_deref().is_none_or(|b| {
+            b.min_items.is_none_or(|min| n >= min) && b.max_items.is_none_or(|max| n <= max)
+        }) && c
+            .items
+            .is_none_or(|s| items.iter().all(|item| self.node(s, item, walk)))
+    }
+}
+
+/// Rewrites `nodes` to walk less, judging the same, once every node is
+/// known (a `$ref` may name one compiled after it); returns the root's new
+/// id. A node whose only check is a `$ref` is replaced by its target; an
+/// `additionalProperties` that allows anything is dropped (members outside
+/// `properties` are then not walked); an `anyOf` whose branches each check
+/// only `type` (`RequestId`: a string or an integer) becomes the node's
+/// `type`.
+fn simplify(nodes: &mut [Node], root: Id) -> Id {
+    fn checks(nodes: &[Node], id: Id) -> Option<&Checks> {
+        match nodes.get(id as usize) {
+            Some(Node::Checks(c)) => Some(c),
+            _ => None,
+        }
+    }
+    // Each node's target through `$ref`-only nodes (a cycle of them is left
+    // as it is: walking it ends at the depth bound).
+    let alias: Vec<Id> = (0..nodes.len())
+        .map(|start| {
+            let mut id = Id::try_from(start).unwrap_or(Id::MAX);
+            for _ in 0..64 {
+                match checks(nodes, id) {
+                    Some(c) if c.only_refers() => id = c.reference.unwrap_or(id),
+                    _ => break,
+                }
+            }
+            id
+        })
+        .collect();
+    let to = |id: Id| alias.get(id as usize).copied().unwrap_or(id);
+    // The `type` an `anyOf` of type-only branches amounts to, per node.
+    let unions: Vec<Option<u8>> = (0..nodes.len())
+        .map(|i| {
+            let c = checks(nodes, Id::try_from(i).ok()?)?;
+            if c.any_of.is_empty() || c.types != 0 {
+                return None;
+            }
+            c.any_of.iter().try_fold(0_u8, |bits, &branch| {
+                let b = checks(nodes, to(branch))?;
+                b.only_types().then_some(bits | b.types)
+            })
+        })
+        .collect();
+    let free: Vec<bool> = nodes.iter().map(|n| matches!(n, Node::Any)).collect();
+    // Whether a node checks nothing below the value itself.
+    let flat: Vec<bool> = (0..nodes.len())
+        .map(
+            |i| match nodes.get(to(Id::try_from(i).unwrap_or(Id::MAX)) as usize) {
+                Some(Node::Checks(c)) => {
+                    c.properties.is_empty()
+                        && c.required.is_empty()
+                        && c.items.is_none()
+                        && c.any_of.is_empty()
+                        && c.all_of.is_empty()
+                        && c.reference.is_none()
+                }
+                _ => true,
+            },
+        )
+        .collect();
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let Node::Checks(c) = node else { continue };
+        for p in &mut c.properties {
+            p.id = to(p.id);
+        }
+        c.properties.sort_by(|a, b| {
+            let deep = |p: &Property| !flat.get(p.id as usize).copied().unwrap_or(false);
+            (deep(a), &a.name).cmp(&(deep(b), &b.name))
+        });
+        let mut by_name: Vec<u16> = (0..c.properties.len())
+            .map(|at| u16::try_from(at).unwrap_or(u16::MAX))
+            .collect();
+        by_name.sort_by(|&a, &b| {
+            let name = |at: u16| c.properties.get(usize::from(at)).map(|p| p.name.as_str());
+            name(a).cmp(&name(b))
+        });
+        c.by_name = by_name;
+        c.additional = c
+            .additional
+            .map(to)
+            .filter(|&id| free.get(id as usize) != Some(&true));
+        c.items = c.items.map(to);
+        c.reference = c.reference.map(to);
+        for id in c.any_of.iter_mut().chain(c.all_of.iter_mut()) {
+            *id = to(*id);
+        }
+        if let Some(Some(types)) = unions.get(i) {
+            c.types = *types;
+            c.any_of.clear();
+        }
+    }
+    to(root)
+}
+
+impl Checks {
+    /// Whether `$ref` is the only check.
+    fn only_refers(&self) -> bool {
+        self.reference.is_some() && self.types == 0 && self.nothing_else()
+    }
+
+    /// Whether `type` is the only check.
+    fn only_types(&self) -> bool {
+        self.types != 0 && self.reference.is_none() && self.nothing_else()
+    }
+
+    /// Whether no check but `type` and `$ref` is set.
+    fn nothing_else(&self) -> bool {
+        self.constant.is_none()
+            && self.values.is_none()
+            && self.properties.is_empty()
+            && self.required.is_empty()
+            && self.additional.is_none()
+            && self.items.is_none()
+            && self.bounds.is_none()
+            && self.any_of.is_empty()
+            && self.all_of.is_empty()
     }
 }
 
@@ -290,7 +447,7 @@ fn has_type(types: u8, instance: &Value) -> bool {
     types & bit != 0
 }
 
-fn length_fits(c: &Checks, text: &str) -> bool {
+fn length_fits(c: &Bounds, text: &str) -> bool {
     if c.min_length.is_none() && c.max_length.is_none() {
         return true;
     }
@@ -299,7 +456,7 @@ fn length_fits(c: &Checks, text: &str) -> bool {
     c.min_length.is_none_or(|min| n >= min) && c.max_length.is_none_or(|max| n <= max)
 }
 
-fn bounds_fit(c: &Checks, number: &serde_json::Number) -> bool {
+fn bounds_fit(c: &Bounds, number: &serde_json::Number) -> bool {
     if c.minimum.is_none()
         && c.maximum.is_none()
         && c.exclusive_minimum.is_none()
@@ -404,13 +561,19 @@ impl Compiler<'_> {
                     _ => false,
                 },
                 "properties" => match value {
-                    Value::Object(properties) => {
+                    // (Indexed by `u16`: more properties than that is left
+                    // to jsonschema.)
+                    Value::Object(properties) if u16::try_from(properties.len()).is_ok() => {
                         for (name, schema) in properties {
                             let at = format!("{here}/{}", escape(name));
                             let id = self.child(schema, at);
-                            c.properties.push((name.clone(), id));
+                            c.properties.push(Property {
+                                name: name.clone(),
+                                id,
+                                required: false,
+                            });
                         }
-                        c.properties.sort_by(|a, b| a.0.cmp(&b.0));
+                        c.properties.sort_by(|a, b| a.name.cmp(&b.name));
                         true
                     }
                     _ => false,
@@ -422,18 +585,34 @@ impl Compiler<'_> {
                 "items" => is_schema(value)
                     .then(|| c.items = Some(self.child(value, here)))
                     .is_some(),
-                "minItems" => count(value).map(|n| c.min_items = Some(n)).is_some(),
-                "maxItems" => count(value).map(|n| c.max_items = Some(n)).is_some(),
-                "minLength" => count(value).map(|n| c.min_length = Some(n)).is_some(),
-                "maxLength" => count(value).map(|n| c.max_length = Some(n)).is_some(),
-                "minimum" => bound(value).map(|b| c.minimum = Some(b)).is_some(),
-                "maximum" => bound(value).map(|b| c.maximum = Some(b)).is_some(),
-                "exclusiveMinimum" => bound(value)
-                    .map(|b| c.exclusive_minimum = Some(b))
-                    .is_some(),
-                "exclusiveMaximum" => bound(value)
-                    .map(|b| c.exclusive_maximum = Some(b))
-                    .is_some(),
+                "minItems" | "maxItems" | "minLength" | "maxLength" => match count(value) {
+                    Some(n) => {
+                        let b = c.bounds.get_or_insert_default();
+                        *match key.as_str() {
+                            "minItems" => &mut b.min_items,
+                            "maxItems" => &mut b.max_items,
+                            "minLength" => &mut b.min_length,
+                            _ => &mut b.max_length,
+                        } = Some(n);
+                        true
+                    }
+                    None => false,
+                },
+                "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
+                    match bound(value) {
+                        Some(x) => {
+                            let b = c.bounds.get_or_insert_default();
+                            *match key.as_str() {
+                                "minimum" => &mut b.minimum,
+                                "maximum" => &mut b.maximum,
+                                "exclusiveMinimum" => &mut b.exclusive_minimum,
+                                _ => &mut b.exclusive_maximum,
+                            } = Some(x);
+                            true
+                        }
+                        None => false,
+                    }
+                }
                 "anyOf" | "allOf" => match value {
                     Value::Array(schemas)
                         if !schemas.is_empty() && schemas.iter().all(is_schema) =>
@@ -496,11 +675,22 @@ impl Compiler<'_> {
                     | "default"
             ) && !key.starts_with("x-");
         }
-        if checks {
-            Node::Checks(Box::new(c))
-        } else {
-            Node::Any
+        if !checks {
+            return Node::Any;
         }
+        // `required` split: the names `properties` has are marked there.
+        let mut rest = Vec::new();
+        for name in std::mem::take(&mut c.required) {
+            match c.properties.binary_search_by(|p| p.name.cmp(&name)) {
+                Ok(at) => {
+                    c.properties[at].required = true;
+                    c.required_properties += 1;
+                }
+                Err(_) => rest.push(name),
+            }
+        }
+        c.required = rest;
+        Node::Checks(Box::new(c))
     }
 }
 
@@ -787,6 +977,10 @@ mod tests {
             json!({"exclusiveMinimum": 0, "exclusiveMaximum": 2.5}),
             json!({"anyOf": [{"type": "string"}, {"type": "integer", "minimum": 0}]}),
             json!({"allOf": [{"type": "object"}, {"required": ["a"]}]}),
+            json!({"anyOf": [{"type": "string"}, {"type": ["integer", "null"]}]}),
+            json!({"$defs": {"S": {"type": "string"}, "R": {"$ref": "#/$defs/S"}},
+                   "properties": {"a": {"anyOf": [{"$ref": "#/$defs/R"}, {"type": "boolean"}]}},
+                   "required": ["a"]}),
             json!({"$defs": {"N": {"type": "integer"}}, "type": "object",
                    "properties": {"a": {"$ref": "#/$defs/N"}, "b": {"$ref": "#/properties/a"}}}),
             json!({"$defs": {"T": {"type": "object", "properties": {"c": {"$ref": "#/$defs/T"}},

@@ -187,13 +187,11 @@ pub(crate) fn check(
     if quick.holds(message) {
         return Ok(());
     }
-    let definition = match schemas.definition(revision, method) {
-        Ok(Some(definition)) => definition,
-        Ok(None) => return Ok(()),
+    let Ok(definition) = quick.definition() else {
         // The definition is compiled on its first use; should it not
         // compile (a bug in wymcp, logged once when it failed), the message
         // is not let through unvalidated.
-        Err(_) => return Err(uncompiled()),
+        return Err(uncompiled());
     };
     definition.validate(message).map_err(schema_error)
 }
