@@ -317,8 +317,9 @@ impl Subset {
 /// id. A node whose only check is a `$ref` is replaced by its target; an
 /// `additionalProperties` that allows anything is dropped (members outside
 /// `properties` are then not walked); an `anyOf` whose branches each check
-/// only `type` (`RequestId`: a string or an integer) becomes the node's
-/// `type`.
+/// only `type` (`anyOf: [{type: string}, {type: integer}]`) becomes the
+/// node's `type`; and an object's properties are put in the order they are
+/// looked up in, those with nothing below them first.
 fn simplify(nodes: &mut [Node], root: Id) -> Id {
     fn checks(nodes: &[Node], id: Id) -> Option<&Checks> {
         match nodes.get(id as usize) {
