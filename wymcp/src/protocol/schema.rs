@@ -64,13 +64,12 @@ use std::fmt::{self, Write as _};
 use std::sync::{Arc, OnceLock};
 
 use jsonschema::error::ValidationErrorKind;
-
-use crate::protocol::subset::{Formats, Subset};
 use jsonschema::{Registry, ValidationError, Validator};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::revision::Revision;
+use super::subset::{Formats, Subset};
 
 /// Why the embedded schemas could not be compiled. This is a bug in wymcp,
 /// never in the caller's configuration; it is reported rather than panicked.
@@ -285,8 +284,9 @@ impl<'s> Quick<'s> {
         self.subset.is_some_and(|subset| subset.holds(message))
     }
 
-    /// The method's definition for jsonschema, compiled on its first use
-    /// (as [`Schemas::definition`], the method not looked up again).
+    /// The method's definition for jsonschema, compiled on its first use;
+    /// `Err` when it did not compile (a bug in wymcp: the message is
+    /// answered as an internal error, never let through unvalidated).
     pub(crate) fn definition(&self) -> Result<&'s Definition, &'s SchemaError> {
         self.schemas.compiled(self.index, self.member)
     }
@@ -879,10 +879,12 @@ impl Schemas {
     }
 
     /// `method`'s kind and wymcp's own check of it ([`Subset`]), the
-    /// subset compiled on its first use; as [`definition`](Self::definition)
-    /// for a method the revision does not define or a file that does not
-    /// read. Validate asks this first: a message the subset holds is
-    /// valid, and jsonschema's validator is neither compiled nor run for it.
+    /// subset compiled on its first use; `Ok(None)` when the revision
+    /// defines no client request or notification of that name (Dispatch
+    /// answers it), `Err` when the revision's file does not read. Validate
+    /// asks this first: a message the subset holds is valid, and
+    /// jsonschema's validator is neither compiled nor run for it
+    /// ([`Quick::definition`] compiles it for the rest).
     pub(crate) fn quick(
         &self,
         revision: Revision,

@@ -342,41 +342,47 @@ fn simplify(nodes: &mut [Node], root: Id) -> Id {
         })
         .collect();
     let to = |id: Id| alias.get(id as usize).copied().unwrap_or(id);
-    // The `type` an `anyOf` of type-only branches amounts to, per node.
-    let unions: Vec<Option<u8>> = (0..nodes.len())
-        .map(|i| {
-            let c = checks(nodes, Id::try_from(i).ok()?)?;
-            if c.any_of.is_empty() || c.types != 0 {
-                return None;
-            }
-            c.any_of.iter().try_fold(0_u8, |bits, &branch| {
-                let b = checks(nodes, to(branch))?;
-                b.only_types().then_some(bits | b.types)
-            })
-        })
-        .collect();
     let free: Vec<bool> = nodes.iter().map(|n| matches!(n, Node::Any)).collect();
-    // Whether a node checks nothing below the value itself.
-    let flat: Vec<bool> = (0..nodes.len())
-        .map(
-            |i| match nodes.get(to(Id::try_from(i).unwrap_or(Id::MAX)) as usize) {
-                Some(Node::Checks(c)) => {
-                    c.properties.is_empty()
-                        && c.required.is_empty()
-                        && c.items.is_none()
-                        && c.any_of.is_empty()
-                        && c.all_of.is_empty()
-                        && c.reference.is_none()
-                }
-                _ => true,
-            },
-        )
-        .collect();
-    for (i, node) in nodes.iter_mut().enumerate() {
+    for node in nodes.iter_mut() {
         let Node::Checks(c) = node else { continue };
         for p in &mut c.properties {
             p.id = to(p.id);
         }
+        c.additional = c
+            .additional
+            .map(to)
+            .filter(|&id| free.get(id as usize) != Some(&true));
+        c.items = c.items.map(to);
+        c.reference = c.reference.map(to);
+        for id in c.any_of.iter_mut().chain(c.all_of.iter_mut()) {
+            *id = to(*id);
+        }
+    }
+    // Read from the nodes as rewritten: the `type` an `anyOf` of
+    // type-only branches amounts to, and whether a node checks nothing
+    // below the value itself.
+    let unions: Vec<Option<u8>> = nodes
+        .iter()
+        .map(|node| {
+            let Node::Checks(c) = node else { return None };
+            if c.any_of.is_empty() || c.types != 0 {
+                return None;
+            }
+            c.any_of.iter().try_fold(0_u8, |bits, &branch| {
+                let b = checks(nodes, branch)?;
+                b.only_types().then_some(bits | b.types)
+            })
+        })
+        .collect();
+    let flat: Vec<bool> = nodes
+        .iter()
+        .map(|node| match node {
+            Node::Checks(c) => !c.has_parts() && c.reference.is_none(),
+            _ => true,
+        })
+        .collect();
+    for (node, union) in nodes.iter_mut().zip(unions) {
+        let Node::Checks(c) = node else { continue };
         c.properties.sort_by(|a, b| {
             let deep = |p: &Property| !flat.get(p.id as usize).copied().unwrap_or(false);
             (deep(a), &a.name).cmp(&(deep(b), &b.name))
@@ -389,17 +395,8 @@ fn simplify(nodes: &mut [Node], root: Id) -> Id {
             name(a).cmp(&name(b))
         });
         c.by_name = by_name;
-        c.additional = c
-            .additional
-            .map(to)
-            .filter(|&id| free.get(id as usize) != Some(&true));
-        c.items = c.items.map(to);
-        c.reference = c.reference.map(to);
-        for id in c.any_of.iter_mut().chain(c.all_of.iter_mut()) {
-            *id = to(*id);
-        }
-        if let Some(Some(types)) = unions.get(i) {
-            c.types = *types;
+        if let Some(types) = union {
+            c.types = types;
             c.any_of.clear();
         }
     }
@@ -409,25 +406,28 @@ fn simplify(nodes: &mut [Node], root: Id) -> Id {
 impl Checks {
     /// Whether `$ref` is the only check.
     fn only_refers(&self) -> bool {
-        self.reference.is_some() && self.types == 0 && self.nothing_else()
+        self.reference.is_some() && self.types == 0 && !self.has_parts() && !self.has_values()
     }
 
     /// Whether `type` is the only check.
     fn only_types(&self) -> bool {
-        self.types != 0 && self.reference.is_none() && self.nothing_else()
+        self.types != 0 && self.reference.is_none() && !self.has_parts() && !self.has_values()
     }
 
-    /// Whether no check but `type` and `$ref` is set.
-    fn nothing_else(&self) -> bool {
-        self.constant.is_none()
-            && self.values.is_none()
-            && self.properties.is_empty()
-            && self.required.is_empty()
-            && self.additional.is_none()
-            && self.items.is_none()
-            && self.bounds.is_none()
-            && self.any_of.is_empty()
-            && self.all_of.is_empty()
+    /// Whether anything of a value's members or items is checked, or the
+    /// value is held to other nodes (`$ref` apart).
+    fn has_parts(&self) -> bool {
+        !self.properties.is_empty()
+            || !self.required.is_empty()
+            || self.additional.is_some()
+            || self.items.is_some()
+            || !self.any_of.is_empty()
+            || !self.all_of.is_empty()
+    }
+
+    /// Whether the value is compared (`const`, `enum`) or bounded.
+    fn has_values(&self) -> bool {
+        self.constant.is_some() || self.values.is_some() || self.bounds.is_some()
     }
 }
 
@@ -534,6 +534,100 @@ impl Compiler<'_> {
         id
     }
 
+    /// Reads one checking keyword into `c`: whether it is in the subset
+    /// with a value of the meta-schema's shape.
+    fn keyword(&mut self, c: &mut Checks, key: &str, value: &Value, here: String) -> bool {
+        match key {
+            "type" => types(value).map(|t| c.types = t).is_some(),
+            "const" => {
+                c.constant = Some(value.clone());
+                true
+            }
+            "enum" => match value {
+                Value::Array(values) => {
+                    c.values = Some(values.clone());
+                    true
+                }
+                _ => false,
+            },
+            "properties" => match value {
+                // (Indexed by `u16`: more properties than that is left
+                // to jsonschema.)
+                Value::Object(properties) if u16::try_from(properties.len()).is_ok() => {
+                    for (name, schema) in properties {
+                        let at = format!("{here}/{}", escape(name));
+                        let id = self.child(schema, at);
+                        c.properties.push(Property {
+                            name: name.clone(),
+                            id,
+                            required: false,
+                        });
+                    }
+                    c.properties.sort_by(|a, b| a.name.cmp(&b.name));
+                    true
+                }
+                _ => false,
+            },
+            "required" => strings(value).map(|r| c.required = r).is_some(),
+            "additionalProperties" => is_schema(value)
+                .then(|| c.additional = Some(self.child(value, here)))
+                .is_some(),
+            "items" => is_schema(value)
+                .then(|| c.items = Some(self.child(value, here)))
+                .is_some(),
+            "minItems" => fill(
+                &mut c.bounds.get_or_insert_default().min_items,
+                count(value),
+            ),
+            "maxItems" => fill(
+                &mut c.bounds.get_or_insert_default().max_items,
+                count(value),
+            ),
+            "minLength" => fill(
+                &mut c.bounds.get_or_insert_default().min_length,
+                count(value),
+            ),
+            "maxLength" => fill(
+                &mut c.bounds.get_or_insert_default().max_length,
+                count(value),
+            ),
+            "minimum" => fill(&mut c.bounds.get_or_insert_default().minimum, bound(value)),
+            "maximum" => fill(&mut c.bounds.get_or_insert_default().maximum, bound(value)),
+            "exclusiveMinimum" => fill(
+                &mut c.bounds.get_or_insert_default().exclusive_minimum,
+                bound(value),
+            ),
+            "exclusiveMaximum" => fill(
+                &mut c.bounds.get_or_insert_default().exclusive_maximum,
+                bound(value),
+            ),
+            "anyOf" | "allOf" => match value {
+                Value::Array(schemas) if !schemas.is_empty() && schemas.iter().all(is_schema) => {
+                    let ids: Vec<Id> = schemas
+                        .iter()
+                        .enumerate()
+                        .map(|(i, s)| self.child(s, format!("{here}/{i}")))
+                        .collect();
+                    if key == "anyOf" {
+                        c.any_of = ids;
+                    } else {
+                        c.all_of = ids;
+                    }
+                    true
+                }
+                _ => false,
+            },
+            "$ref" => match value.as_str().and_then(local_pointer) {
+                Some(target) => {
+                    c.reference = Some(self.reference(&target));
+                    true
+                }
+                None => false,
+            },
+            _ => false,
+        }
+    }
+
     fn schema(&mut self, schema: &Value, pointer: &str) -> Node {
         let object = match schema {
             Value::Bool(true) => return Node::Any,
@@ -548,133 +642,38 @@ impl Compiler<'_> {
         let mut checks = false;
         for (key, value) in object {
             let here = format!("{pointer}/{}", escape(key));
-            let understood = match key.as_str() {
-                "type" => types(value).map(|t| c.types = t).is_some(),
-                "const" => {
-                    c.constant = Some(value.clone());
-                    true
-                }
-                "enum" => match value {
-                    Value::Array(values) => {
-                        c.values = Some(values.clone());
-                        true
-                    }
-                    _ => false,
-                },
-                "properties" => match value {
-                    // (Indexed by `u16`: more properties than that is left
-                    // to jsonschema.)
-                    Value::Object(properties) if u16::try_from(properties.len()).is_ok() => {
-                        for (name, schema) in properties {
-                            let at = format!("{here}/{}", escape(name));
-                            let id = self.child(schema, at);
-                            c.properties.push(Property {
-                                name: name.clone(),
-                                id,
-                                required: false,
-                            });
-                        }
-                        c.properties.sort_by(|a, b| a.name.cmp(&b.name));
-                        true
-                    }
-                    _ => false,
-                },
-                "required" => strings(value).map(|r| c.required = r).is_some(),
-                "additionalProperties" => is_schema(value)
-                    .then(|| c.additional = Some(self.child(value, here)))
-                    .is_some(),
-                "items" => is_schema(value)
-                    .then(|| c.items = Some(self.child(value, here)))
-                    .is_some(),
-                "minItems" | "maxItems" | "minLength" | "maxLength" => match count(value) {
-                    Some(n) => {
-                        let b = c.bounds.get_or_insert_default();
-                        *match key.as_str() {
-                            "minItems" => &mut b.min_items,
-                            "maxItems" => &mut b.max_items,
-                            "minLength" => &mut b.min_length,
-                            _ => &mut b.max_length,
-                        } = Some(n);
-                        true
-                    }
-                    None => false,
-                },
-                "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
-                    match bound(value) {
-                        Some(x) => {
-                            let b = c.bounds.get_or_insert_default();
-                            *match key.as_str() {
-                                "minimum" => &mut b.minimum,
-                                "maximum" => &mut b.maximum,
-                                "exclusiveMinimum" => &mut b.exclusive_minimum,
-                                _ => &mut b.exclusive_maximum,
-                            } = Some(x);
-                            true
-                        }
-                        None => false,
-                    }
-                }
-                "anyOf" | "allOf" => match value {
-                    Value::Array(schemas)
-                        if !schemas.is_empty() && schemas.iter().all(is_schema) =>
-                    {
-                        let ids: Vec<Id> = schemas
-                            .iter()
-                            .enumerate()
-                            .map(|(i, s)| self.child(s, format!("{here}/{i}")))
-                            .collect();
-                        if key == "anyOf" {
-                            c.any_of = ids;
-                        } else {
-                            c.all_of = ids;
-                        }
-                        true
-                    }
-                    _ => false,
-                },
-                "$ref" => match value.as_str().and_then(local_pointer) {
-                    Some(target) => {
-                        c.reference = Some(self.reference(&target));
-                        true
-                    }
-                    None => false,
-                },
-                "$defs" | "definitions" => match value {
+            // What only annotates (or holds definitions) first: it leaves
+            // the node `Any` when nothing else is there.
+            let annotation = match key.as_str() {
+                "format" => Some(value.is_string() && self.formats == Formats::Annotate),
+                "title" | "description" | "$comment" | "$schema" => Some(value.is_string()),
+                "deprecated" | "readOnly" | "writeOnly" => Some(value.is_boolean()),
+                "examples" => Some(value.is_array()),
+                "default" => Some(true),
+                "$defs" | "definitions" => Some(match value {
                     Value::Object(defs) if defs.values().all(is_schema) => {
                         // Compiled whether reached or not, so a complete
                         // subset vouches for every definition it holds.
                         for name in defs.keys() {
                             self.reference(&format!("{here}/{}", escape(name)));
                         }
-                        continue;
+                        true
                     }
                     _ => false,
-                },
-                "format" => value.is_string() && self.formats == Formats::Annotate,
-                "title" | "description" | "$comment" | "$schema" => value.is_string(),
-                "deprecated" | "readOnly" | "writeOnly" => value.is_boolean(),
-                "examples" => value.is_array(),
-                "default" => true,
-                extension if extension.starts_with("x-") => true,
-                _ => false,
+                }),
+                extension if extension.starts_with("x-") => Some(true),
+                _ => None,
+            };
+            let understood = if let Some(understood) = annotation {
+                understood
+            } else {
+                checks = true;
+                self.keyword(&mut c, key, value, here)
             };
             if !understood {
                 self.complete = false;
                 return Node::Never;
             }
-            checks |= !matches!(
-                key.as_str(),
-                "format"
-                    | "title"
-                    | "description"
-                    | "$comment"
-                    | "$schema"
-                    | "deprecated"
-                    | "readOnly"
-                    | "writeOnly"
-                    | "examples"
-                    | "default"
-            ) && !key.starts_with("x-");
         }
         if !checks {
             return Node::Any;
@@ -693,6 +692,14 @@ impl Compiler<'_> {
         c.required = rest;
         Node::Checks(Box::new(c))
     }
+}
+
+/// Puts `value` in `slot`: whether there was one (a keyword whose value
+/// has the wrong shape is outside the subset).
+fn fill<T>(slot: &mut Option<T>, value: Option<T>) -> bool {
+    let understood = value.is_some();
+    *slot = value;
+    understood
 }
 
 fn is_schema(value: &Value) -> bool {

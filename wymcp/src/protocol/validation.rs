@@ -294,24 +294,24 @@ mod tests {
     fn a_valid_message_never_compiles_jsonschema() {
         let schemas = Schemas::fresh();
         let revision = Revision::V2026_07_28;
-        let meta = serde_json::json!({
+        let meta = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {}
         });
-        let call = |params: Value| serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-        let good = call(serde_json::json!({"_meta": meta, "name": "t", "arguments": {"a": 1}}));
+        let call = |params: Value| json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+        let good = call(json!({"_meta": meta, "name": "t", "arguments": {"a": 1}}));
         assert_eq!(
             check(&schemas, revision, MessageKind::Request, &good),
             Ok(())
         );
         assert_eq!(schemas.compiled_yet(revision, "tools/call"), (true, false));
-        let bad = call(serde_json::json!({"_meta": meta, "name": 5}));
+        let bad = call(json!({"_meta": meta, "name": 5}));
         let error = check(&schemas, revision, MessageKind::Request, &bad).expect_err("a number");
         assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "{error:?}");
         assert_eq!(schemas.compiled_yet(revision, "tools/call"), (true, true));
         // The kind is the index's: a notification's method sent with an id
         // is refused before either validator is asked.
-        let cancel = serde_json::json!({"jsonrpc": "2.0", "id": 1,
+        let cancel = json!({"jsonrpc": "2.0", "id": 1,
             "method": "notifications/cancelled", "params": {"requestId": 1}});
         let error = check(&schemas, revision, MessageKind::Request, &cancel)
             .expect_err("a notification with an id");
