@@ -518,7 +518,7 @@ fn measure(
     let url = proc.url();
     let mut options = setup.runner.clone();
     options.cores = oha_core.map(|core| (core, core));
-    let summary = runner::oha(
+    let summary = runner::drive(
         &options,
         &Shot {
             url: &url,
@@ -931,7 +931,7 @@ fn shoot(
     let url = proc.url();
     let mut options = setup.runner.clone();
     options.cores = oha_core.map(|core| (core, core));
-    let summary = runner::oha(
+    let summary = runner::drive(
         &options,
         &Shot {
             url: &url,

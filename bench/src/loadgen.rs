@@ -25,8 +25,9 @@ use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method, Uri};
 use http_body_util::{BodyExt as _, Full, Limited};
 use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
+
+use crate::io::load::ready_sender;
 
 /// The most of one answer read (the harness's largest echo is 8 MB).
 const MAX_ANSWER: usize = 64 << 20;
@@ -222,19 +223,7 @@ async fn connection(plan: Arc<Plan>, left: Arc<AtomicUsize>, deadline: Instant) 
 /// Sends the plan's request once on `sender` (connecting first when there
 /// is none or it closed) and reads the answer whole: its status.
 async fn send(plan: &Plan, sender: &mut Option<SendRequest<Full<Bytes>>>) -> Result<u16, String> {
-    if sender.as_ref().is_none_or(SendRequest::is_closed) {
-        let stream = tokio::net::TcpStream::connect(plan.addr)
-            .await
-            .map_err(|e| format!("connecting: {e}"))?;
-        let _ = stream.set_nodelay(true);
-        let (ready, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| format!("handshake: {e}"))?;
-        tokio::spawn(connection);
-        *sender = Some(ready);
-    }
-    let ready = sender.as_mut().ok_or("no connection")?;
-    ready.ready().await.map_err(|e| e.to_string())?;
+    let ready = ready_sender(sender, plan.addr).await?;
     let mut request = http::Request::builder()
         .method(Method::POST)
         .uri(plan.uri.path())
@@ -296,6 +285,8 @@ pub fn main(args: &[String]) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    use hyper_util::rt::TokioIo;
+
     use super::*;
 
     fn args(list: &[&str]) -> Vec<String> {

@@ -295,7 +295,7 @@ pub(crate) struct Shot<'a> {
 
 /// Runs the load generator once and returns its JSON summary (`oha`'s, or
 /// the same shape from `wymcp-bench load`).
-pub(crate) fn oha(options: &Options, shot: &Shot<'_>) -> Result<Value, Error> {
+pub(crate) fn drive(options: &Options, shot: &Shot<'_>) -> Result<Value, Error> {
     let core = options.cores.map(|(_, load)| load);
     let (mut command, name) = match &options.load {
         LoadGenerator::Oha(path) => {
@@ -452,7 +452,7 @@ fn measure(
     server.alive()?;
     let pid = server.pid();
     let before = Stat::read(pid).map_err(io("reading /proc"))?;
-    let summary = oha(
+    let summary = drive(
         options,
         &Shot {
             url: &server.url,

@@ -228,22 +228,33 @@ struct Answer {
     body: Bytes,
 }
 
+/// The keep-alive HTTP/1.1 connection in `slot`, opened to `addr` first
+/// (no delay, its driver spawned) when there is none or it closed, once it
+/// is ready for a request. Shared with the harness's load generator
+/// ([`crate::loadgen`]).
+pub(crate) async fn ready_sender(
+    slot: &mut Option<SendRequest<Full<Bytes>>>,
+    addr: SocketAddr,
+) -> Result<&mut SendRequest<Full<Bytes>>, String> {
+    if slot.as_ref().is_none_or(SendRequest::is_closed) {
+        let stream = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("connecting: {e}"))?;
+        let _ = stream.set_nodelay(true);
+        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| format!("handshake: {e}"))?;
+        tokio::spawn(connection);
+        *slot = Some(sender);
+    }
+    let sender = slot.as_mut().ok_or("no connection")?;
+    sender.ready().await.map_err(|e| e.to_string())?;
+    Ok(sender)
+}
+
 impl Connection {
     async fn sender(&mut self) -> Result<&mut SendRequest<Full<Bytes>>, String> {
-        if self.sender.as_ref().is_none_or(SendRequest::is_closed) {
-            let stream = tokio::net::TcpStream::connect(self.addr)
-                .await
-                .map_err(|e| format!("connecting: {e}"))?;
-            let _ = stream.set_nodelay(true);
-            let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-                .await
-                .map_err(|e| format!("handshake: {e}"))?;
-            tokio::spawn(connection);
-            self.sender = Some(sender);
-        }
-        let sender = self.sender.as_mut().ok_or("no connection")?;
-        sender.ready().await.map_err(|e| e.to_string())?;
-        Ok(sender)
+        ready_sender(&mut self.sender, self.addr).await
     }
 
     async fn send(
