@@ -77,6 +77,95 @@ struct Walk {
     steps: u32,
 }
 
+/// A failure worded as jsonschema words it (see [`Subset::explain`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Failure {
+    /// The failing value's JSON pointer in the instance; for a missing
+    /// member, the pointer it would have.
+    pub(crate) pointer: String,
+    /// The keyword that failed.
+    pub(crate) keyword: &'static str,
+    /// What is wrong, the instance's value masked as `the value`.
+    pub(crate) message: String,
+}
+
+/// Where [`Subset::explain`] is: the walk, the path to the value being
+/// looked at, and what it found.
+struct Explain<'i> {
+    walk: Walk,
+    path: Vec<Step<'i>>,
+    found: Option<Failure>,
+    /// Set by a second failure, or by one not worded here.
+    unsure: bool,
+}
+
+enum Step<'i> {
+    Key(&'i str),
+    Index(usize),
+}
+
+impl Explain<'_> {
+    /// Records a failure at the current path (`also` appended to it); a
+    /// second makes the walk unsure (which jsonschema reports first is its
+    /// own order).
+    fn record(&mut self, keyword: &'static str, also: Option<&str>, message: &[&str]) {
+        if self.found.is_some() {
+            self.unsure = true;
+            return;
+        }
+        let mut pointer = String::with_capacity(32);
+        for step in &self.path {
+            pointer.push('/');
+            match step {
+                Step::Key(name) => push_escaped(&mut pointer, name),
+                Step::Index(at) => {
+                    use std::fmt::Write as _;
+                    // Writing to a String cannot fail.
+                    let _ = write!(pointer, "{at}");
+                }
+            }
+        }
+        if let Some(name) = also {
+            pointer.push('/');
+            push_escaped(&mut pointer, name);
+        }
+        self.found = Some(Failure {
+            pointer,
+            keyword,
+            message: message.concat(),
+        });
+    }
+
+    /// Records the member `name` missing, as `required` words it.
+    fn record_missing(&mut self, name: &str) {
+        if self.found.is_some() {
+            self.unsure = true;
+            return;
+        }
+        let quoted = Value::from(name).to_string();
+        self.record(
+            "required",
+            Some(name),
+            &[&quoted, " is a required property"],
+        );
+    }
+}
+
+/// Appends `name` to a JSON pointer, `~` and `/` escaped.
+fn push_escaped(pointer: &mut String, name: &str) {
+    if !name.contains(['~', '/']) {
+        pointer.push_str(name);
+        return;
+    }
+    for ch in name.chars() {
+        match ch {
+            '~' => pointer.push_str("~0"),
+            '/' => pointer.push_str("~1"),
+            _ => pointer.push(ch),
+        }
+    }
+}
+
 #[derive(Debug)]
 enum Node {
     /// `true`, or a schema with annotations only.
@@ -90,6 +179,9 @@ enum Node {
 struct Checks {
     /// `type`, as a set of [`Types`] bits; 0 when absent.
     types: u8,
+    /// Whether `types` is one type named by the `type` keyword (what
+    /// jsonschema words as `not of type "…"`).
+    named_type: bool,
     constant: Option<Value>,
     values: Option<Vec<Value>>,
     /// `properties`, each marked when `required` names it: those with
@@ -152,6 +244,20 @@ impl Types {
             "number" => Self::NUMBER,
             "integer" => Self::INTEGER,
             "string" => Self::STRING,
+            _ => return None,
+        })
+    }
+
+    /// The name of a single type bit, as JSON Schema spells it.
+    fn name(bits: u8) -> Option<&'static str> {
+        Some(match bits {
+            Self::NULL => "null",
+            Self::BOOLEAN => "boolean",
+            Self::OBJECT => "object",
+            Self::ARRAY => "array",
+            Self::NUMBER => "number",
+            Self::INTEGER => "integer",
+            Self::STRING => "string",
             _ => return None,
         })
     }
@@ -285,18 +391,12 @@ impl Subset {
             // `additionalProperties`.
             Some(additional) => {
                 let mut required = 0;
-                object.iter().all(|(name, value)| {
-                    let at = c.by_name.binary_search_by(|&at| {
-                        c.properties[usize::from(at)].name.as_str().cmp(name)
-                    });
-                    match at {
-                        Ok(at) => {
-                            let p = &c.properties[usize::from(c.by_name[at])];
-                            required += usize::from(p.required);
-                            self.node(p.id, value, walk)
-                        }
-                        Err(_) => self.node(additional, value, walk),
+                object.iter().all(|(name, value)| match c.property(name) {
+                    Some(p) => {
+                        required += usize::from(p.required);
+                        self.node(p.id, value, walk)
                     }
+                    None => self.node(additional, value, walk),
                 }) && required == c.required_properties
             }
         }
@@ -309,6 +409,170 @@ impl Subset {
         }) && c
             .items
             .is_none_or(|s| items.iter().all(|item| self.node(s, item, walk)))
+    }
+
+    /// The failure of `instance`, worded as jsonschema words it, when the
+    /// subset is sure it is the instance's only one and of a kind it words
+    /// exactly: a value of the wrong single `type`, a string `const` not
+    /// matched, a `required` member missing. `None` otherwise (ask
+    /// jsonschema, which decides and words it): two failures or more (which
+    /// comes first is jsonschema's order), one under `anyOf` or `allOf`
+    /// (reported there as the combinator's), any other keyword's, and
+    /// anything outside the subset.
+    ///
+    /// Asked only for a message [`holds`](Self::holds) did not vouch for:
+    /// a refusal worded here never runs jsonschema's validator. A test holds
+    /// every failure worded here to jsonschema's over the corpus.
+    pub(crate) fn explain(&self, instance: &Value) -> Option<Failure> {
+        let mut explain = Explain {
+            walk: Walk { depth: 0, steps: 0 },
+            path: Vec::new(),
+            found: None,
+            unsure: false,
+        };
+        self.explain_node(self.root, instance, &mut explain);
+        if explain.unsure { None } else { explain.found }
+    }
+
+    fn explain_node<'i>(&self, id: Id, instance: &'i Value, e: &mut Explain<'i>) {
+        if e.unsure {
+            return;
+        }
+        if e.walk.depth >= MAX_DEPTH || e.walk.steps >= MAX_STEPS {
+            e.unsure = true;
+            return;
+        }
+        e.walk.steps += 1;
+        match self.nodes.get(id as usize) {
+            Some(Node::Any) => {}
+            Some(Node::Checks(checks)) => {
+                e.walk.depth += 1;
+                self.explain_checks(checks, instance, e);
+                e.walk.depth -= 1;
+            }
+            Some(Node::Never) | None => e.unsure = true,
+        }
+    }
+
+    fn explain_checks<'i>(&self, c: &Checks, instance: &'i Value, e: &mut Explain<'i>) {
+        if let Some(target) = c.reference {
+            self.explain_node(target, instance, e);
+        }
+        if c.types != 0 && !has_type(c.types, instance) {
+            // One type named by `type` itself (not an `anyOf` merged into
+            // it), and no number that might be an integer written `1.0`.
+            let named = c.named_type && !(instance.is_number() && c.types & Types::INTEGER != 0);
+            match Types::name(c.types) {
+                Some(name) if named => {
+                    e.record("type", None, &["the value is not of type \"", name, "\""]);
+                }
+                _ => e.unsure = true,
+            }
+        }
+        if let Some(constant) = &c.constant
+            && constant != instance
+        {
+            // A string is equal to no other kind of value, so the
+            // comparison is exact; numbers are left to jsonschema.
+            match constant {
+                Value::String(_) => {
+                    let quoted = constant.to_string();
+                    e.record("const", None, &[&quoted, " was expected"]);
+                }
+                _ => e.unsure = true,
+            }
+        }
+        if let Some(values) = &c.values
+            && !values.contains(instance)
+        {
+            e.unsure = true;
+        }
+        match instance {
+            Value::Object(object) => self.explain_object(c, object, e),
+            Value::Array(items) => {
+                let counted = c.bounds.as_deref().is_none_or(|b| {
+                    let n = items.len() as u64;
+                    b.min_items.is_none_or(|min| n >= min) && b.max_items.is_none_or(|max| n <= max)
+                });
+                if !counted {
+                    e.unsure = true;
+                }
+                if let Some(schema) = c.items {
+                    for (at, item) in items.iter().enumerate() {
+                        e.path.push(Step::Index(at));
+                        self.explain_node(schema, item, e);
+                        e.path.pop();
+                    }
+                }
+            }
+            Value::String(text) => {
+                if !c.bounds.as_deref().is_none_or(|b| length_fits(b, text)) {
+                    e.unsure = true;
+                }
+            }
+            Value::Number(number) => {
+                if !c.bounds.as_deref().is_none_or(|b| bounds_fit(b, number)) {
+                    e.unsure = true;
+                }
+            }
+            Value::Null | Value::Bool(_) => {}
+        }
+        // A failure under a combinator is reported as the combinator's.
+        if !e.unsure {
+            let any = c.any_of.is_empty()
+                || c.any_of
+                    .iter()
+                    .any(|&s| self.node(s, instance, &mut e.walk));
+            let all = any
+                && c.all_of
+                    .iter()
+                    .all(|&s| self.node(s, instance, &mut e.walk));
+            if !all {
+                e.unsure = true;
+            }
+        }
+    }
+
+    fn explain_object<'i>(&self, c: &Checks, object: &'i Map<String, Value>, e: &mut Explain<'i>) {
+        for name in &c.required {
+            if !object.contains_key(name) {
+                e.record_missing(name);
+            }
+        }
+        let Some(additional) = c.additional else {
+            for p in &c.properties {
+                match object.get_key_value(&p.name) {
+                    Some((name, value)) => {
+                        e.path.push(Step::Key(name));
+                        self.explain_node(p.id, value, e);
+                        e.path.pop();
+                    }
+                    None if p.required => e.record_missing(&p.name),
+                    None => {}
+                }
+            }
+            return;
+        };
+        let mut required = 0;
+        for (name, value) in object {
+            let schema = match c.property(name) {
+                Some(p) => {
+                    required += usize::from(p.required);
+                    p.id
+                }
+                None => additional,
+            };
+            e.path.push(Step::Key(name));
+            self.explain_node(schema, value, e);
+            e.path.pop();
+        }
+        if required != c.required_properties {
+            for p in c.properties.iter().filter(|p| p.required) {
+                if !object.contains_key(&p.name) {
+                    e.record_missing(&p.name);
+                }
+            }
+        }
     }
 }
 
@@ -404,6 +668,15 @@ fn simplify(nodes: &mut [Node], root: Id) -> Id {
 }
 
 impl Checks {
+    /// The property named `name`, found by name.
+    fn property(&self, name: &str) -> Option<&Property> {
+        let at = self
+            .by_name
+            .binary_search_by(|&at| self.properties[usize::from(at)].name.as_str().cmp(name))
+            .ok()?;
+        self.properties.get(usize::from(self.by_name[at]))
+    }
+
     /// Whether `$ref` is the only check.
     fn only_refers(&self) -> bool {
         self.reference.is_some() && self.types == 0 && !self.has_parts() && !self.has_values()
@@ -538,7 +811,12 @@ impl Compiler<'_> {
     /// with a value of the meta-schema's shape.
     fn keyword(&mut self, c: &mut Checks, key: &str, value: &Value, here: String) -> bool {
         match key {
-            "type" => types(value).map(|t| c.types = t).is_some(),
+            "type" => types(value)
+                .map(|t| {
+                    c.types = t;
+                    c.named_type = t.is_power_of_two();
+                })
+                .is_some(),
             "const" => {
                 c.constant = Some(value.clone());
                 true
@@ -932,6 +1210,43 @@ pub(crate) mod corpus {
         }
     }
 
+    /// `value` with one change: a member removed, or one value (the whole,
+    /// or one reached by a random walk down) replaced by junk.
+    pub(crate) fn mutate_once(value: &mut Value, rng: &mut Rng) {
+        let junk = junk();
+        let mut at = value;
+        loop {
+            let len = match &*at {
+                Value::Object(members) => members.len(),
+                Value::Array(items) => items.len(),
+                _ => 0,
+            };
+            if len == 0 || !rng.chance(700) {
+                *at = rng.pick(&junk).clone();
+                return;
+            }
+            let pick = rng.below(len);
+            at = match at {
+                Value::Object(members) => {
+                    if rng.chance(250) {
+                        let name = members.keys().nth(pick).cloned().unwrap_or_default();
+                        members.remove(&name);
+                        return;
+                    }
+                    match members.values_mut().nth(pick) {
+                        Some(next) => next,
+                        None => return,
+                    }
+                }
+                Value::Array(items) => match items.get_mut(pick) {
+                    Some(next) => next,
+                    None => return,
+                },
+                _ => return,
+            };
+        }
+    }
+
     /// Whether `value` holds an edge the subset leaves to jsonschema: a
     /// float with no fraction, or an integer beyond 2^53.
     pub(crate) fn has_edge(value: &Value) -> bool {
@@ -994,6 +1309,14 @@ mod tests {
             json!({"$defs": {"T": {"type": "object", "properties": {"c": {"$ref": "#/$defs/T"}},
                                    "additionalProperties": false}},
                    "$ref": "#/$defs/T"}),
+            json!({"type": ["string"]}),
+            json!({"anyOf": [{"type": "string"}]}),
+            json!({"const": "x"}),
+            json!({"const": "a\"b/c"}),
+            json!({"type": "object", "required": ["a", "b~/c"],
+                   "properties": {"a": {"type": "integer"}, "c": {"const": "x"}}}),
+            json!({"type": "array", "items": {"type": "object", "required": ["x/y"],
+                   "additionalProperties": {"type": "string"}}}),
             json!({"type": "string", "format": "uri", "title": "t", "description": "d",
                    "default": 1, "examples": [1], "x-mcp-header": "A"}),
         ]
@@ -1023,11 +1346,41 @@ mod tests {
         all
     }
 
+    /// Holds a refusal the subset words to jsonschema's first error, word
+    /// for word; whether it was worded.
+    fn worded_as_jsonschema(
+        subset: &Subset,
+        validator: &jsonschema::Validator,
+        value: &Value,
+    ) -> bool {
+        let Some(ours) = subset.explain(value) else {
+            return false;
+        };
+        let theirs = validator.validate(value).map_err(|error| {
+            let mut pointer = error.instance_path().as_str().to_owned();
+            if let jsonschema::error::ValidationErrorKind::Required { property } = error.kind()
+                && let Some(name) = property.as_str()
+            {
+                pointer.push('/');
+                push_escaped(&mut pointer, name);
+            }
+            (
+                pointer,
+                error.kind().keyword().to_owned(),
+                error.masked_with("the value").to_string(),
+            )
+        });
+        let ours = (ours.pointer, ours.keyword.to_owned(), ours.message);
+        assert_eq!(Err(ours), theirs, "worded otherwise: {value}");
+        true
+    }
+
     /// The rule, keyword by keyword: whatever the subset accepts,
     /// jsonschema accepts; and on values without the edges it leaves to
     /// jsonschema (integral floats, integers beyond 2^53), both agree.
     #[test]
     fn each_keyword_judges_as_jsonschema_does() {
+        let mut worded = 0;
         for schema in schemas() {
             let subset = Subset::compile(&schema, "", Formats::Annotate);
             assert!(subset.is_complete(), "{schema}");
@@ -1042,8 +1395,10 @@ mod tests {
                 if !has_edge(&value) {
                     assert_eq!(ours, theirs, "{schema} {value}");
                 }
+                worded += usize::from(worded_as_jsonschema(&subset, &validator, &value));
             }
         }
+        assert!(worded > 100, "{worded} refusals worded by the subset");
     }
 
     /// Outside the subset is never valid here, and marks the subset
@@ -1135,6 +1490,7 @@ mod tests {
         let validator = jsonschema::validator_for(&derived).expect("compiles");
         let mut rng = Rng::new(7);
         let mut agreed = 0;
+        let mut worded = 0;
         for round in 0..3_000 {
             let chaos = [0, 20, 150][round % 3];
             let value = instance(&derived, &derived, &mut rng, chaos);
@@ -1145,8 +1501,10 @@ mod tests {
                 assert_eq!(ours, theirs, "{value}");
                 agreed += usize::from(ours);
             }
+            worded += usize::from(!ours && worded_as_jsonschema(&subset, &validator, &value));
         }
         assert!(agreed > 300, "{agreed} generated values were valid");
+        assert!(worded > 100, "{worded} refusals worded by the subset");
     }
 
     /// A `$ref` cycle that consumes no instance, and nesting past the

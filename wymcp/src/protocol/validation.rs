@@ -181,11 +181,16 @@ pub(crate) fn check(
         }
         _ => {}
     }
-    // wymcp's own check vouches for most valid messages; only what it does
-    // not (every invalid message, and the few valid ones outside its
-    // subset) is compiled for and judged by jsonschema, which words the error.
+    // wymcp's own check vouches for most valid messages, and words a
+    // refusal whose only failure is a plain one (a wrong type, a string
+    // `const`, a missing member) as jsonschema would; only the rest (other
+    // refusals, and the few valid messages outside its subset) is compiled
+    // for and judged by jsonschema, which words the error.
     if quick.holds(message) {
         return Ok(());
+    }
+    if let Some(failure) = quick.explain(message) {
+        return Err(schema_error(failure));
     }
     let Ok(definition) = quick.definition() else {
         // The definition is compiled on its first use; should it not
@@ -289,7 +294,8 @@ mod tests {
 
     /// Issue 26 §1: a valid message is vouched for by the subset, and
     /// jsonschema's validator of its method is neither compiled nor run;
-    /// the first invalid one compiles it and is refused as before.
+    /// nor is it for a refusal the subset words (§2); the first other
+    /// invalid one compiles it and is refused as before.
     #[test]
     fn a_valid_message_never_compiles_jsonschema() {
         let schemas = Schemas::fresh();
@@ -305,8 +311,23 @@ mod tests {
             Ok(())
         );
         assert_eq!(schemas.compiled_yet(revision, "tools/call"), (true, false));
+        // A single plain failure is worded by the subset: still no
+        // jsonschema validator.
         let bad = call(json!({"_meta": meta, "name": 5}));
         let error = check(&schemas, revision, MessageKind::Request, &bad).expect_err("a number");
+        assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "{error:?}");
+        assert_eq!(
+            error.message,
+            "invalid params: /params/name: the value is not of type \"string\""
+        );
+        assert_eq!(
+            error.data,
+            Some(json!({"pointer": "/params/name", "keyword": "type"}))
+        );
+        assert_eq!(schemas.compiled_yet(revision, "tools/call"), (true, false));
+        // Two failures: jsonschema chooses and words, compiled now.
+        let worse = call(json!({"_meta": meta, "name": 5, "arguments": 5}));
+        let error = check(&schemas, revision, MessageKind::Request, &worse).expect_err("numbers");
         assert_eq!(error.code, ErrorCode::INVALID_PARAMS, "{error:?}");
         assert_eq!(schemas.compiled_yet(revision, "tools/call"), (true, true));
         // The kind is the index's: a notification's method sent with an id
