@@ -1339,6 +1339,8 @@ mod tests {
             json!({"a": [1, "x"]}),
             json!({"c": {"c": {}}}),
             json!({"c": {"c": {"d": 1}}}),
+            json!({"a": 1, "x/y~z": 2}),
+            json!([{"x/y": "s"}, {"x/y": 1}]),
             json!([1]),
             json!([1, 2, 3]),
             json!([1.5]),
@@ -1361,8 +1363,9 @@ mod tests {
             if let jsonschema::error::ValidationErrorKind::Required { property } = error.kind()
                 && let Some(name) = property.as_str()
             {
+                // Escaped as RFC 6901 says, not by the code under test.
                 pointer.push('/');
-                push_escaped(&mut pointer, name);
+                pointer.push_str(&name.replace('~', "~0").replace('/', "~1"));
             }
             (
                 pointer,
