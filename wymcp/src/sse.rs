@@ -18,7 +18,9 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -64,6 +66,108 @@ pub(crate) trait EventSource: Send + Unpin + 'static {
 
     /// Whether the event just given was the last.
     fn finished(&self) -> bool;
+
+    /// The source's [`Gate`], if it keeps one: the writer then polls its
+    /// keep-alive timer with the gate's waker, and only when the gate says
+    /// a rare source woke. A source that keeps one follows the
+    /// polling task with it ([`Gate::follow`]) in every
+    /// [`poll_event`](Self::poll_event).
+    fn gate(&self) -> Option<&Arc<Gate>> {
+        None
+    }
+}
+
+/// What a long-lived stream's rare sources (for a listen stream: a close, a
+/// resync, its place giving way, its lifetime, a refusal of its
+/// credentials, and the writer's keep-alive timer) are polled with: a
+/// waker that notes that one of them woke before waking the stream's task.
+///
+/// A listen stream is woken by a change at every delivery and by a rare
+/// source about never; a wake-up that did not come through the gate polls
+/// the change receiver alone, not six sources that did not fire (each poll
+/// of one takes a lock, registers a waker and spends tokio's budget: most
+/// of what a delivery cost over bare hyper's, BENCHMARKS.md "Listen
+/// streams"). The source and the writer each have a bit: a wake sets both,
+/// each takes its own.
+#[derive(Debug)]
+pub(crate) struct Gate {
+    /// Who the task last followed is (`Waker::data` and `Waker::vtable` as
+    /// addresses, what `Waker::will_wake` compares), read without the lock:
+    /// a poll by the task followed already (every poll of a connection's)
+    /// takes no lock. Written only by [`follow`](Self::follow), which only
+    /// the stream's poller calls.
+    seen: [AtomicUsize; 2],
+    /// The bits of those that have not looked since a rare source woke;
+    /// all set at the start, so the first poll registers every source.
+    woken: AtomicU8,
+    /// The task to wake: the one that last polled the stream.
+    task: Mutex<Option<Waker>>,
+}
+
+impl Gate {
+    /// The source's bit.
+    pub(crate) const SOURCE: u8 = 1;
+    /// The writer's bit.
+    pub(crate) const WRITER: u8 = 2;
+
+    /// A gate (the rare sources are polled with `Waker::from` it: made
+    /// when they are polled, about never, so a stream keeps no waker).
+    pub(crate) fn new() -> Arc<Gate> {
+        Arc::new(Gate {
+            seen: [AtomicUsize::new(0), AtomicUsize::new(0)],
+            woken: AtomicU8::new(Gate::SOURCE | Gate::WRITER),
+            task: Mutex::new(None),
+        })
+    }
+
+    /// Follows the task polling the stream now (a clone only when it
+    /// changed, which a connection's task never does).
+    pub(crate) fn follow(&self, task: &Waker) {
+        let who = [
+            task.data() as usize,
+            std::ptr::from_ref(task.vtable()) as usize,
+        ];
+        if self.seen[0].load(Ordering::Relaxed) == who[0]
+            && self.seen[1].load(Ordering::Relaxed) == who[1]
+        {
+            return;
+        }
+        *self.task.lock().unwrap_or_else(PoisonError::into_inner) = Some(task.clone());
+        self.seen[0].store(who[0], Ordering::Relaxed);
+        self.seen[1].store(who[1], Ordering::Relaxed);
+    }
+
+    /// Whether a rare source woke since `bit` last looked (and forgets it).
+    pub(crate) fn take(&self, bit: u8) -> bool {
+        self.woken.load(Ordering::Relaxed) & bit != 0
+            && self.woken.fetch_and(!bit, Ordering::Acquire) & bit != 0
+    }
+
+    /// Asks for `bit`'s sources to be polled again at its next look (one
+    /// fired and was handled, or a timer was set anew).
+    pub(crate) fn again(&self, bit: u8) {
+        self.woken.fetch_or(bit, Ordering::Relaxed);
+    }
+}
+
+impl Wake for Gate {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken
+            .fetch_or(Gate::SOURCE | Gate::WRITER, Ordering::Release);
+        // Woken outside the lock: a waker that polls at once cannot deadlock.
+        let task = self
+            .task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(task) = task {
+            task.wake();
+        }
+    }
 }
 
 impl<E: EventSource + ?Sized> EventSource for Box<E> {
@@ -73,6 +177,10 @@ impl<E: EventSource + ?Sized> EventSource for Box<E> {
 
     fn finished(&self) -> bool {
         (**self).finished()
+    }
+
+    fn gate(&self) -> Option<&Arc<Gate>> {
+        (**self).gate()
     }
 }
 
@@ -125,8 +233,9 @@ pub(crate) fn respond_events<E: EventSource>(
     response
 }
 
-/// The body of an SSE answer: the events not yet sent, the source of the
-/// rest, and the keep-alive timer.
+/// The body of an SSE answer: the events there first, not yet sent, the
+/// source of the rest (given as they come, through no buffer), and the
+/// keep-alive timer.
 ///
 /// The timer is not reset at each event (a reset per event per stream is
 /// what a change fanned out to many streams would pay): an event records
@@ -158,10 +267,12 @@ impl<S: EventSource> http_body::Body for Stream<S> {
                 return Poll::Ready(None);
             }
             match this.source.poll_event(cx) {
+                // Given as it comes: `pending` holds only what was there
+                // first, so a stream keeps no buffer for its later events.
                 Poll::Ready(Some(event)) => {
-                    this.pending.push_back(event);
                     this.done = this.source.finished();
-                    continue;
+                    this.last_sent = tokio::time::Instant::now();
+                    return Poll::Ready(Some(Ok(Frame::data(event))));
                 }
                 Poll::Ready(None) => {
                     this.done = true;
@@ -169,7 +280,28 @@ impl<S: EventSource> http_body::Body for Stream<S> {
                 }
                 Poll::Pending => {}
             }
-            if this.keep_alive.as_mut().poll(cx).is_ready() {
+            // With a gate, the timer is polled only when it (or another
+            // rare source) woke, and with the gate's waker.
+            let fired = match this.source.gate() {
+                None => this.keep_alive.as_mut().poll(cx).is_ready(),
+                Some(gate) if gate.take(Gate::WRITER) => {
+                    let waker = Waker::from(gate.clone());
+                    let fired = this
+                        .keep_alive
+                        .as_mut()
+                        .poll(&mut Context::from_waker(&waker))
+                        .is_ready();
+                    if fired {
+                        // Set anew below, then polled again to register (what
+                        // the `Future` contract asks; tokio 1.54 happens to
+                        // keep the waker across a reset, so no test can tell).
+                        gate.again(Gate::WRITER);
+                    }
+                    fired
+                }
+                Some(_) => false,
+            };
+            if fired {
                 let due = this.last_sent + KEEP_ALIVE;
                 let now = tokio::time::Instant::now();
                 if due > now {
@@ -177,8 +309,10 @@ impl<S: EventSource> http_body::Body for Stream<S> {
                     this.keep_alive.as_mut().reset(due);
                 } else {
                     this.keep_alive.as_mut().reset(now + KEEP_ALIVE);
-                    this.pending
-                        .push_back(Bytes::from_static(KEEP_ALIVE_COMMENT));
+                    this.last_sent = now;
+                    return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(
+                        KEEP_ALIVE_COMMENT,
+                    )))));
                 }
                 continue;
             }
@@ -235,6 +369,26 @@ mod tests {
             &body[..],
             b"data: {\"a\":1}\n\ndata: {\"b\":2}\n\ndata: {\"c\":3}\n\n"
         );
+    }
+
+    /// Rule (issue 26 §3): an event from the source is given as it comes;
+    /// a stream keeps no buffer for it (a buffer kept would be memory every
+    /// idle stream holds after its first event).
+    #[tokio::test]
+    async fn events_from_the_source_leave_no_buffer_behind() {
+        let mut stream = Stream {
+            pending: VecDeque::new(),
+            done: false,
+            source: Messages(Script(VecDeque::from(["{\"b\":2}", "{\"c\":3}"]), false)),
+            keep_alive: Box::pin(tokio::time::sleep(KEEP_ALIVE)),
+            last_sent: tokio::time::Instant::now(),
+        };
+        let mut said = Vec::new();
+        while let Some(frame) = stream.frame().await {
+            said.extend_from_slice(&frame.unwrap().into_data().unwrap());
+        }
+        assert_eq!(&said[..], b"data: {\"b\":2}\n\ndata: {\"c\":3}\n\n");
+        assert_eq!(stream.pending.capacity(), 0);
     }
 
     /// Never says anything.

@@ -74,7 +74,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -574,6 +574,7 @@ impl Listen {
             }
             Mode::Session { .. } => Envelopes::new(None, None, &filter),
         };
+        let rare = sse::Gate::new();
         let mut stream = ListenStream {
             pending,
             next_change: Some(next(changes)),
@@ -590,6 +591,7 @@ impl Listen {
             next_refusal: self.recheck.map(refused),
             outlived: false,
             permits: self.permits,
+            rare,
         };
         if self.behind {
             stream.fell_behind();
@@ -633,53 +635,69 @@ struct Envelopes {
     tools: Bytes,
     prompts: Bytes,
     resources: Bytes,
-    /// `data: {…"params":{"uri":`
-    updated_head: &'static [u8],
     /// `,"_meta":{…}}}` and the event's end
     updated_tail: Bytes,
 }
 
+/// An `updated` event's head: `data: {…"params":{"uri":`.
+const UPDATED_HEAD: &[u8] =
+    br#"data: {"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"#;
+
+/// The untagged envelopes (a 2025 GET stream's), the same for every
+/// stream: shared, not rendered per stream.
+const UNTAGGED_TOOLS: &[u8] =
+    b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n";
+const UNTAGGED_PROMPTS: &[u8] =
+    b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/prompts/list_changed\"}\n\n";
+const UNTAGGED_RESOURCES: &[u8] =
+    b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/list_changed\"}\n\n";
+const UNTAGGED_UPDATED_TAIL: &[u8] = b"}}\n\n";
+
 impl Envelopes {
     /// The envelopes of a stream whose list_changed carry `meta` and whose
-    /// `updated` carry `updated_meta` as `params._meta` (none: untagged).
+    /// `updated` carry `updated_meta` as `params._meta` (none: untagged,
+    /// and shared).
     fn new(meta: Option<&Value>, updated_meta: Option<&Value>, filter: &Filter) -> Self {
-        let changed = |on: bool, method: &str| match (on, meta) {
+        let changed = |on: bool, method: &str, untagged: &'static [u8]| match (on, meta) {
             (false, _) => Bytes::new(),
             (true, Some(meta)) => {
                 event(&json!({"jsonrpc": "2.0", "method": method, "params": {"_meta": meta}}))
             }
-            (true, None) => event(&json!({"jsonrpc": "2.0", "method": method})),
+            (true, None) => Bytes::from_static(untagged),
         };
-        let mut tail = Vec::new();
-        if let Some(meta) = updated_meta {
-            tail.extend_from_slice(b",\"_meta\":");
-            tail.extend(serde_json::to_vec(meta).unwrap_or_default());
-        }
-        tail.extend_from_slice(b"}}");
-        tail.extend_from_slice(sse::EVENT_TAIL);
+        let updated_tail = match updated_meta {
+            None => Bytes::from_static(UNTAGGED_UPDATED_TAIL),
+            Some(meta) => {
+                let mut tail = b",\"_meta\":".to_vec();
+                tail.extend(serde_json::to_vec(meta).unwrap_or_default());
+                tail.extend_from_slice(UNTAGGED_UPDATED_TAIL);
+                Bytes::from(tail)
+            }
+        };
         Envelopes {
             tools: changed(
                 filter.tools_list_changed,
                 "notifications/tools/list_changed",
+                UNTAGGED_TOOLS,
             ),
             prompts: changed(
                 filter.prompts_list_changed,
                 "notifications/prompts/list_changed",
+                UNTAGGED_PROMPTS,
             ),
             resources: changed(
                 filter.resources_list_changed,
                 "notifications/resources/list_changed",
+                UNTAGGED_RESOURCES,
             ),
-            updated_head:
-                br#"data: {"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"#,
-            updated_tail: Bytes::from(tail),
+            updated_tail,
         }
     }
 
     fn updated(&self, uri: &str) -> Bytes {
         let mut out =
-            Vec::with_capacity(self.updated_head.len() + uri.len() + 2 + self.updated_tail.len());
-        out.extend_from_slice(self.updated_head);
+            Vec::with_capacity(UPDATED_HEAD.len() + uri.len() + 2 + self.updated_tail.len());
+        out.extend_from_slice(UPDATED_HEAD);
         // Serialising a string cannot fail.
         out.extend(serde_json::to_vec(uri).unwrap_or_default());
         out.extend_from_slice(&self.updated_tail);
@@ -703,6 +721,18 @@ fn next<T: Clone + Send + 'static>(mut rx: broadcast::Receiver<T>) -> Next<T> {
         let received = rx.recv().await;
         (received, rx)
     })
+}
+
+/// Which rare source fired.
+enum Fired {
+    Close,
+    Resync(
+        Result<(), broadcast::error::RecvError>,
+        broadcast::Receiver<()>,
+    ),
+    Evicted,
+    Lifetime,
+    Refused,
 }
 
 /// An open listen stream: the messages not yet given, and the bus it hears.
@@ -733,6 +763,10 @@ pub(crate) struct ListenStream {
     /// Whether the caller may be told of an update to a URI (see
     /// [`Listen::permits`]).
     permits: Option<Permits>,
+    /// Whether a rare source woke, and the waker they are polled with: the
+    /// stream's close, resync, place, lifetime and refusal, and the SSE
+    /// writer's keep-alive timer (see [`sse::Gate`]).
+    rare: Arc<sse::Gate>,
 }
 
 impl std::fmt::Debug for ListenStream {
@@ -905,6 +939,38 @@ impl ListenStream {
         self.end();
         self.pending.push_back(sse::event(&error));
     }
+
+    /// Polls the rare sources with their own waker, in order (a close
+    /// before a resync, the place before the lifetime, the lifetime before
+    /// a refusal); the first that fired.
+    fn poll_rare(&mut self) -> Option<Fired> {
+        let waker = Waker::from(self.rare.clone());
+        let mut cx = Context::from_waker(&waker);
+        if let Some(next_close) = &mut self.next_close
+            && next_close.as_mut().poll(&mut cx).is_ready()
+        {
+            return Some(Fired::Close);
+        }
+        if let Some(next_resync) = &mut self.next_resync
+            && let Poll::Ready((received, rx)) = next_resync.as_mut().poll(&mut cx)
+        {
+            return Some(Fired::Resync(received, rx));
+        }
+        if let Some(next_eviction) = &mut self.next_eviction
+            && next_eviction.as_mut().poll(&mut cx).is_ready()
+        {
+            return Some(Fired::Evicted);
+        }
+        if self.end_of_life.as_mut().poll(&mut cx).is_ready() {
+            return Some(Fired::Lifetime);
+        }
+        if let Some(next_refusal) = &mut self.next_refusal
+            && next_refusal.as_mut().poll(&mut cx).is_ready()
+        {
+            return Some(Fired::Refused);
+        }
+        None
+    }
 }
 
 impl MessageSource for ListenStream {
@@ -921,6 +987,7 @@ impl MessageSource for ListenStream {
 /// they are.
 impl sse::EventSource for ListenStream {
     fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        self.rare.follow(cx.waker());
         loop {
             if let Some(message) = self.pending.pop_front() {
                 return Poll::Ready(Some(message));
@@ -948,43 +1015,33 @@ impl sse::EventSource for ListenStream {
                 }
                 continue;
             }
-            if let Some(next_close) = &mut self.next_close
-                && next_close.as_mut().poll(cx).is_ready()
+            // The rare sources, only when one of them woke.
+            if self.rare.take(sse::Gate::SOURCE)
+                && let Some(fired) = self.poll_rare()
             {
-                // Asked to close, or the bus is gone: either way, end cleanly.
-                self.close();
-                continue;
-            }
-            if let Some(next_resync) = &mut self.next_resync
-                && let Poll::Ready((received, rx)) = next_resync.as_mut().poll(cx)
-            {
-                match received {
-                    Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                self.rare.again(sse::Gate::SOURCE);
+                match fired {
+                    // Asked to close, or the bus is gone: either way, end cleanly.
+                    Fired::Close => self.close(),
+                    Fired::Resync(Ok(()) | Err(broadcast::error::RecvError::Lagged(_)), rx) => {
                         tracing::debug!(target: "wymcp::listen", "the relay may have missed changes; the stream is told conservatively");
                         self.next_resync = Some(next(rx));
                         self.fell_behind();
                     }
-                    Err(broadcast::error::RecvError::Closed) => self.next_resync = None,
+                    Fired::Resync(Err(broadcast::error::RecvError::Closed), _) => {
+                        self.next_resync = None;
+                    }
+                    Fired::Evicted => self.give_way(),
+                    Fired::Lifetime => {
+                        tracing::debug!(target: "wymcp::listen", "a listen stream reached its lifetime or its credentials' expiry");
+                        self.close();
+                        self.outlived = true;
+                    }
+                    Fired::Refused => {
+                        tracing::debug!(target: "wymcp::listen", "a listen stream's credentials were refused on asking again");
+                        self.close();
+                    }
                 }
-                continue;
-            }
-            if let Some(next_eviction) = &mut self.next_eviction
-                && next_eviction.as_mut().poll(cx).is_ready()
-            {
-                self.give_way();
-                continue;
-            }
-            if self.end_of_life.as_mut().poll(cx).is_ready() {
-                tracing::debug!(target: "wymcp::listen", "a listen stream reached its lifetime or its credentials' expiry");
-                self.close();
-                self.outlived = true;
-                continue;
-            }
-            if let Some(next_refusal) = &mut self.next_refusal
-                && next_refusal.as_mut().poll(cx).is_ready()
-            {
-                tracing::debug!(target: "wymcp::listen", "a listen stream's credentials were refused on asking again");
-                self.close();
                 continue;
             }
             // A catch-up after falling behind: one watched URI per poll.
@@ -998,12 +1055,17 @@ impl sse::EventSource for ListenStream {
     fn finished(&self) -> bool {
         self.done && self.pending.is_empty()
     }
+
+    fn gate(&self) -> Option<&Arc<sse::Gate>> {
+        Some(&self.rare)
+    }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::Wake;
     use std::time::Duration;
 
     use super::*;
@@ -1191,7 +1253,7 @@ mod tests {
     }
 
     /// The most a listen stream may be, in bytes (see above).
-    const LISTEN_STREAM_MAX: usize = 440;
+    const LISTEN_STREAM_MAX: usize = 416;
 
     #[tokio::test]
     async fn close_sends_the_complete_result_then_ends() {
@@ -1225,6 +1287,165 @@ mod tests {
             0,
             "the place is given back"
         );
+    }
+
+    /// Counts its polls; never resolves.
+    struct Polls(Arc<AtomicUsize>);
+
+    impl Future for Polls {
+        type Output = ();
+
+        fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Poll::Pending
+        }
+    }
+
+    /// Counts its wake-ups.
+    #[derive(Default)]
+    struct Wakes(AtomicUsize);
+
+    impl Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Rule (issue 26 §3): a stream woken by a change polls the change
+    /// receiver alone; its rare sources (here a refusal that counts its
+    /// polls) are polled once to register, then only when one of them
+    /// woke, and they still end the stream when they fire.
+    #[tokio::test]
+    async fn a_change_polls_no_source_that_did_not_wake_the_stream() {
+        let bus = ChangeBus::new();
+        let mut body =
+            Listen::new(json!(1), filter(json!({"toolsListChanged": true}))).open(&bus, place());
+        let polls = Arc::new(AtomicUsize::new(0));
+        body.next_refusal = Some(Box::pin(Polls(polls.clone())));
+        let _ack = next_event(&mut body).await;
+        for _ in 0..5 {
+            // The stream waits idle, then a change wakes it.
+            let (event, delivered) = tokio::join!(next_event(&mut body), async {
+                tokio::task::yield_now().await;
+                bus.publish(Change::ToolsListChanged)
+            });
+            assert_eq!(delivered, 1);
+            assert_eq!(event["method"], "notifications/tools/list_changed");
+        }
+        assert_eq!(
+            polls.load(Ordering::SeqCst),
+            1,
+            "polled once, when the stream first waited"
+        );
+        assert_eq!(bus.close_all(), 1);
+        assert_eq!(
+            next_event(&mut body).await["result"]["resultType"],
+            "complete"
+        );
+        assert!(frame(&mut body).await.is_none());
+    }
+
+    /// Rule (issue 26 §3, memory per idle stream): a 2025 GET stream's
+    /// envelopes are the same for every stream, so they are shared, not
+    /// rendered per stream, and byte for byte what rendering would give.
+    #[test]
+    fn untagged_envelopes_are_shared_and_exact() {
+        let all = filter(json!({"toolsListChanged": true, "promptsListChanged": true,
+                                "resourcesListChanged": true}));
+        let (a, b) = (
+            Envelopes::new(None, None, &all),
+            Envelopes::new(None, None, &all),
+        );
+        for (x, y, method) in [
+            (&a.tools, &b.tools, "notifications/tools/list_changed"),
+            (&a.prompts, &b.prompts, "notifications/prompts/list_changed"),
+            (
+                &a.resources,
+                &b.resources,
+                "notifications/resources/list_changed",
+            ),
+            (&a.updated_tail, &b.updated_tail, "(updated)"),
+        ] {
+            assert_eq!(x.as_ptr(), y.as_ptr(), "{method}: one copy for all streams");
+            if method != "(updated)" {
+                assert_eq!(x, &event(&json!({"jsonrpc": "2.0", "method": method})));
+            }
+        }
+        assert_eq!(
+            a.updated("u://x\"y"),
+            event(
+                &json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                          "params": {"uri": "u://x\"y"}})
+            )
+        );
+    }
+
+    /// Rule: through the SSE writer, whose keep-alive timer is polled only
+    /// when the stream's gate says a rare source woke, a silent stream still
+    /// gets a keep-alive comment every [`sse::KEEP_ALIVE`], before and after
+    /// a change, and a change still comes at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_gated_stream_keeps_its_keep_alive() {
+        use http_body_util::BodyExt;
+        let bus = ChangeBus::new();
+        let stream = Listen::new(json!(3), filter(json!({"toolsListChanged": true})))
+            .lifetime(Duration::from_secs(3600))
+            .open(&bus, place());
+        let mut body = sse::respond_events([], stream).into_body();
+        let mut next = async || -> (Bytes, tokio::time::Instant) {
+            let frame = tokio::time::timeout(Duration::from_secs(60), body.frame())
+                .await
+                .expect("a frame within a minute")
+                .unwrap()
+                .unwrap();
+            (frame.into_data().unwrap(), tokio::time::Instant::now())
+        };
+        let (ack, opened) = next().await;
+        assert!(ack.starts_with(b"data: "));
+        let (comment, at) = next().await;
+        assert_eq!(&comment[..], sse::KEEP_ALIVE_COMMENT);
+        assert_eq!(at - opened, sse::KEEP_ALIVE);
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert_eq!(bus.publish(Change::ToolsListChanged), 1);
+        let (change, changed) = next().await;
+        assert!(change.starts_with(b"data: {\"jsonrpc\""), "{change:?}");
+        assert_eq!(changed - at, Duration::from_secs(5));
+        for _ in 0..2 {
+            let (comment, then) = next().await;
+            assert_eq!(&comment[..], sse::KEEP_ALIVE_COMMENT);
+            assert!(then - changed >= sse::KEEP_ALIVE, "{:?}", then - changed);
+        }
+    }
+
+    /// Rule: a rare source wakes the task that polled the stream last, not
+    /// the one that polled it first.
+    #[tokio::test]
+    async fn a_rare_source_wakes_the_task_polling_now() {
+        let bus = ChangeBus::new();
+        let mut body = Listen::new(json!(7), Filter::default()).open(&bus, place());
+        let (first, now) = (Arc::new(Wakes::default()), Arc::new(Wakes::default()));
+        let (first_waker, now_waker) = (Waker::from(first.clone()), Waker::from(now.clone()));
+        let mut cx = Context::from_waker(&first_waker);
+        assert!(
+            matches!(body.poll_message(&mut cx), Poll::Ready(Some(_))),
+            "the ack"
+        );
+        assert!(body.poll_message(&mut cx).is_pending());
+        let mut cx = Context::from_waker(&now_waker);
+        assert!(body.poll_message(&mut cx).is_pending());
+        assert_eq!(bus.close_all(), 1);
+        assert_eq!(
+            now.0.load(Ordering::SeqCst),
+            1,
+            "the task polling now is woken"
+        );
+        assert_eq!(first.0.load(Ordering::SeqCst), 0);
+        let Poll::Ready(Some(last)) = body.poll_message(&mut cx) else {
+            panic!("the complete result once woken");
+        };
+        let last: Value = serde_json::from_slice(&last).unwrap();
+        assert_eq!(last["id"], 7);
+        assert_eq!(last["result"]["resultType"], "complete");
     }
 
     #[tokio::test]
