@@ -36,7 +36,8 @@
 //!
 //! Every notification carries `params._meta["io.modelcontextprotocol/subscriptionId"]`
 //! = the listen request's id; the envelope of each kind of notification is
-//! rendered once, when the stream opens. Log messages
+//! rendered once, when the stream opens (a 2025 GET stream's, untagged and
+//! the same for every stream, are shared). Log messages
 //! (`notifications/message`) are never sent here (LOG §Per-request log
 //! level).
 //!
