@@ -138,10 +138,6 @@ impl Explain<'_> {
 
     /// Records the member `name` missing, as `required` words it.
     fn record_missing(&mut self, name: &str) {
-        if self.found.is_some() {
-            self.unsure = true;
-            return;
-        }
         let quoted = Value::from(name).to_string();
         self.record(
             "required",

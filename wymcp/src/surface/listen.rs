@@ -652,7 +652,9 @@ const UNTAGGED_PROMPTS: &[u8] =
     b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/prompts/list_changed\"}\n\n";
 const UNTAGGED_RESOURCES: &[u8] =
     b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/list_changed\"}\n\n";
-const UNTAGGED_UPDATED_TAIL: &[u8] = b"}}\n\n";
+/// An `updated` event's end: its `params` and message closed, then the
+/// event's end (the whole tail of an untagged one).
+const UPDATED_END: &[u8] = b"}}\n\n";
 
 impl Envelopes {
     /// The envelopes of a stream whose list_changed carry `meta` and whose
@@ -667,11 +669,11 @@ impl Envelopes {
             (true, None) => Bytes::from_static(untagged),
         };
         let updated_tail = match updated_meta {
-            None => Bytes::from_static(UNTAGGED_UPDATED_TAIL),
+            None => Bytes::from_static(UPDATED_END),
             Some(meta) => {
                 let mut tail = b",\"_meta\":".to_vec();
                 tail.extend(serde_json::to_vec(meta).unwrap_or_default());
-                tail.extend_from_slice(UNTAGGED_UPDATED_TAIL);
+                tail.extend_from_slice(UPDATED_END);
                 Bytes::from(tail)
             }
         };
