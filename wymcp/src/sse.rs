@@ -88,7 +88,8 @@ pub(crate) trait EventSource: Send + Unpin + 'static {
 /// of one takes a lock, registers a waker and spends tokio's budget: most
 /// of what a delivery cost over bare hyper's, BENCHMARKS.md "Listen
 /// streams"). The source and the writer each have a bit: a wake sets both,
-/// each takes its own.
+/// each takes its own. A connection's task keeps one too, for the server's
+/// stop and the idle timer (`serve/connection.rs`, the source's bit alone).
 #[derive(Debug)]
 pub(crate) struct Gate {
     /// Who the task last followed is (`Waker::data` and `Waker::vtable` as

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use axum::Router;
@@ -25,6 +25,7 @@ use tower::ServiceExt as _;
 
 use super::config::ServeConfig;
 use crate::origin::{BoundTo, ClientAddr, client_of};
+use crate::sse::Gate;
 
 /// The connections open per peer address, for
 /// [`ServeConfig::max_connections_per_peer`].
@@ -319,6 +320,13 @@ type ServiceFuture = Pin<Box<dyn Future<Output = Result<http::Response<Body>, In
 
 /// Runs a hyper connection to its end, asking it to finish when the server
 /// stops or when it has been idle for the idle timeout.
+///
+/// The stop and the idle timer are the connection's rare sources: a task
+/// woken by its socket or by a listen stream's change (every request, every
+/// delivery) polls the connection alone, and the two only when one of them
+/// woke, through a [`Gate`] of the connection's own (each poll of them
+/// takes a lock and registers a waker; BENCHMARKS.md, "The connection's
+/// gate").
 async fn drive<C>(
     conn: C,
     graceful: fn(Pin<&mut C>),
@@ -330,33 +338,83 @@ async fn drive<C>(
     C: Future<Output = Result<(), hyper::Error>>,
 {
     let mut conn = std::pin::pin!(conn);
-    let mut finishing = false;
-    loop {
-        // Biased, the stop first: a connection woken by a request's bytes
-        // after the server began to stop must learn of the stop before it
-        // serves them, so the answer carries `Connection: close` (a random
-        // order could serve it as keep-alive, then close).
-        tokio::select! {
-            biased;
-            _ = stop.changed(), if !finishing => {
-                finishing = true;
-                graceful(conn.as_mut());
-            }
-            result = conn.as_mut() => {
-                if let Err(error) = result {
-                    tracing::debug!(target: "wymcp::serve", %peer, %error, "connection ended");
+    // The sources in a scope of their own: the goodbye's timer below takes
+    // their room in the task's future rather than adding to it.
+    {
+        let mut stopped = std::pin::pin!(stop.changed());
+        let mut idle = std::pin::pin!(activity.idle_for(config.idle_timeout));
+        let gate = Gate::new();
+        let mut finishing = false;
+        loop {
+            let mut rare = (!finishing).then_some((stopped.as_mut(), idle.as_mut()));
+            let woke = std::future::poll_fn(|cx| {
+                let rare = rare
+                    .as_mut()
+                    .map(|(stop, idle)| (stop.as_mut(), idle.as_mut()));
+                watched(&gate, cx, conn.as_mut(), rare)
+            });
+            match woke.await {
+                Woke::Stop => {
+                    finishing = true;
+                    graceful(conn.as_mut());
                 }
-                return;
-            }
-            () = activity.idle_for(config.idle_timeout), if !finishing => {
-                tracing::debug!(target: "wymcp::serve", %peer, "idle timeout");
-                graceful(conn.as_mut());
-                // An idle connection has nothing to finish: bound the goodbye.
-                let _ = tokio::time::timeout(config.header_read_timeout, conn.as_mut()).await;
-                return;
+                Woke::Ended(result) => {
+                    if let Err(error) = result {
+                        tracing::debug!(target: "wymcp::serve", %peer, %error, "connection ended");
+                    }
+                    return;
+                }
+                Woke::Idle => break,
             }
         }
     }
+    tracing::debug!(target: "wymcp::serve", %peer, "idle timeout");
+    graceful(conn.as_mut());
+    // An idle connection has nothing to finish: bound the goodbye.
+    let _ = tokio::time::timeout(config.header_read_timeout, conn.as_mut()).await;
+}
+
+/// What woke a driven connection to an end of its wait.
+#[derive(Debug, PartialEq)]
+enum Woke<T> {
+    /// The server began to stop.
+    Stop,
+    /// The connection was idle for the idle timeout.
+    Idle,
+    /// The connection ended, with hyper's verdict.
+    Ended(T),
+}
+
+/// One poll of a driven connection: its rare sources (`rare`: the stop,
+/// then the idle timer; `None` once finishing) first, the stop before the
+/// connection, and only when `gate` says one of them woke; then the
+/// connection, with the task's own waker.
+///
+/// The stop is asked before the connection is served: a connection woken
+/// by a request's bytes after the server began to stop learns of the stop
+/// first, so the answer carries `Connection: close` (the stop's wake sets
+/// the gate's bit before the sender returns).
+fn watched<C: Future, S: Future + ?Sized, I: Future + ?Sized>(
+    gate: &Arc<Gate>,
+    cx: &mut Context<'_>,
+    conn: Pin<&mut C>,
+    rare: Option<(Pin<&mut S>, Pin<&mut I>)>,
+) -> Poll<Woke<C::Output>> {
+    if let Some((stop, idle)) = rare {
+        gate.follow(cx.waker());
+        if gate.take(Gate::SOURCE) {
+            // Made only here, about never: the sources keep it registered.
+            let waker = Waker::from(Arc::clone(gate));
+            let mut own = Context::from_waker(&waker);
+            if stop.poll(&mut own).is_ready() {
+                return Poll::Ready(Woke::Stop);
+            }
+            if idle.poll(&mut own).is_ready() {
+                return Poll::Ready(Woke::Idle);
+            }
+        }
+    }
+    conn.poll(cx).map(Woke::Ended)
 }
 
 /// When a connection's last request ended, and how many are in flight.
@@ -666,6 +724,112 @@ mod tests {
             2 * std::mem::size_of::<usize>()
         );
         drop(client);
+    }
+
+    /// A future that counts its polls and is ready once told.
+    #[derive(Default)]
+    struct Counted {
+        polls: std::cell::Cell<u32>,
+        ready: std::cell::Cell<bool>,
+        waker: std::cell::RefCell<Option<Waker>>,
+    }
+
+    impl Counted {
+        fn poll(&self, cx: &Context<'_>) -> Poll<()> {
+            self.polls.set(self.polls.get() + 1);
+            *self.waker.borrow_mut() = Some(cx.waker().clone());
+            if self.ready.get() {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        }
+
+        /// Wakes whoever polled it last.
+        fn wake(&self) {
+            self.waker.borrow().as_ref().unwrap().wake_by_ref();
+        }
+    }
+
+    /// A connection's stop and idle timer are polled at its first poll and
+    /// then only when one of them woke; a wake-up of the task by the
+    /// connection itself (a request's bytes, a listen stream's change)
+    /// polls the connection alone. The stop comes before the connection,
+    /// and once finishing neither is polled.
+    #[test]
+    fn a_connection_polls_its_stop_and_idle_timer_only_when_one_woke() {
+        let (stop, idle, conn) = (Counted::default(), Counted::default(), Counted::default());
+        let mut stop_f = std::pin::pin!(std::future::poll_fn(|cx| stop.poll(cx)));
+        let mut idle_f = std::pin::pin!(std::future::poll_fn(|cx| idle.poll(cx)));
+        let mut conn_f = std::pin::pin!(std::future::poll_fn(|cx| conn.poll(cx)));
+        let gate = Gate::new();
+        let task = Arc::new(Woken::default());
+        let task_waker = Waker::from(Arc::clone(&task));
+        let mut cx = Context::from_waker(&task_waker);
+        let mut rare: Rare<'_> = Some((stop_f.as_mut(), idle_f.as_mut()));
+        let mut poll = |rare: &mut Rare<'_>| {
+            let rare = rare
+                .as_mut()
+                .map(|(stop, idle)| (stop.as_mut(), idle.as_mut()));
+            watched(&gate, &mut cx, conn_f.as_mut(), rare)
+        };
+        let counts = || (stop.polls.get(), idle.polls.get(), conn.polls.get());
+
+        assert_eq!(poll(&mut rare), Poll::Pending);
+        assert_eq!(counts(), (1, 1, 1), "the first poll registers every source");
+        // The connection wakes its task: the connection alone is polled.
+        conn.wake();
+        assert_eq!(task.count(), 1);
+        assert_eq!(poll(&mut rare), Poll::Pending);
+        assert_eq!(poll(&mut rare), Poll::Pending);
+        assert_eq!(counts(), (1, 1, 3), "no source that did not wake");
+        // The idle timer wakes (through the gate, which wakes the task).
+        idle.wake();
+        assert_eq!(task.count(), 2, "a rare source wakes the task");
+        assert_eq!(poll(&mut rare), Poll::Pending);
+        assert_eq!(counts(), (2, 2, 4));
+        assert_eq!(poll(&mut rare), Poll::Pending);
+        assert_eq!(counts(), (2, 2, 5));
+        // The stop, with the connection ready too: the stop first.
+        stop.ready.set(true);
+        conn.ready.set(true);
+        stop.wake();
+        assert_eq!(poll(&mut rare), Poll::Ready(Woke::Stop));
+        assert_eq!(counts(), (3, 2, 5), "the stop before the connection");
+        // Finishing: the connection alone, whatever wakes.
+        let mut finishing = None;
+        idle.ready.set(true);
+        idle.wake();
+        assert_eq!(poll(&mut finishing), Poll::Ready(Woke::Ended(())));
+        assert_eq!(counts(), (3, 2, 6));
+        // An idle timer that fired is told.
+        conn.ready.set(false);
+        assert_eq!(poll(&mut rare), Poll::Ready(Woke::Stop));
+        stop.ready.set(false);
+        stop.wake();
+        assert_eq!(poll(&mut rare), Poll::Ready(Woke::Idle));
+    }
+
+    /// A connection's rare sources in the test below.
+    type Rare<'a> = Option<(
+        Pin<&'a mut dyn Future<Output = ()>>,
+        Pin<&'a mut dyn Future<Output = ()>>,
+    )>;
+
+    /// A task waker that counts its wakes.
+    #[derive(Default)]
+    struct Woken(std::sync::atomic::AtomicU32);
+
+    impl Woken {
+        fn count(&self) -> u32 {
+            self.0.load(Ordering::Relaxed)
+        }
+    }
+
+    impl std::task::Wake for Woken {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// The most a connection's future may be, in bytes (see above).
