@@ -73,8 +73,14 @@ async fn initialize_negotiates_a_2025_version() {
         ])
         .build()
         .unwrap();
-    let answer = dispatch(&both, initialize("2025-06-18")).await;
-    assert_eq!(answer.ok(&json!(1))["protocolVersion"], "2025-06-18");
+    // Each served revision is answered its own (rendered once per
+    // revision when the server is built).
+    for asked in ["2025-06-18", "2025-11-25"] {
+        let answer = dispatch(&both, initialize(asked)).await;
+        let result = answer.ok(&json!(1));
+        assert_eq!(result["protocolVersion"], asked);
+        assert_eq!(result["serverInfo"]["name"], "wymcp");
+    }
 }
 
 /// A server serving no 2025 revision refuses initialize, listing what it

@@ -30,6 +30,9 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(600);
 #[derive(Clone)]
 pub struct SealingKey {
     id: String,
+    /// Read by the Redis backends (their subkeys) alone: every tag is made
+    /// with `keyed`.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     secret: Vec<u8>,
     /// HMAC-SHA256 keyed with `secret` once (the key's two padded blocks
     /// hashed), cloned for each tag: keying it again cost two SHA-256

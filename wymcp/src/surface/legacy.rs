@@ -37,29 +37,16 @@ pub(crate) fn negotiate(revisions: &[Revision], params: Option<&Value>) -> Optio
         .or_else(|| legacy.next_back())
 }
 
-/// The `InitializeResult` for a client asking for `requested`, and the
-/// revision [`negotiate`] chose for it. A server serving no 2025 revision
-/// answers -32602 listing what it serves. `capabilities` and
-/// `instructions` are the server's.
-pub(crate) fn initialize(
-    revisions: &[Revision],
+/// The `InitializeResult` of the revision `chosen` (what [`negotiate`]
+/// chose). `capabilities` and `instructions` are the server's: every part
+/// is the server's but the revision, so a server renders it once per
+/// revision served, when it is built.
+pub(crate) fn initialize_result(
+    chosen: Revision,
     capabilities: Value,
     instructions: Option<&str>,
     finishing: &Finishing,
-    params: Option<&Value>,
-) -> Result<(Value, Revision), HandlerError> {
-    let requested = params
-        .and_then(|p| p.get("protocolVersion"))
-        .and_then(Value::as_str);
-    let Some(chosen) = negotiate(revisions, params) else {
-        return Err(HandlerError::InvalidParams {
-            message: "this server serves no initialize-based protocol version".into(),
-            data: Some(json!({
-                "supported": revisions.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
-                "requested": requested,
-            })),
-        });
-    };
+) -> Value {
     let mut result = Map::new();
     result.insert("protocolVersion".into(), chosen.as_str().into());
     result.insert("capabilities".into(), capabilities);
@@ -67,7 +54,22 @@ pub(crate) fn initialize(
     if let Some(instructions) = instructions {
         result.insert("instructions".into(), instructions.into());
     }
-    Ok((Value::Object(result), chosen))
+    Value::Object(result)
+}
+
+/// What an `initialize` is answered by a server serving no 2025 revision:
+/// -32602 listing what it serves.
+pub(crate) fn unserved(revisions: &[Revision], params: Option<&Value>) -> HandlerError {
+    let requested = params
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(Value::as_str);
+    HandlerError::InvalidParams {
+        message: "this server serves no initialize-based protocol version".into(),
+        data: Some(json!({
+            "supported": revisions.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
+            "requested": requested,
+        })),
+    }
 }
 
 /// `logging/setLevel`: checks the level and acknowledges it.

@@ -21,6 +21,7 @@
 use std::sync::Arc;
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::bus::{Change, ChangeBus};
@@ -105,6 +106,9 @@ pub(crate) struct Surface {
     pub notification_bytes: usize,
     /// The skills served (the Skills extension).
     pub skills: Skills,
+    /// The `InitializeResult` of each 2025 revision served, rendered when
+    /// the server is built (nothing in it depends on the request).
+    pub initialize_results: Vec<(Revision, Box<RawValue>)>,
 }
 
 impl std::fmt::Debug for Surface {
@@ -124,6 +128,38 @@ impl std::fmt::Debug for Surface {
 }
 
 impl Surface {
+    /// The `InitializeResult` of each 2025 revision served, rendered.
+    fn render_initialize_results(&self) -> Vec<(Revision, Box<RawValue>)> {
+        let legacy = self
+            .revisions
+            .iter()
+            .copied()
+            .filter(|r| r.era() == Era::Legacy);
+        legacy
+            .map(|revision| {
+                let result = legacy::initialize_result(
+                    revision,
+                    self.capabilities(Era::Legacy),
+                    self.instructions.as_deref(),
+                    &self.finishing,
+                );
+                // A `Value` always serialises.
+                let raw = serde_json::value::to_raw_value(&result)
+                    .unwrap_or_else(|_| unreachable!("a Value serialises"));
+                (revision, raw)
+            })
+            .collect()
+    }
+
+    /// The rendered `InitializeResult` of `revision`, when it is a 2025
+    /// revision served.
+    fn initialized(&self, revision: Revision) -> Option<&RawValue> {
+        self.initialize_results
+            .iter()
+            .find(|(r, _)| *r == revision)
+            .map(|(_, raw)| &**raw)
+    }
+
     /// The server's capabilities, as `server/discover` and `initialize`
     /// report them.
     pub(crate) fn capabilities(&self, era: Era) -> Value {
@@ -360,7 +396,7 @@ impl SurfaceBuilder {
             self.answer_relay,
             ledger.clone(),
         );
-        Ok(Surface {
+        let mut surface = Surface {
             finishing: Arc::new(Finishing::new(&self.info, self.cache)),
             instructions: self.instructions,
             page_size,
@@ -379,7 +415,10 @@ impl SurfaceBuilder {
             ledger,
             notification_bytes,
             skills,
-        })
+            initialize_results: Vec::new(),
+        };
+        surface.initialize_results = surface.render_initialize_results();
+        Ok(surface)
     }
 }
 
@@ -561,16 +600,9 @@ fn discover(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
 #[allow(clippy::needless_pass_by_value)] // every row's answer takes the call by value
 fn initialize(s: &Surface, call: Call<'_>, _: Env<'_>) -> Answer {
     let params = call.params.as_ref();
-    let result = legacy::initialize(
-        &s.revisions,
-        s.capabilities(Era::Legacy),
-        s.instructions.as_deref(),
-        &s.finishing,
-        params,
-    );
-    let (result, revision) = match result {
-        Ok(negotiated) => negotiated,
-        Err(error) => return immediate(s, &call, Err(error)),
+    let chosen = legacy::negotiate(&s.revisions, params);
+    let Some((revision, result)) = chosen.and_then(|r| s.initialized(r).map(|raw| (r, raw))) else {
+        return immediate(s, &call, Err(legacy::unserved(&s.revisions, params)));
     };
     let outcome = Outcome::Result(call.reply(&s.finishing).result(&result));
     let askable = mid_call::askable(params.and_then(|p| p.get("capabilities")));
