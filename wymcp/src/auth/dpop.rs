@@ -37,6 +37,7 @@ use sha2::{Digest, Sha256};
 
 use super::algorithm::Algorithm;
 use crate::ledger::{Caller, Kind, Ledger, Place, Refusal};
+use crate::protocol::ids::hex;
 
 /// The header a proof travels in.
 pub const DPOP_HEADER: &str = "dpop";
@@ -646,11 +647,7 @@ impl SeenProofs {
             .take(Kind::DpopProofs, caller, 1)
             .map_err(ProofError::Ledger)?;
         seen.entries.insert(digest, (at + ttl, place));
-        let key = digest.iter().fold(String::with_capacity(64), |mut hex, b| {
-            use std::fmt::Write as _;
-            let _ = write!(hex, "{b:02x}");
-            hex
-        });
+        let key = hex(&digest);
         Ok((key, ttl))
     }
 }

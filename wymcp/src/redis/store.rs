@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::config::{Health, RedisConfig};
 use super::mac::{DropLog, Dropped, Keys, Purpose, receive};
-use crate::protocol::ids::now_ms;
+use crate::protocol::ids::{hex, now_ms};
 use crate::tasks::{Quota, StoreFuture, TaskEntry, TaskStore, TaskStoreError};
 
 /// The compare-and-set of a replacement: `ARGV[1]` the version replaced,
@@ -116,11 +116,7 @@ impl RedisTaskStore {
     fn count_keys(&self, caller: &str) -> (String, String) {
         use sha2::Digest as _;
         let digest = sha2::Sha256::digest(caller.as_bytes());
-        let hex = digest.iter().fold(String::new(), |mut hex, b| {
-            use std::fmt::Write as _;
-            let _ = write!(hex, "{b:02x}");
-            hex
-        });
+        let hex = hex(&digest);
         let prefix = &self.config.key_prefix;
         (format!("{prefix}caller:{hex}"), format!("{prefix}stored"))
     }

@@ -17,18 +17,16 @@ use super::skill::{
     MAX_SKILL_FILES, MAX_SKILLS, MAX_SKILLS_BYTES, RESERVED_METADATA, SKILL_MD, Skill, name_rule,
     uri_segment,
 };
+use crate::protocol::ids::hex_into;
 use crate::surface::context::HandlerError;
 use crate::surface::error::{SkillError, SurfaceError};
 use crate::surface::resource::Resource;
 
 fn digest(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
     let hash = sha2::Sha256::digest(bytes);
     let mut out = String::with_capacity(7 + 64);
     out.push_str("sha256:");
-    for b in hash {
-        let _ = write!(out, "{b:02x}");
-    }
+    hex_into(&mut out, &hash);
     out
 }
 
