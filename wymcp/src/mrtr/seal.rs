@@ -36,7 +36,8 @@ pub struct SealingKey {
     secret: Vec<u8>,
     /// HMAC-SHA256 keyed with `secret` once (the key's two padded blocks
     /// hashed), cloned for each tag: keying it again cost two SHA-256
-    /// blocks a seal or an unseal (BENCHMARKS.md, "The 2025 session").
+    /// blocks a seal or an unseal (BENCHMARKS.md, "The 2025 session by
+    /// instructions").
     keyed: HmacSha256,
 }
 

@@ -736,8 +736,9 @@ async fn recv<T: Clone>(
 }
 
 /// The change receiver's next change, in one box for the stream's life: a
-/// delivery writes the next wait where the last one was (a box made and
-/// freed a delivery a stream was ≈ 150 instructions of ≈ 4,800).
+/// delivery writes the next wait where the last one was, where it made a
+/// box and freed one (≈ 160 instructions, against ≈ 90 for the reuse;
+/// BENCHMARKS.md, "The connection's gate").
 type NextChange = ReusableBoxFuture<
     'static,
     (
