@@ -170,12 +170,26 @@ impl<V: Clone> InFlight<V> {
             .entry(key)
             .or_default()
             .clone();
-        let _leave = Leave {
+        let leave = Leave {
             calls: &self.calls,
             key,
-            cell: &slot,
+            cell: Some(slot),
         };
-        slot.get_or_init(call).await.clone()
+        match &leave.cell {
+            Some(shared) => shared.get_or_init(call).await.clone(),
+            // Set above, taken only by `drop`.
+            None => unreachable!("a request's cell is taken only when it leaves"),
+        }
+    }
+
+    /// How many requests hold the call about `key` in flight.
+    #[cfg(test)]
+    fn holders(&self, key: &TokenDigest) -> usize {
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .map_or(0, |cell| Arc::strong_count(cell) - 1)
     }
 
     #[cfg(test)]
@@ -188,21 +202,32 @@ impl<V: Clone> InFlight<V> {
 }
 
 /// One request leaving a call: the last one out takes its entry out.
+///
+/// The request's hold on the cell is given up under the map's lock, as it
+/// was taken: so the count read there is exact. (Dropped after the lock,
+/// two requests leaving at once could each see the other still holding
+/// and neither take the entry out, which then answered every later
+/// request with that answer, whatever the caches' lifetimes.)
 struct Leave<'a, V> {
     calls: &'a Mutex<HashMap<TokenDigest, Arc<OnceCell<V>>>>,
     key: TokenDigest,
-    cell: &'a Arc<OnceCell<V>>,
+    cell: Option<Arc<OnceCell<V>>>,
 }
 
 impl<V> Drop for Leave<'_, V> {
     fn drop(&mut self) {
         let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
-        // Under the lock no request can pick the cell up: two holders are
-        // the map and this request.
-        if calls
-            .get(&self.key)
-            .is_some_and(|c| Arc::ptr_eq(c, self.cell))
-            && Arc::strong_count(self.cell) == 2
+        let Some(cell) = self.cell.take() else {
+            return;
+        };
+        let ours = calls.get(&self.key).is_some_and(|c| Arc::ptr_eq(c, &cell));
+        drop(cell);
+        // Every hold is taken and given up under this lock: the map's own
+        // is the last one when no request waits.
+        if ours
+            && calls
+                .get(&self.key)
+                .is_some_and(|c| Arc::strong_count(c) == 1)
         {
             calls.remove(&self.key);
         }
@@ -250,6 +275,46 @@ mod tests {
                 .is_err()
         );
         assert_eq!(flight.len(), 0);
+    }
+
+    /// Requests leaving one call at the same moment, each on a thread of
+    /// its own (as a server's workers do), still leave no entry behind: an
+    /// entry left behind would answer every later request with its answer.
+    #[test]
+    fn requests_leaving_at_once_leave_nothing_behind() {
+        const HOLDERS: usize = 4;
+        let flight = Arc::new(InFlight::<usize>::default());
+        let key = digest("same");
+        for round in 0..300 {
+            let gate = Arc::new(tokio::sync::Notify::new());
+            let threads: Vec<_> = (0..HOLDERS)
+                .map(|_| {
+                    let (flight, gate) = (flight.clone(), gate.clone());
+                    std::thread::spawn(move || {
+                        tokio::runtime::Builder::new_current_thread()
+                            .build()
+                            .unwrap()
+                            .block_on(flight.run(key, || async move {
+                                gate.notified().await;
+                                round
+                            }))
+                    })
+                })
+                .collect();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while flight.holders(&key) < HOLDERS {
+                assert!(
+                    Instant::now() < deadline,
+                    "round {round}: the requests never joined"
+                );
+                std::thread::yield_now();
+            }
+            gate.notify_one();
+            for thread in threads {
+                assert_eq!(thread.join().unwrap(), round);
+            }
+            assert_eq!(flight.len(), 0, "round {round}: an entry was left behind");
+        }
     }
 
     #[test]
