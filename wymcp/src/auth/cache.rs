@@ -220,15 +220,13 @@ impl<V> Drop for Leave<'_, V> {
         let Some(cell) = self.cell.take() else {
             return;
         };
-        let ours = calls.get(&self.key).is_some_and(|c| Arc::ptr_eq(c, &cell));
+        // Every hold is taken and given up under this lock, so the count is
+        // exact: two holders are the map and this request.
+        let last = calls
+            .get(&self.key)
+            .is_some_and(|c| Arc::ptr_eq(c, &cell) && Arc::strong_count(c) == 2);
         drop(cell);
-        // Every hold is taken and given up under this lock: the map's own
-        // is the last one when no request waits.
-        if ours
-            && calls
-                .get(&self.key)
-                .is_some_and(|c| Arc::strong_count(c) == 1)
-        {
+        if last {
             calls.remove(&self.key);
         }
     }
