@@ -5,8 +5,11 @@
 //! `redis-server` on a free loopback port and the API service
 //! (`wymcp-bench io-api`, [`catalog`]); both inherit its core. Then, each
 //! round, for each server (floor, wymcp, rmcp, interleaved): Redis is
-//! emptied and seeded ([`seed`]), the server is started
-//! (`wymcp-bench io-serve`, [`servers`]; `taskset -c 0` unless `--no-pin`),
+//! emptied and seeded ([`seed`]), the server is started, each one a
+//! program of its own as in the public benchmark (`io-serve-floor`,
+//! `io-serve-wymcp`, `io-serve-rmcp` beside this binary, [`servers`];
+//! `taskset -c 0` unless `--no-pin`; `wymcp-bench io-serve --server NAME`
+//! serves any of them from this binary, for comparison),
 //! and the virtual users ([`load`]) run the benchmark's iteration against
 //! it for the warm-up and the measured window. Read over the window: the
 //! server's CPU (utime + stime from `/proc/PID/stat`) and its RSS (VmRSS,
@@ -225,6 +228,31 @@ fn own(args: &[&str], pin: Option<usize>) -> Result<Command, String> {
     Ok(command)
 }
 
+/// `io-serve-NAME`, beside this binary: each server is a program of its own,
+/// as in the public benchmark, so none has another's code laid out among
+/// its own (one binary holding all three put 2.5–3.5 MB more code resident
+/// in each; BENCHMARKS.md, "One binary a server").
+fn one_server(server: IoServer, args: &[&str], pin: Option<usize>) -> Result<Command, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let program = exe.with_file_name(format!("io-serve-{}", server.name()));
+    if !program.exists() {
+        return Err(format!(
+            "{} is not built (cargo build -p wymcp-bench --bins; scripts/bench --io builds it)",
+            program.display()
+        ));
+    }
+    let mut command = match pin {
+        Some(core) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", &core.to_string()]).arg(program);
+            c
+        }
+        None => Command::new(program),
+    };
+    command.args(args).env_remove("RUST_LOG");
+    Ok(command)
+}
+
 fn cpu_us(stat: Stat) -> f64 {
     #[allow(clippy::cast_precision_loss)]
     let ticks = stat.cpu_ticks as f64;
@@ -262,16 +290,9 @@ async fn one_pass(
         .await
         .map_err(|e| format!("seeding Redis: {e}"))?;
     let api_url = format!("http://{api}");
-    let mut command = own(
-        &[
-            "io-serve",
-            "--server",
-            server.name(),
-            "--api",
-            &api_url,
-            "--redis",
-            redis_url,
-        ],
+    let mut command = one_server(
+        server,
+        &["--api", &api_url, "--redis", redis_url],
         options.pin.then_some(0),
     )?;
     match &options.malloc_tunables {

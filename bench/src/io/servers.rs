@@ -68,6 +68,85 @@ impl FromStr for IoServer {
 /// # Errors
 /// When the runtime, Redis or the listener fails.
 pub fn serve(kind: IoServer, addr: SocketAddr, api: &str, redis: &str) -> Result<(), String> {
+    match kind {
+        IoServer::Wymcp => serve_wymcp(addr, api, redis),
+        IoServer::Rmcp => serve_rmcp(addr, api, redis),
+        IoServer::Floor => serve_floor(addr, api, redis),
+    }
+}
+
+/// [`serve`] for wymcp alone: a binary calling only this one (`io-serve-wymcp`)
+/// links none of the other servers' code, as each server of the public
+/// benchmark is its own program.
+///
+/// # Errors
+/// As [`serve`]'s.
+pub fn serve_wymcp(addr: SocketAddr, api: &str, redis: &str) -> Result<(), String> {
+    serving(addr, api, redis, |listener, backends| async move {
+        let router = wymcp::chain::post::router(wymcp_server(backends)?);
+        wymcp::serve(listener, router)
+            .await
+            .map_err(|e| e.to_string())
+    })
+}
+
+/// [`serve`] for rmcp alone (`io-serve-rmcp`).
+///
+/// # Errors
+/// As [`serve`]'s.
+pub fn serve_rmcp(addr: SocketAddr, api: &str, redis: &str) -> Result<(), String> {
+    serving(addr, api, redis, |listener, backends| async move {
+        axum::serve(listener, rmcp(backends))
+            .await
+            .map_err(|e| e.to_string())
+    })
+}
+
+/// [`serve`] for the floor alone (`io-serve-floor`).
+///
+/// # Errors
+/// As [`serve`]'s.
+pub fn serve_floor(addr: SocketAddr, api: &str, redis: &str) -> Result<(), String> {
+    serving(addr, api, redis, |listener, backends| async move {
+        axum::serve(listener, floor(backends))
+            .await
+            .map_err(|e| e.to_string())
+    })
+}
+
+/// The `main` of a one-server binary (`io-serve-wymcp`, `io-serve-rmcp`,
+/// `io-serve-floor`): `--api URL --redis URL [--addr ADDR]`, as
+/// `wymcp-bench io-serve` takes them, served by `serve` (only the server
+/// it names is linked).
+///
+/// # Errors
+/// A missing or unknown argument, or what `serve` fails with.
+pub fn serve_one(
+    args: &[String],
+    serve: fn(SocketAddr, &str, &str) -> Result<(), String>,
+) -> Result<(), String> {
+    const USAGE: &str = "usage: --api http://HOST:PORT --redis redis://HOST:PORT/ [--addr ADDR]";
+    let (mut addr, mut api, mut redis) = (SocketAddr::from(([127, 0, 0, 1], 0)), None, None);
+    let mut words = args.iter();
+    while let Some(flag) = words.next() {
+        let value = words.next().ok_or(USAGE)?;
+        match flag.as_str() {
+            "--addr" => addr = value.parse().map_err(|e| format!("--addr {value}: {e}"))?,
+            "--api" => api = Some(value.as_str()),
+            "--redis" => redis = Some(value.as_str()),
+            _ => return Err(USAGE.to_owned()),
+        }
+    }
+    serve(addr, api.ok_or(USAGE)?, redis.ok_or(USAGE)?)
+}
+
+/// The runtime, the backends and the listener every server starts with;
+/// `listening on ADDR` is printed before `run` serves.
+fn serving<F, Fut>(addr: SocketAddr, api: &str, redis: &str, run: F) -> Result<(), String>
+where
+    F: FnOnce(tokio::net::TcpListener, Backends) -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -78,22 +157,8 @@ pub fn serve(kind: IoServer, addr: SocketAddr, api: &str, redis: &str) -> Result
             .await
             .map_err(|e| e.to_string())?;
         let local = listener.local_addr().map_err(|e| e.to_string())?;
-        let served = match kind {
-            IoServer::Wymcp => {
-                let router = wymcp::chain::post::router(wymcp_server(backends)?);
-                println!("listening on {local}");
-                wymcp::serve(listener, router).await
-            }
-            IoServer::Rmcp => {
-                println!("listening on {local}");
-                axum::serve(listener, rmcp(backends)).await
-            }
-            IoServer::Floor => {
-                println!("listening on {local}");
-                axum::serve(listener, floor(backends)).await
-            }
-        };
-        served.map_err(|e| e.to_string())
+        println!("listening on {local}");
+        run(listener, backends).await
     })
 }
 
