@@ -5,7 +5,9 @@
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if let Err(e) = wymcp_bench::io::servers::serve_one(&args, wymcp_bench::io::servers::serve_floor) {
+    if let Err(e) =
+        wymcp_bench::io::servers::serve_one(&args, wymcp_bench::io::servers::serve_floor)
+    {
         eprintln!("io-serve-floor: {e}");
         std::process::exit(2);
     }

@@ -5,7 +5,8 @@
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if let Err(e) = wymcp_bench::io::servers::serve_one(&args, wymcp_bench::io::servers::serve_rmcp) {
+    if let Err(e) = wymcp_bench::io::servers::serve_one(&args, wymcp_bench::io::servers::serve_rmcp)
+    {
         eprintln!("io-serve-rmcp: {e}");
         std::process::exit(2);
     }
