@@ -4,11 +4,5 @@
 //! (BENCHMARKS.md, "One binary a server").
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if let Err(e) =
-        wymcp_bench::io::servers::serve_one(&args, wymcp_bench::io::servers::serve_floor)
-    {
-        eprintln!("io-serve-floor: {e}");
-        std::process::exit(2);
-    }
+    wymcp_bench::io::servers::main_one("io-serve-floor", wymcp_bench::io::servers::serve_floor);
 }

@@ -4,10 +4,5 @@
 //! (BENCHMARKS.md, "One binary a server").
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if let Err(e) = wymcp_bench::io::servers::serve_one(&args, wymcp_bench::io::servers::serve_rmcp)
-    {
-        eprintln!("io-serve-rmcp: {e}");
-        std::process::exit(2);
-    }
+    wymcp_bench::io::servers::main_one("io-serve-rmcp", wymcp_bench::io::servers::serve_rmcp);
 }

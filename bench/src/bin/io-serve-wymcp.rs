@@ -4,11 +4,5 @@
 //! (BENCHMARKS.md, "One binary a server").
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if let Err(e) =
-        wymcp_bench::io::servers::serve_one(&args, wymcp_bench::io::servers::serve_wymcp)
-    {
-        eprintln!("io-serve-wymcp: {e}");
-        std::process::exit(2);
-    }
+    wymcp_bench::io::servers::main_one("io-serve-wymcp", wymcp_bench::io::servers::serve_wymcp);
 }

@@ -216,16 +216,7 @@ impl Drop for Listening {
 
 fn own(args: &[&str], pin: Option<usize>) -> Result<Command, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut command = match pin {
-        Some(core) => {
-            let mut c = Command::new("taskset");
-            c.args(["-c", &core.to_string()]).arg(exe);
-            c
-        }
-        None => Command::new(exe),
-    };
-    command.args(args).env_remove("RUST_LOG");
-    Ok(command)
+    Ok(program(exe, args, pin))
 }
 
 /// `io-serve-NAME`, beside this binary: each server is a program of its own,
@@ -234,23 +225,29 @@ fn own(args: &[&str], pin: Option<usize>) -> Result<Command, String> {
 /// in each; BENCHMARKS.md, "One binary a server").
 fn one_server(server: IoServer, args: &[&str], pin: Option<usize>) -> Result<Command, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let program = exe.with_file_name(format!("io-serve-{}", server.name()));
-    if !program.exists() {
+    let path = exe.with_file_name(format!("io-serve-{}", server.name()));
+    if !path.exists() {
         return Err(format!(
             "{} is not built (cargo build -p wymcp-bench --bins; scripts/bench --io builds it)",
-            program.display()
+            path.display()
         ));
     }
+    Ok(program(path, args, pin))
+}
+
+/// `path` with `args`, on core `pin` (through `taskset`) when given, without
+/// the harness's `RUST_LOG`.
+fn program(path: std::path::PathBuf, args: &[&str], pin: Option<usize>) -> Command {
     let mut command = match pin {
         Some(core) => {
             let mut c = Command::new("taskset");
-            c.args(["-c", &core.to_string()]).arg(program);
+            c.args(["-c", &core.to_string()]).arg(path);
             c
         }
-        None => Command::new(program),
+        None => Command::new(path),
     };
     command.args(args).env_remove("RUST_LOG");
-    Ok(command)
+    command
 }
 
 fn cpu_us(stat: Stat) -> f64 {

@@ -115,13 +115,19 @@ pub fn serve_floor(addr: SocketAddr, api: &str, redis: &str) -> Result<(), Strin
 }
 
 /// The `main` of a one-server binary (`io-serve-wymcp`, `io-serve-rmcp`,
-/// `io-serve-floor`): `--api URL --redis URL [--addr ADDR]`, as
-/// `wymcp-bench io-serve` takes them, served by `serve` (only the server
-/// it names is linked).
-///
-/// # Errors
-/// A missing or unknown argument, or what `serve` fails with.
-pub fn serve_one(
+/// `io-serve-floor`, named `name`): its arguments, `--api URL --redis URL
+/// [--addr ADDR]` as `wymcp-bench io-serve` takes them, served by `serve`
+/// (only the server it names is linked); a failure is printed and the
+/// process exits with status 2.
+pub fn main_one(name: &str, serve: fn(SocketAddr, &str, &str) -> Result<(), String>) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Err(e) = serve_one(&args, serve) {
+        eprintln!("{name}: {e}");
+        std::process::exit(2);
+    }
+}
+
+fn serve_one(
     args: &[String],
     serve: fn(SocketAddr, &str, &str) -> Result<(), String>,
 ) -> Result<(), String> {
